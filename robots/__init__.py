@@ -1,0 +1,12 @@
+"""The robot catalog and synthetic mechanisms.
+
+``robots.load("talos")`` gives a :class:`RobotSpec` (model, feet, sole, hands, default posture);
+``robots.synthetic`` builds chains, random trees and the PV-OSIMr paper's stem-with-branches.
+"""
+
+from __future__ import annotations
+
+from . import synthetic
+from .catalog import RobotSpec, Sole, load, names, robots_dir
+
+__all__ = ["RobotSpec", "Sole", "load", "names", "robots_dir", "synthetic"]

@@ -1,0 +1,44 @@
+"""The exception hierarchy of wbc.
+
+Every error wbc raises on purpose derives from :class:`WbcError`, so a caller can catch all of
+them at once; the subclasses say which kind of input was wrong. Errors about the shape or value
+of an argument (wrong size, NaN) also derive from :class:`ValueError`, so code written against
+numpy conventions catches them too.
+"""
+
+from __future__ import annotations
+
+
+class WbcError(Exception):
+    """Base class of every error raised by wbc on purpose."""
+
+
+class ModelError(WbcError):
+    """A robot description is malformed or physically inconsistent (names the file and element)."""
+
+
+class FrameError(WbcError, KeyError):
+    """A frame name that the model does not have."""
+
+    def __str__(self) -> str:  # KeyError would quote the message; keep it readable
+        return str(self.args[0]) if self.args else ""
+
+
+class InputError(WbcError, ValueError):
+    """A state, input or parameter of the wrong size, with non-finite values or out of its domain."""
+
+
+class CompileError(WbcError):
+    """Generating or compiling a kernel failed (the compiler's message is attached)."""
+
+
+class InfeasibleProblem(WbcError):
+    """A control problem has no solution; ``conflict`` names the constraint groups involved."""
+
+    def __init__(self, message: str, conflict: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.conflict = conflict
+
+
+class WbcPerformanceWarning(UserWarning):
+    """wbc works, but slower than it could (e.g. no C compiler: kernels run in CasADi's VM)."""
