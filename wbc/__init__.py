@@ -22,6 +22,11 @@ from .api import (
     rnea,
 )
 from . import codegen, kernels
+from .contacts import PointContact, SurfaceContact
+from .controller import Command, StepStatus, WholeBodyController
+from .constraints import LinkConstraint, PointConstraint, WeldConstraint
+from .delassus import delassus
+from .iim import free_acceleration, inertia_weighted_input_matrix
 from .configuration import difference, integrate, neutral, normalize, random_configuration
 from .errors import (
     CompileError,
@@ -29,6 +34,7 @@ from .errors import (
     InfeasibleProblem,
     InputError,
     ModelError,
+    SimulationDiverged,
     WbcError,
     WbcPerformanceWarning,
 )
@@ -61,6 +67,17 @@ __all__ = [
     "com_drift",
     "centroidal_map",
     "centroidal_drift",
+    "WholeBodyController",
+    "Command",
+    "StepStatus",
+    "PointContact",
+    "SurfaceContact",
+    "PointConstraint",
+    "WeldConstraint",
+    "LinkConstraint",
+    "inertia_weighted_input_matrix",
+    "free_acceleration",
+    "delassus",
     "neutral",
     "random_configuration",
     "integrate",
@@ -72,5 +89,6 @@ __all__ = [
     "InputError",
     "CompileError",
     "InfeasibleProblem",
+    "SimulationDiverged",
     "WbcPerformanceWarning",
 ]

@@ -75,9 +75,12 @@ def _external_forces(model: Model, fext: ExternalForces) -> Optional[dict[int, c
     return out
 
 
-def _state(model: Model, q, v=None):
+_POSITION_ONLY = object()
+
+
+def _state(model: Model, q, v=_POSITION_ONLY):
     q = checks.configuration(model, q)
-    if v is None:
+    if v is _POSITION_ONLY:
         return TreeKinematics(model, _dm(q)), q, None
     v = checks.velocity(model, v)
     return TreeKinematics(model, _dm(q), _dm(v)), q, v

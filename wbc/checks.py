@@ -7,6 +7,7 @@ bad input becomes an :class:`~wbc.errors.InputError` (a ``ValueError``) or a
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -33,26 +34,33 @@ def vector(x: Any, n: int, name: str) -> np.ndarray:
         a = a.reshape(-1)
     if a.shape != (n,):
         raise InputError(f"{name} must have shape ({n},), got {a.shape}")
-    if not np.all(np.isfinite(a)):
+    if not np.isfinite(a).all():
         bad = np.flatnonzero(~np.isfinite(a))
         raise InputError(f"{name} has non-finite entries at indices {bad.tolist()}")
     return a
 
 
+@functools.lru_cache(maxsize=64)
+def _unit_parts(model: Model) -> tuple[tuple[int, int, str, str], ...]:
+    """(start, stop, joint name, what) of every slice of q that must have unit norm."""
+    parts = []
+    for j in model.joints[1:]:
+        if j.type is JointType.FREE_FLYER:
+            parts.append((j.idx_q + 3, j.idx_q + 7, j.name, "quaternion"))
+        elif j.type is JointType.REVOLUTE_UNBOUNDED:
+            parts.append((j.idx_q, j.idx_q + 2, j.name, "(cos, sin) pair"))
+    return tuple(parts)
+
+
 def configuration(model: Model, q: Any, name: str = "q") -> np.ndarray:
     """A valid configuration (nq,): right size, finite, unit quaternions and (cos, sin) pairs."""
     q = vector(q, model.nq, name)
-    for j in model.joints[1:]:
-        if j.type is JointType.FREE_FLYER:
-            part, what = q[j.idx_q + 3 : j.idx_q + 7], "quaternion"
-        elif j.type is JointType.REVOLUTE_UNBOUNDED:
-            part, what = q[j.idx_q : j.idx_q + 2], "(cos, sin) pair"
-        else:
-            continue
-        norm = float(np.linalg.norm(part))
+    for start, stop, joint, what in _unit_parts(model):
+        part = q[start:stop]
+        norm = float(np.sqrt(part @ part))
         if abs(norm - 1.0) > UNIT_TOLERANCE:
             raise InputError(
-                f"{name}: the {what} of joint {j.name!r} (q[{j.idx_q}:{j.idx_q + j.nq}]) has norm "
+                f"{name}: the {what} of joint {joint!r} (q[{start}:{stop}]) has norm "
                 f"{norm:.9g}; it must be 1 within {UNIT_TOLERANCE} (normalize it, e.g. wbc.normalize)"
             )
     return q

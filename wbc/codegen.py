@@ -48,19 +48,19 @@ _warned_no_compiler = False
 
 
 def sanitize(name: str, prefix: str = "wbc_") -> str:
-    """A C identifier / file-name stem made from ``name``: letters, digits and single underscores,
-    starting with ``prefix`` (or a letter), at most 64 characters.
+    """A C identifier / file-name stem made from ``name``: ``prefix`` followed by letters, digits and
+    single underscores, at most 64 characters.
 
-    Distinct inputs that sanitize alike get distinct results through a short hash suffix.
+    A name that is already clean (and starts with a letter once prefixed) is kept as ``prefix + name``;
+    any other name gets a short hash suffix, so distinct inputs give distinct results.
     """
     clean = re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_")
-    if clean != name or not clean or len(clean) > 48:
-        clean = f"{clean[:40]}_{hashlib.sha1(name.encode()).hexdigest()[:8]}".strip("_")
-    if not clean.startswith(prefix):
-        clean = prefix + clean
-    if not clean[0].isalpha():
-        clean = "x" + clean
-    return clean
+    out = prefix + clean
+    if clean != name or not clean or len(clean) > 48 or not out[0].isalpha():
+        out = f"{prefix}{clean[:40]}_{hashlib.sha1(name.encode()).hexdigest()[:8]}"
+        if not out[0].isalpha():
+            out = "x" + out
+    return out
 
 
 def cache_dir() -> Path:

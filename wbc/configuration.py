@@ -121,7 +121,10 @@ def integrate(model: Model, q, v, dt: float = 1.0) -> np.ndarray:
         if j.type is JointType.FREE_FLYER:
             R0 = _quat_to_matrix(q[j.idx_q + 3 : j.idx_q + 7])
             dR, dp = _exp6(dv[sv])
-            out[sq] = np.concatenate([q[j.idx_q : j.idx_q + 3] + R0 @ dp, _matrix_to_quat(R0 @ dR)])
+            quat = _matrix_to_quat(R0 @ dR)
+            if np.dot(quat, q[j.idx_q + 3 : j.idx_q + 7]) < 0.0:
+                quat = -quat  # stay on the input's side, as Pinocchio: no sign jumps along a trajectory
+            out[sq] = np.concatenate([q[j.idx_q : j.idx_q + 3] + R0 @ dp, quat])
         elif j.type is JointType.REVOLUTE_UNBOUNDED:
             c, s = q[sq]
             t = dv[j.idx_v]
@@ -157,16 +160,12 @@ def difference(model: Model, q0, q1) -> np.ndarray:
 
 
 def _log3(R: np.ndarray) -> np.ndarray:
-    c = np.clip((np.trace(R) - 1.0) / 2.0, -1.0, 1.0)
-    t = np.arccos(c)
-    w = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
-    if t < 1e-8:
-        return 0.5 * w
-    if np.pi - t < 1e-6:
-        # near π: axis from the diagonal
-        axis = np.sqrt(np.maximum((np.diag(R) + 1.0) / 2.0, 0.0))
-        i = int(np.argmax(axis))
-        axis[(i + 1) % 3] *= np.sign(R[i, (i + 1) % 3] + R[(i + 1) % 3, i]) or 1.0
-        axis[(i + 2) % 3] *= np.sign(R[i, (i + 2) % 3] + R[(i + 2) % 3, i]) or 1.0
-        return t * axis / np.linalg.norm(axis)
-    return t / (2.0 * np.sin(t)) * w
+    """Rotation vector (3,) of ``R``, angle in [0, π], accurate at every angle (through the quaternion:
+    the arccos of the trace loses half the digits near π and the axis sign right at it)."""
+    x, y, z, w = _matrix_to_quat(R)
+    if w < 0.0:
+        x, y, z, w = -x, -y, -z, -w
+    s = np.sqrt(x * x + y * y + z * z)
+    if s < 1e-12:
+        return 2.0 / w * np.array([x, y, z])
+    return 2.0 * np.arctan2(s, w) / s * np.array([x, y, z])

@@ -40,5 +40,11 @@ class InfeasibleProblem(WbcError):
         self.conflict = conflict
 
 
+class SimulationDiverged(WbcError):
+    """A simulation met a non-finite or huge position, velocity or acceleration (an unstable
+    simulation, e.g. gains too stiff for the time step). The state is left as it was, for
+    inspection; MuJoCo's automatic reset is disabled so a robot never silently jumps back."""
+
+
 class WbcPerformanceWarning(UserWarning):
     """wbc works, but slower than it could (e.g. no C compiler: kernels run in CasADi's VM)."""

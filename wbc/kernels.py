@@ -19,6 +19,10 @@ import casadi as ca
 
 from . import dynamics as dyn
 from .codegen import Kernel, compile_function, trace
+from .constraints import Constraint, resolve
+from .delassus import delassus_matrix
+from .errors import InputError
+from .iim import input_matrix
 from .kinematics import ReferenceFrame, TreeKinematics
 from .model import Model
 
@@ -28,6 +32,9 @@ __all__ = [
     "crba_function",
     "nonlinear_effects_function",
     "frame_jacobians_function",
+    "delassus_function",
+    "input_matrix_function",
+    "free_acceleration_and_input_matrix_function",
     "compile_kernel",
 ]
 
@@ -73,6 +80,8 @@ def nonlinear_effects_function(model: Model) -> ca.Function:
 
 def frame_jacobians_function(model: Model, frames: Sequence[str], reference: ReferenceFrame) -> ca.Function:
     """``q -> (J_1, ..., J_k)``: the Jacobians (6, nv) of ``frames`` in ``reference``."""
+    if not isinstance(reference, ReferenceFrame):
+        raise InputError(f"reference must be a wbc.ReferenceFrame, got {reference!r}")
     ids = [model.frame_id(f) for f in frames]
 
     def build(q):
@@ -81,6 +90,55 @@ def frame_jacobians_function(model: Model, frames: Sequence[str], reference: Ref
 
     return trace(_name(model, f"jac{len(ids)}_{reference.value}"), [("q", model.nq)], build,
                  [f"J_{k}" for k in range(len(ids))])
+
+
+def _tag(method: str) -> str:
+    return method.replace("-", "")
+
+
+def delassus_function(model: Model, constraints: Sequence[Constraint], method: str = "pv-osimr",
+                      cse: bool = True) -> ca.Function:
+    """``q -> Λ⁻¹``: the Delassus matrix (m, m) of ``constraints`` by ``method``."""
+    resolved = resolve(model, constraints)
+    m = sum(c.dim for c in resolved)
+    return trace(
+        _name(model, f"delassus_{_tag(method)}_{len(resolved)}c{m}"),
+        [("q", model.nq)],
+        lambda q: [delassus_matrix(model, TreeKinematics(model, q), resolved, method)],
+        ["delassus"],
+        cse=cse,
+    )
+
+
+def input_matrix_function(model: Model, constraints: Sequence[Constraint] = (), method: str = "iim",
+                          cse: bool = True) -> ca.Function:
+    """``q -> B̂``: the inertia-weighted input matrix (nv, n_actuated + m) by ``method``."""
+    resolved = resolve(model, constraints)
+    m = sum(c.dim for c in resolved)
+    return trace(
+        _name(model, f"bhat_{_tag(method)}_{len(resolved)}c{m}"),
+        [("q", model.nq)],
+        lambda q: [input_matrix(model, TreeKinematics(model, q), resolved, method)],
+        ["Bhat"],
+        cse=cse,
+    )
+
+
+def free_acceleration_and_input_matrix_function(model: Model, constraints: Sequence[Constraint] = ()) -> ca.Function:
+    """``(q, v) -> (a0, B̂)``: one IIM pass sharing its articulated-body inertias with the ABA
+    that yields the free acceleration ``a₀ = −M⁻¹ h``."""
+    from .iim import iim  # noqa: PLC0415 - keeps the module namespace small
+
+    resolved = resolve(model, constraints)
+
+    def build(q, v):
+        kin = TreeKinematics(model, q, v)
+        bodies = dyn.ArticulatedBodies.compute(model, kin)
+        a0 = dyn.aba(model, q, v, ca.SX.zeros(model.nv, 1), kin=kin, bodies=bodies)
+        return [a0, iim(model, kin, resolved, bodies)]
+
+    m = sum(c.dim for c in resolved)
+    return trace(_name(model, f"a0_bhat_{len(resolved)}c{m}"), [("q", model.nq), ("v", model.nv)], build, ["a0", "Bhat"])
 
 
 def compile_kernel(function: ca.Function, **options) -> Kernel:

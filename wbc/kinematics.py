@@ -132,6 +132,12 @@ class TreeKinematics:
             cols[k] = act_motion(self.oMi[k], self.S[k])
         return self._assemble(cols)
 
+    def joint_jacobian_local(self, joint: int) -> ca.SX:
+        """LOCAL Jacobian (6, nv) of joint ``joint``'s body, in its joint frame."""
+        oMi = self.oMi[joint]
+        cols = {k: act_inv_motion(oMi, act_motion(self.oMi[k], self.S[k])) for k in self.model.support(joint)}
+        return self._assemble(cols)
+
     def _assemble(self, cols: dict[int, ca.SX]) -> ca.SX:
         m = self.model
         blocks = []
@@ -184,7 +190,8 @@ class TreeKinematics:
     @cached_property
     def _subtree_mass(self) -> list[float]:
         m = self.model
-        mass = [float(I[0, 0]) for I in m.inertias]
+        # The universe's inertia (links welded to the ground) never moves: left out, as in Pinocchio.
+        mass = [0.0] + [float(I[0, 0]) for I in m.inertias[1:]]
         for i in range(m.njoints - 1, 0, -1):
             mass[m.joints[i].parent] += mass[i]
         return mass
@@ -193,8 +200,8 @@ class TreeKinematics:
     def _subtree_mcom(self) -> list:
         """Σ m c over each subtree, world coordinates (3, 1)."""
         m = self.model
-        out = []
-        for i in range(m.njoints):
+        out = [ca.DM.zeros(3, 1)]  # the universe's inertia is left out (see _subtree_mass)
+        for i in range(1, m.njoints):
             I = m.inertias[i]
             mass = I[0, 0]
             if mass > 0.0:

@@ -47,6 +47,7 @@ __all__ = [
     "symmetric",
     "rotation_about_axis",
     "quaternion_to_rotation",
+    "log3",
 ]
 
 
@@ -227,6 +228,19 @@ def rotation_about_axis(axis: np.ndarray, c: Matrix, s: Matrix) -> Matrix:
             row.append(entry)
         rows.append(ca.horzcat(*row))
     return ca.vertcat(*rows)
+
+
+def log3(R: Matrix) -> Matrix:
+    """The rotation vector (3, 1) of a rotation matrix: axis × angle, angle in [0, π).
+
+    Exact away from π (the axis is ill-conditioned there); smooth through the identity.
+    """
+    c = ca.fmin(ca.fmax((R[0, 0] + R[1, 1] + R[2, 2] - 1) / 2, -1), 1)
+    theta = ca.acos(c)
+    w = ca.vertcat(R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]) / 2  # sin(θ) · axis
+    small = theta < 1e-4
+    factor = ca.if_else(small, 1 + theta**2 / 6, theta / ca.sin(ca.if_else(small, 1, theta)))
+    return factor * w
 
 
 def quaternion_to_rotation(quat: Matrix) -> Matrix:

@@ -1,0 +1,125 @@
+"""Frame tasks: 6D pose, 3D position of a point, 3D orientation (world-aligned axes)."""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import casadi as ca
+import numpy as np
+
+from wbc.constraints import PointConstraint, WeldConstraint, resolve
+from wbc.errors import InputError
+from wbc.model import Model
+from wbc.spatial import log3
+from wbc.task import Gain, Task, TaskContext
+
+__all__ = ["FrameTask", "PositionTask", "OrientationTask"]
+
+
+def _rotation(value) -> np.ndarray:
+    R = np.asarray(value, float)
+    if R.shape != (3, 3) or not np.all(np.isfinite(R)) or np.abs(R @ R.T - np.eye(3)).max() > 1e-6:
+        raise InputError(f"expected a rotation matrix (3, 3), got {R}")
+    return R
+
+
+class _FrameTaskBase(Task):
+    def __init__(self, frame: str, dim: int, weight: Gain, kp: Gain, kd: Optional[Gain], name: Optional[str]) -> None:
+        self.frame = frame
+        super().__init__(dim, weight, kp, kd, name or f"{type(self).__name__.lower()}_{frame}")
+
+    def check(self, model: Model) -> None:
+        model.frame_id(self.frame)
+
+    def _resolved(self, ctx: TaskContext):
+        return resolve(ctx.model, [self._constraint()])[0]
+
+    def _constraint(self):
+        return WeldConstraint(self.frame)
+
+    def measure(self, ctx: TaskContext):
+        c = self._resolved(ctx)
+        J = c.jacobian(ctx.kin)
+        return J, c.drift(ctx.kin), ca.mtimes(J, ctx.kin.v)
+
+
+class FrameTask(_FrameTaskBase):
+    """6D pose of ``frame``: rows [position; orientation], world axes (``LOCAL_WORLD_ALIGNED``).
+
+    Error ``[p_ref − p; log(R_ref Rᵀ)]``; velocities and accelerations are linear (of the frame
+    origin) and angular, world axes.
+    """
+
+    def __init__(self, frame: str, weight: Gain = 1.0, kp: Gain = 0.0, kd: Optional[Gain] = None,
+                 name: Optional[str] = None) -> None:
+        super().__init__(frame, 6, weight, kp, kd, name)
+
+    @property
+    def target_size(self) -> int:
+        return 12
+
+    def set_target(self, placement, velocity=None, acceleration=None) -> None:
+        """Target ``placement`` (4, 4) in the world; optional spatial ``velocity``/``acceleration`` (6,)."""
+        T = np.asarray(placement, float)
+        if T.shape != (4, 4):
+            raise InputError(f"task {self.name!r}: placement must be a (4, 4) transform, got {T.shape}")
+        self._set_target_parameters(np.concatenate([T[0:3, 3], _rotation(T[0:3, 0:3]).reshape(-1, order="F")]))
+        self.set_reference_velocity(np.zeros(6) if velocity is None else velocity)
+        self.set_reference_acceleration(np.zeros(6) if acceleration is None else acceleration)
+
+    def error(self, ctx: TaskContext, target):
+        oMf = ctx.kin.frame_placement(ctx.model.frame_id(self.frame))
+        R_ref = ca.reshape(target[3:12], 3, 3)
+        return ca.vertcat(target[0:3] - oMf.p, log3(ca.mtimes(R_ref, oMf.R.T)))
+
+
+class PositionTask(_FrameTaskBase):
+    """3D position of the point ``offset`` (m, in ``frame``), world axes."""
+
+    def __init__(self, frame: str, offset: Sequence[float] = (0.0, 0.0, 0.0), weight: Gain = 1.0, kp: Gain = 0.0,
+                 kd: Optional[Gain] = None, name: Optional[str] = None) -> None:
+        self.offset = tuple(float(x) for x in offset)
+        super().__init__(frame, 3, weight, kp, kd, name)
+
+    @property
+    def target_size(self) -> int:
+        return 3
+
+    def _constraint(self):
+        return PointConstraint(self.frame, self.offset)
+
+    def set_target(self, position, velocity=None, acceleration=None) -> None:
+        """Target ``position`` (3,) m, optional ``velocity`` (3,) and ``acceleration`` (3,)."""
+        self._set_target_parameters(position)
+        self.set_reference_velocity(np.zeros(3) if velocity is None else velocity)
+        self.set_reference_acceleration(np.zeros(3) if acceleration is None else acceleration)
+
+    def error(self, ctx: TaskContext, target):
+        oMf = ctx.kin.frame_placement(ctx.model.frame_id(self.frame))
+        return target - (oMf.p + ca.mtimes(oMf.R, ca.DM(self.offset)))
+
+
+class OrientationTask(_FrameTaskBase):
+    """3D orientation of ``frame``: error ``log(R_ref Rᵀ)``, angular velocity in world axes."""
+
+    def __init__(self, frame: str, weight: Gain = 1.0, kp: Gain = 0.0, kd: Optional[Gain] = None,
+                 name: Optional[str] = None) -> None:
+        super().__init__(frame, 3, weight, kp, kd, name)
+
+    @property
+    def target_size(self) -> int:
+        return 9
+
+    def set_target(self, rotation, velocity=None, acceleration=None) -> None:
+        """Target ``rotation`` (3, 3), optional angular ``velocity``/``acceleration`` (3,), world axes."""
+        self._set_target_parameters(_rotation(rotation).reshape(-1, order="F"))
+        self.set_reference_velocity(np.zeros(3) if velocity is None else velocity)
+        self.set_reference_acceleration(np.zeros(3) if acceleration is None else acceleration)
+
+    def measure(self, ctx: TaskContext):
+        J, drift, v = super().measure(ctx)
+        return J[3:6, :], drift[3:6], v[3:6]
+
+    def error(self, ctx: TaskContext, target):
+        oMf = ctx.kin.frame_placement(ctx.model.frame_id(self.frame))
+        return log3(ca.mtimes(ca.reshape(target, 3, 3), oMf.R.T))

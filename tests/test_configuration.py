@@ -1,0 +1,195 @@
+"""Configuration-space operations against Pinocchio: neutral, normalize, integrate, difference (the
+free-flyer difference of wbc is first order in translation, so it is compared where it is exact),
+and random configurations."""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+import wbc
+from conftest import ROBOT_NAMES, TOL_PIN, TREE_CASES, assert_close, robot_case, tree_case
+
+CASES = [("robot", name, None) for name in ROBOT_NAMES] + [("robot", "panda", True)] + [
+    ("tree", (seed, n), fb) for seed, n in TREE_CASES for fb in (True, False)
+]
+N = 30
+
+
+def _id(c):
+    kind, what, fb = c
+    return what + ("-floating" if fb else "") if kind == "robot" else f"tree{what[0]}_{what[1]}-{'floating' if fb else 'fixed'}"
+
+
+@pytest.fixture(params=CASES, ids=[_id(c) for c in CASES])
+def case(request):
+    kind, what, fb = request.param
+    return robot_case(what, fb) if kind == "robot" else tree_case(*what, fb)
+
+
+def _quaternion_slices(model):
+    return [slice(j.idx_q + 3, j.idx_q + 7) for j in model.joints[1:] if j.type is wbc.JointType.FREE_FLYER]
+
+
+def _rotation_v_slices(model):
+    """Velocity entries that are rotations (free-flyer angular part, revolute and continuous joints)."""
+    out = []
+    for j in model.joints[1:]:
+        if j.type is wbc.JointType.FREE_FLYER:
+            out.append(slice(j.idx_v + 3, j.idx_v + 6))
+        elif j.type in (wbc.JointType.REVOLUTE, wbc.JointType.REVOLUTE_UNBOUNDED):
+            out.append(slice(j.idx_v, j.idx_v + 1))
+    return out
+
+
+def _same_up_to_quaternion_sign(model, a, b):
+    """``a`` with each free-flyer quaternion's sign chosen to match ``b`` (q and -q are the same rotation)."""
+    a = a.copy()
+    for s in _quaternion_slices(model):
+        if np.dot(a[s], b[s]) < 0:
+            a[s] = -a[s]
+    return a
+
+
+def test_neutral(case):
+    """wbc.neutral is pin.neutral (identity quaternions, (cos, sin) = (1, 0), zeros)."""
+    np.testing.assert_array_equal(wbc.neutral(case.model), pin.neutral(case.pin_model))
+
+
+def test_normalize(case):
+    """wbc.normalize rescales quaternions and (cos, sin) pairs as pin.normalize, leaving the rest."""
+    m, pm = case.model, case.pin_model
+    rng = np.random.default_rng(60)
+    for _ in range(5):
+        q = wbc.random_configuration(m, rng)
+        q_off = q * rng.uniform(0.5, 2.0, size=m.nq)
+        n = wbc.normalize(m, q_off)
+        assert_close(n, pin.normalize(pm, q_off), tol=1e-12, what="normalize")
+        wbc.checks.configuration(m, n)  # valid
+
+
+def test_random_configuration(case):
+    """Random configurations are valid, within the position limits, and reproducible from the seed."""
+    m = case.model
+    a = [wbc.random_configuration(m, np.random.default_rng(61)) for _ in range(2)]
+    np.testing.assert_array_equal(a[0], a[1])
+    rng = np.random.default_rng(62)
+    for _ in range(20):
+        q = wbc.random_configuration(m, rng)
+        wbc.checks.configuration(m, q)
+        assert np.all(q >= m.lower_position_limit) and np.all(q <= m.upper_position_limit)
+        assert pin.isNormalized(case.pin_model, q, 1e-12)
+
+
+def test_integrate_vs_pinocchio(case):
+    """wbc.integrate is pin.integrate (translation, joint coordinates and rotation; the quaternion is
+    compared up to its sign, which does not change the configuration) for velocities of all sizes."""
+    m, pm = case.model, case.pin_model
+    rng = np.random.default_rng(63)
+    for k in range(N):
+        q = wbc.random_configuration(m, rng)
+        v = rng.normal(size=m.nv) * [0.01, 0.3, 1.5][k % 3]
+        out = wbc.integrate(m, q, v)
+        expected = pin.integrate(pm, q, v)
+        assert_close(_same_up_to_quaternion_sign(m, out, expected), expected, tol=TOL_PIN, what=f"integrate {k}")
+        wbc.checks.configuration(m, out)
+        assert_close(wbc.integrate(m, q, v, dt=0.37), wbc.integrate(m, q, 0.37 * v), tol=1e-15, what="dt")
+
+
+def test_integrate_keeps_quaternion_hemisphere():
+    """Like pin.integrate, wbc.integrate returns the quaternion on the side of the input one
+    (dot(q_out, q_in) >= 0), so integrating a trajectory gives no sign jumps: the output equals
+    Pinocchio's exactly, sign included (floating catalog robots and trees)."""
+    for kind, what, fb in CASES:
+        case = robot_case(what, fb) if kind == "robot" else tree_case(*what, fb)
+        m, pm = case.model, case.pin_model
+        if not m.floating_base:
+            continue
+        rng = np.random.default_rng(64)
+        for k in range(N):
+            q = wbc.random_configuration(m, rng)
+            v = rng.normal(size=m.nv) * [0.01, 0.3, 1.5][k % 3]
+            out = wbc.integrate(m, q, v)
+            assert np.dot(out[3:7], q[3:7]) >= 0, (
+                f"{case.name} step {k}: quaternion {q[3:7]} integrated by |v| = {np.linalg.norm(v):.3g} "
+                f"to {out[3:7]} (sign jump)"
+            )
+            assert_close(out, pin.integrate(pm, q, v), tol=TOL_PIN, what=f"{case.name} integrate {k}")
+
+
+def test_integrate_is_a_one_parameter_group(case):
+    """Moving at constant v for two half steps equals one full step (exp(v/2) exp(v/2) = exp(v))."""
+    m = case.model
+    rng = np.random.default_rng(65)
+    for _ in range(5):
+        q = wbc.random_configuration(m, rng)
+        v = rng.normal(size=m.nv)
+        two = wbc.integrate(m, wbc.integrate(m, q, v, 0.5), v, 0.5)
+        one = wbc.integrate(m, q, v)
+        assert_close(_same_up_to_quaternion_sign(m, two, one), one, tol=1e-12, what="half steps")
+
+
+def test_difference_vs_pinocchio_where_exact(case):
+    """wbc.difference equals pin.difference on every entry for pure rotations of the base (same
+    position) and pure translations (same orientation), and on all non-free-flyer entries always."""
+    m, pm = case.model, case.pin_model
+    rng = np.random.default_rng(66)
+    joint_entries = np.ones(m.nv, bool)
+    if m.floating_base:
+        joint_entries[:6] = False
+    for k in range(N):
+        q0, q1 = wbc.random_configuration(m, rng), wbc.random_configuration(m, rng)
+        assert_close(wbc.difference(m, q0, q1)[joint_entries], pin.difference(pm, q0, q1)[joint_entries],
+                     tol=TOL_PIN, what=f"joint entries {k}")
+        if m.floating_base:
+            rot, trans = q1.copy(), q1.copy()
+            rot[0:3] = q0[0:3]
+            trans[3:7] = q0[3:7]
+            for name, target in (("pure rotation", rot), ("pure translation", trans)):
+                assert_close(wbc.difference(m, q0, target), pin.difference(pm, q0, target), tol=TOL_PIN,
+                             what=f"{name} {k}")
+
+
+def test_difference_inverts_integrate(case):
+    """difference(q, integrate(q, v)) = v when the base does not rotate (exact for any v with rotation
+    angles below π), and its rotational entries equal v's for any v (the rotation log is exact)."""
+    m = case.model
+    rng = np.random.default_rng(67)
+    rot = _rotation_v_slices(m)
+    for k in range(N):
+        q = wbc.random_configuration(m, rng)
+        v = rng.uniform(-1.0, 1.0, size=m.nv)
+        for s in rot:
+            if s.stop - s.start == 3 and np.linalg.norm(v[s]) >= np.pi:
+                v[s] *= 3.0 / np.linalg.norm(v[s])
+        d = wbc.difference(m, q, wbc.integrate(m, q, v))
+        for s in rot:
+            assert_close(d[s], v[s], tol=1e-12, what=f"rotation entries {k}")
+        if m.floating_base:
+            v[3:6] = 0.0
+        assert_close(wbc.difference(m, q, wbc.integrate(m, q, v)), v, tol=1e-12, what=f"round trip {k}")
+
+
+@pytest.mark.parametrize("margin", [1e-3, 1e-5, 1e-7, 1e-9])
+def test_difference_near_half_turn(margin):
+    """The free-flyer rotation log is exact close to a half turn too: for base rotations by π − margin
+    about random axes, difference(q, integrate(q, v)) = v and equals pin.difference."""
+    case = tree_case(1, 6, True)
+    m, pm = case.model, case.pin_model
+    rng = np.random.default_rng(68)
+    for k in range(10):
+        q = wbc.random_configuration(m, rng)
+        axis = rng.normal(size=3)
+        v = np.zeros(m.nv)
+        v[3:6] = (np.pi - margin) * axis / np.linalg.norm(axis)
+        q1 = wbc.integrate(m, q, v)
+        assert_close(wbc.difference(m, q, q1), pin.difference(pm, q, q1), what=f"vs Pinocchio, axis {k}")
+        assert_close(wbc.difference(m, q, q1), v, what=f"round trip, axis {k}")
+
+
+def test_difference_of_identical_configurations_is_zero(case):
+    """difference(q, q) = 0 exactly."""
+    m = case.model
+    q = wbc.random_configuration(m, np.random.default_rng(69))
+    np.testing.assert_array_equal(wbc.difference(m, q, q), np.zeros(m.nv))
