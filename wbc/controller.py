@@ -38,7 +38,9 @@ from .contacts import Contact, SurfaceContact
 from .delassus import pv_osimr
 from .dynamics import ArticulatedBodies, aba
 from .errors import InputError
+from .iim import METHODS as IIM_METHODS
 from .iim import iim
+from .iim import input_matrix as compute_input_matrix
 from .kinematics import TreeKinematics
 from .model import Model
 from .qp import DEFAULT_SOLVER, QPProblem, QPSolver, make_solver
@@ -119,6 +121,8 @@ class WholeBodyController:
             limits (unbounded where the URDF gives none).
         soft_contact_weight: weight of the contact equalities in the infeasibility fallback.
         feasibility_tolerance: largest constraint violation (m/s², N) accepted from a solver.
+        input_matrix: how the kernel computes ``B̂``: ``"iim"`` (default) or a baseline, ``"dense"``
+            (CRBA + LDLᵀ) or ``"eufm"`` (unit force method), for comparisons.
         check_inputs: validate ``q``/``v`` each step (sizes, finiteness, unit quaternions).
     """
 
@@ -133,6 +137,7 @@ class WholeBodyController:
         torque_limit: Optional[np.ndarray] = None,
         soft_contact_weight: float = 1e4,
         feasibility_tolerance: float = 1e-4,
+        input_matrix: str = "iim",
         check_inputs: bool = True,
     ) -> None:
         self.model = model
@@ -154,6 +159,9 @@ class WholeBodyController:
         self.torque_limit = np.asarray(limit, float).copy()
         self.soft_contact_weight = float(soft_contact_weight)
         self.feasibility_tolerance = float(feasibility_tolerance)
+        if input_matrix not in IIM_METHODS:
+            raise InputError(f"input_matrix must be one of {IIM_METHODS}, got {input_matrix!r}")
+        self.input_matrix = input_matrix
         self.check_inputs = check_inputs
         self.time = 0.0
         self.kernel: Optional[Kernel] = None
@@ -221,7 +229,10 @@ class WholeBodyController:
             kin = TreeKinematics(model, q, v)
             bodies = ArticulatedBodies.compute(model, kin)
             a0 = aba(model, q, v, ca.SX.zeros(model.nv, 1), kin=kin, bodies=bodies)
-            Bm = iim(model, kin, motion, bodies)  # (nv, n_act + Σ equality_dim)
+            if self.input_matrix == "iim":
+                Bm = iim(model, kin, motion, bodies)  # (nv, n_act + Σ equality_dim)
+            else:
+                Bm = compute_input_matrix(model, kin, motion, self.input_matrix)
             n_act = self._n_act
             blocks = [Bm[:, 0:n_act]]
             col = n_act
@@ -255,7 +266,8 @@ class WholeBodyController:
             e = ca.vertcat(*errors) if errors else ca.DM.zeros(0, 1)
             return [A, b, *outputs_eq, a0, Bhat, e]
 
-        tag = "_".join([type(t).__name__ for t in self._tasks] + [type(c).__name__ for c in self.contacts])
+        tag = "_".join([type(t).__name__ for t in self._tasks] + [type(c).__name__ for c in self.contacts]
+                       + [self.input_matrix])
         return trace(
             f"step_{model.name}_{len(self._tasks)}t_{len(self.contacts)}c_{hashlib.sha1(tag.encode()).hexdigest()[:8]}",
             [("q", model.nq), ("v", model.nv), ("p", int(sum(sizes)))],
@@ -326,16 +338,13 @@ class WholeBodyController:
 
     def _assemble(self, layout: "_Layout", outputs: Sequence[np.ndarray]) -> QPProblem:
         A_all, b, A_eq_all, b_eq_all = outputs[0:4]
-        A = A_all if layout.all_columns else A_all[:, layout.columns]
-        H = A.T @ A
-        step = H.shape[0] + 1
-        H.flat[::step] = H.flat[::step] * (1.0 + self.regularization) + 1e-12
-        g = -(A.T @ b)
+        A = A_all.copy() if layout.all_columns else A_all[:, layout.columns]
+        r = self.regularization * np.einsum("ij,ij->j", A, A) + 1e-12
         if layout.all_columns and layout.all_rows:
-            A_eq, b_eq = np.array(A_eq_all), b_eq_all.copy()
+            A_eq, b_eq = A_eq_all.copy(), b_eq_all.copy()
         else:
             A_eq, b_eq = A_eq_all[np.ix_(layout.rows, layout.columns)], b_eq_all[layout.rows]
-        return QPProblem(H, g, A_eq, b_eq, layout.G, layout.h, layout.lb, layout.ub,
+        return QPProblem(A, b.copy(), r, A_eq, b_eq, layout.G, layout.h, layout.lb, layout.ub,
                          layout.variables, layout.eq_groups, layout.in_groups)
 
     def build_problem(self, q, v) -> QPProblem:
@@ -401,10 +410,10 @@ class WholeBodyController:
         except (ValueError, RuntimeError, ArithmeticError):
             self.solver.reset()
             return None
-        if not sol.found or sol.x is None or not np.all(np.isfinite(sol.x)):
+        if not sol.found or sol.x is None or not np.isfinite(sol.x).all():
             return None
-        if problem.violation(sol.x) > self.feasibility_tolerance:
-            return None
+        if not sol.unconstrained and problem.violation(sol.x) > self.feasibility_tolerance:
+            return None  # the shortcut's solution is feasible by construction; check the backends'
         return sol.x
 
     def _diagnose(self, problem: QPProblem) -> tuple:

@@ -2,28 +2,38 @@
 
 Building the problem is separate from solving it, so a user can inspect it::
 
-    minimize    ½ uᵀ H u + gᵀ u          (H = AᵀA + εI, g = −Aᵀb: the stacked weighted task rows)
-    subject to  A_eq u = b_eq             (active contacts do not accelerate)
-                G u ≤ h                   (friction cones, CoP, normal-force limits)
-                lb ≤ u ≤ ub               (torque limits on τ; f unbounded here)
+    minimize    ½ ‖A u − b‖² + ½ Σᵢ rᵢ uᵢ²   (the stacked weighted task rows; r a small regularization)
+    subject to  A_eq u = b_eq                (active contacts do not accelerate)
+                G u ≤ h                      (friction cones, CoP, normal-force limits)
+                lb ≤ u ≤ ub                  (torque limits on τ; f unbounded here)
 
-Solvers (:func:`make_solver`): ``"proxqp"`` (ProxSuite dense, warm-started from the previous
-step), ``"daqp"`` (dual active set, exact), ``"quadprog"`` (Goldfarb-Idnani), ``"osqp"`` (ADMM, via
-qpsolvers) and any other qpsolvers backend as ``"qpsolvers:<name>"``. The default is chosen by
-measurement (README, controller section).
+so ``H = AᵀA + diag(r)`` and ``g = −Aᵀb`` (:attr:`QPProblem.H`, :attr:`QPProblem.g`).
+
+Every solver goes through the same exact reductions (:meth:`QPSolver.solve`): the equalities are
+solved for the trailing variables when their block is square and invertible (the contact forces,
+whose block is the Delassus matrix: :func:`eliminate_equalities`), the variables are scaled to
+a unit-diagonal Hessian (:func:`jacobi_scaled`), and the unconstrained minimizer is tried first: a
+convex QP whose unconstrained minimizer satisfies every constraint has it as its solution (the
+usual case when standing: no friction, CoP or torque limit active). Otherwise the backend solves:
+``"daqp"`` (dual active set, exact; the default, by measurement: README, controller section),
+``"proxqp"`` (ProxSuite dense, warm-started), ``"quadprog"`` (Goldfarb-Idnani), ``"osqp"`` (ADMM, via
+qpsolvers; slow and ~1e-5 accurate on these ill-conditioned problems), or any qpsolvers backend
+as ``"qpsolvers:<name>"``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import warnings
+from functools import cached_property
 from typing import Optional
 
 import numpy as np
 
 from .errors import InputError
 
-__all__ = ["QPProblem", "QPSolution", "QPSolver", "make_solver", "SOLVERS", "DEFAULT_SOLVER"]
+__all__ = ["QPProblem", "QPSolution", "QPSolver", "make_solver", "eliminate_equalities", "jacobi_scaled",
+           "SOLVERS", "DEFAULT_SOLVER"]
 
 SOLVERS = ("proxqp", "daqp", "quadprog", "osqp")
 DEFAULT_SOLVER = "daqp"
@@ -35,7 +45,8 @@ class QPProblem:
     """One control step's QP (dense numpy arrays) and the meaning of its parts.
 
     Attributes:
-        H, g: cost (n, n), (n,).
+        A, b: cost rows (k, n), (k,): minimize ``½ ‖A u − b‖² + ½ Σ rᵢ uᵢ²``.
+        r: diagonal regularization (n,) (> 0).
         A_eq, b_eq: equalities (m_eq, n), (m_eq,).
         G, h: inequalities (m_in, n), (m_in,).
         lb, ub: bounds (n,) (±inf where unbounded).
@@ -44,8 +55,9 @@ class QPProblem:
         in_groups: group of each inequality row, e.g. ``"friction:left_sole_link"`` (m_in,).
     """
 
-    H: np.ndarray
-    g: np.ndarray
+    A: np.ndarray
+    b: np.ndarray
+    r: np.ndarray
     A_eq: np.ndarray
     b_eq: np.ndarray
     G: np.ndarray
@@ -58,21 +70,32 @@ class QPProblem:
 
     @property
     def n(self) -> int:
-        return self.g.shape[0]
+        return self.r.shape[0]
+
+    @cached_property
+    def H(self) -> np.ndarray:
+        """``AᵀA + diag(r)`` (n, n)."""
+        H = self.A.T @ self.A
+        H.flat[:: self.n + 1] += self.r
+        return H
+
+    @cached_property
+    def g(self) -> np.ndarray:
+        """``−Aᵀb`` (n,)."""
+        return -(self.A.T @ self.b)
 
     def objective(self, u: np.ndarray) -> float:
-        return float(0.5 * u @ self.H @ u + self.g @ u)
+        res = self.A @ u - self.b
+        return float(0.5 * res @ res + 0.5 * self.r @ (u * u))
 
     def violation(self, u: np.ndarray) -> float:
         """Largest constraint violation of ``u`` (0 when feasible)."""
-        parts = [0.0]
-        if self.A_eq.size:
-            parts.append(np.abs(self.A_eq @ u - self.b_eq).max())
-        if self.G.size:
-            parts.append((self.G @ u - self.h).max())
-        parts.append((self.lb - u).max(initial=0.0))
-        parts.append((u - self.ub).max(initial=0.0))
-        return float(max(parts))
+        worst = max(0.0, float(np.max(self.lb - u, initial=0.0)), float(np.max(u - self.ub, initial=0.0)))
+        if self.A_eq.shape[0]:
+            worst = max(worst, float(np.max(np.abs(self.A_eq @ u - self.b_eq))))
+        if self.G.shape[0]:
+            worst = max(worst, float(np.max(self.G @ u - self.h)))
+        return worst
 
     def without(self, *groups: str) -> "QPProblem":
         """A copy without the constraints of ``groups``: ``"torque_limits"`` (bounds), ``"contacts"``
@@ -90,56 +113,137 @@ class QPProblem:
         )
 
     def soften_equalities(self, weight: float) -> "QPProblem":
-        """A copy whose equalities become the cost term ``weight/2 ‖A_eq u − b_eq‖²``."""
-        H = self.H + weight * self.A_eq.T @ self.A_eq
-        g = self.g - weight * self.A_eq.T @ self.b_eq
-        return dataclasses.replace(self, H=H, g=g, A_eq=self.A_eq[:0], b_eq=self.b_eq[:0], eq_groups=[])
+        """A copy whose equalities become the cost rows ``√weight (A_eq u − b_eq)``."""
+        w = np.sqrt(weight)
+        return dataclasses.replace(
+            self, A=np.vstack([self.A, w * self.A_eq]), b=np.concatenate([self.b, w * self.b_eq]),
+            A_eq=self.A_eq[:0], b_eq=self.b_eq[:0], eq_groups=[],
+        )
 
 
 @dataclasses.dataclass
 class QPSolution:
-    """A solver's answer: ``x`` (n,) when ``found``."""
+    """A solver's answer: ``x`` (n,) when ``found``; ``unconstrained`` when no constraint was active."""
 
     x: Optional[np.ndarray]
     found: bool
     solver: str
+    unconstrained: bool = False
 
 
 def jacobi_scaled(problem: QPProblem) -> tuple[QPProblem, np.ndarray]:
-    """The problem in the variables ``z = D u`` with ``D = √diag(H)``, so that the scaled Hessian
-    has a unit diagonal, and ``D⁻¹`` (n,) to map the solution back (``u = D⁻¹ z``).
+    """The problem in the variables ``z = D u`` with ``D = √diag(H)`` (a unit-diagonal Hessian),
+    and ``D⁻¹`` (n,) to map a solution back (``u = D⁻¹ z``).
 
     Joint torques (N m), forces (N) and very light joints give Hessians whose diagonal spans many
     orders of magnitude; solvers with absolute tolerances fail on them, not on the scaled problem.
     """
-    d = np.sqrt(np.maximum(np.diag(problem.H), 1e-300))
+    d = np.sqrt(np.einsum("ij,ij->j", problem.A, problem.A) + problem.r)
     inv = 1.0 / d
     scaled = dataclasses.replace(
-        problem,
-        H=problem.H * inv[:, None] * inv[None, :],
-        g=problem.g * inv,
-        A_eq=problem.A_eq * inv[None, :],
-        G=problem.G * inv[None, :],
-        lb=problem.lb * d,
-        ub=problem.ub * d,
+        problem, A=problem.A * inv, r=problem.r * inv * inv, A_eq=problem.A_eq * inv,
+        G=problem.G * inv, lb=problem.lb * d, ub=problem.ub * d,
     )
     return scaled, inv
+
+
+class Elimination:
+    """``u = (x, F x + f0)``: the equalities solved for the trailing variables (see :func:`eliminate_equalities`)."""
+
+    def __init__(self, F: np.ndarray, f0: np.ndarray) -> None:
+        self.F, self.f0 = F, f0
+
+    def recover(self, x: np.ndarray) -> np.ndarray:
+        return np.concatenate([x, self.F @ x + self.f0])
+
+
+def eliminate_equalities(problem: QPProblem) -> tuple[QPProblem, Optional[Elimination]]:
+    """The problem without its equalities, when they can be solved for the trailing variables.
+
+    With ``A_eq = [B₁, B₂]`` and ``B₂`` symmetric positive definite (for the controller: the
+    Delassus matrix of the active contacts, when each contact's force variables are the rows of
+    its motion constraint), ``u₂ = F u₁ + f₀`` with
+    ``F = −B₂⁻¹B₁``, ``f₀ = B₂⁻¹b_eq``: exact, and the QP loses ``m_eq`` variables and all its
+    equalities. The cost rows become ``A₁ + A₂F``, the regularization of ``u₂`` becomes rows
+    ``√r₂ (F u₁ + f₀)``, and bounds on ``u₂`` become inequalities. Returns ``(problem, None)``
+    unchanged when there are no equalities or ``B₂`` is not symmetric positive definite.
+    """
+    m, n = problem.A_eq.shape
+    if m == 0 or m >= n:
+        return problem, None
+    k = n - m
+    B2 = problem.A_eq[:, k:]
+    scale = np.abs(B2).max()
+    if np.abs(B2 - B2.T).max() > 1e-12 * scale:
+        return problem, None
+    try:
+        L = np.linalg.cholesky(B2)
+    except np.linalg.LinAlgError:
+        return problem, None
+    if np.diag(L).min() ** 2 < 1e-12 * scale:  # numerically singular
+        return problem, None
+    X = np.linalg.solve(B2, np.column_stack([problem.A_eq[:, :k], problem.b_eq]))
+    F, f0 = -X[:, :k], X[:, k]
+    A2 = problem.A[:, k:]
+    sr2 = np.sqrt(problem.r[k:])
+    A = np.vstack([problem.A[:, :k] + A2 @ F, sr2[:, None] * F])
+    b = np.concatenate([problem.b - A2 @ f0, -sr2 * f0])
+    G2 = problem.G[:, k:]
+    G, h = [problem.G[:, :k] + G2 @ F], [problem.h - G2 @ f0]
+    groups = list(problem.in_groups)
+    for sign, bound in ((1.0, problem.ub[k:]), (-1.0, -problem.lb[k:])):
+        finite = np.isfinite(bound)
+        if finite.any():
+            G.append(sign * F[finite])
+            h.append(bound[finite] - sign * f0[finite])
+            groups += ["normal_force"] * int(finite.sum())
+    reduced = QPProblem(A, b, problem.r[:k], problem.A_eq[:0, :k], problem.b_eq[:0],
+                        G[0] if len(G) == 1 else np.vstack(G), h[0] if len(h) == 1 else np.concatenate(h),
+                        problem.lb[:k], problem.ub[:k], problem.variables, [], groups)
+    return reduced, Elimination(F, f0)
+
+
+def _unconstrained(problem: QPProblem, tol: float) -> Optional[np.ndarray]:
+    """The unconstrained minimizer if it satisfies every constraint (then it solves the QP), else None."""
+    if problem.A_eq.shape[0]:
+        return None
+    try:
+        x = np.linalg.solve(problem.H, -problem.g)
+    except np.linalg.LinAlgError:
+        return None
+    if (x < problem.lb - tol).any() or (x > problem.ub + tol).any():
+        return None
+    if problem.G.shape[0] and (problem.G @ x > problem.h + tol).any():
+        return None
+    return x
 
 
 class QPSolver:
     """Interface of the solvers: ``solve(problem) -> QPSolution``; ``reset()`` drops warm starts.
 
-    Every solver works on the Jacobi-scaled problem (:func:`jacobi_scaled`) and returns the
-    solution in the problem's own units.
+    :meth:`solve` eliminates the equalities where it can (``eliminate``), scales the variables,
+    returns the unconstrained minimizer when it is feasible (``try_unconstrained``), and otherwise
+    calls the backend (``_solve``) on the reduced, scaled problem; the solution it returns is in
+    the original problem's variables and units.
     """
 
     name = "?"
+    eliminate = True
+    try_unconstrained = True
+    #: feasibility tolerance of the unconstrained shortcut, in the scaled variables
+    unconstrained_tolerance = 1e-12
 
     def solve(self, problem: QPProblem) -> QPSolution:
-        scaled, inv = jacobi_scaled(problem)
-        sol = self._solve(scaled)
+        reduced, elimination = eliminate_equalities(problem) if self.eliminate else (problem, None)
+        scaled, inv = jacobi_scaled(reduced)
+        x = _unconstrained(scaled, self.unconstrained_tolerance) if self.try_unconstrained else None
+        if x is not None:
+            sol = QPSolution(x, True, self.name, unconstrained=True)
+        else:
+            sol = self._solve(scaled)
         if sol.found and sol.x is not None:
-            sol.x = sol.x * inv
+            x = sol.x * inv
+            sol.x = elimination.recover(x) if elimination is not None else x
         return sol
 
     def _solve(self, problem: QPProblem) -> QPSolution:
@@ -281,7 +385,7 @@ class QpsolversSolver(QPSolver):
 def make_solver(name: str = DEFAULT_SOLVER, **options) -> QPSolver:
     """A solver by name: one of :data:`SOLVERS` or ``"qpsolvers:<backend>"``.
 
-    ``"osqp"`` defaults to tight tolerances (``eps_abs = eps_rel = 1e-8``, polishing) so that its
+    ``"osqp"`` defaults to tight tolerances (``eps_abs = eps_rel = 1e-8``) so that its
     answer matches the exact solvers; pass options to change them.
     """
     if name == "proxqp":
@@ -292,7 +396,7 @@ def make_solver(name: str = DEFAULT_SOLVER, **options) -> QPSolver:
         return QuadprogSolver(**options)
     if name == "osqp":
         opts = {"eps_abs": 1e-8, "eps_rel": 1e-8, "eps_prim_inf": 1e-12, "eps_dual_inf": 1e-12,
-                "polishing": True, "max_iter": 200000, "verbose": False}
+                "polishing": False, "max_iter": 200000, "verbose": False}
         opts.update(options)
         return QpsolversSolver("osqp", **opts)
     if name.startswith("qpsolvers:"):

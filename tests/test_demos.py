@@ -1,0 +1,63 @@
+"""The demos: short headless runs and their command lines."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("mujoco")
+
+DEMOS = Path(__file__).resolve().parents[1] / "demos"
+sys.path.insert(0, str(DEMOS))
+
+import arm_task_space  # noqa: E402
+import humanoid_balance  # noqa: E402
+
+
+def test_short_balance_run_with_a_push_stays_up():
+    """Talos in MuJoCo, a few hundred 1 ms steps with a lateral push: up, feet in place, finite."""
+    push = humanoid_balance.Push("lateral", (0.0, 1.0, 0.0), 60.0, 0.05, 0.1)
+    sc = humanoid_balance.Scenario(duration=0.4, sway_start=0.0, sway_end=0.0, pushes=(push,))
+    run = humanoid_balance.Balance("talos", sc).run(progress=False)
+    summary = humanoid_balance.summarize("talos", run, sc)
+    assert not summary["fell"]
+    assert summary["min_pelvis_height_ratio"] > 0.9
+    assert summary["max_foot_slip_m"] < 0.01
+    assert summary["non_optimal_steps"] == 0
+    assert summary["steps"] == 400
+    assert np.all(np.isfinite(run["tau"]))
+
+
+def test_sway_reference_is_smooth():
+    """The CoM sway's velocity and acceleration are the derivatives of its position (no jumps)."""
+    sc = humanoid_balance.Scenario()
+    ts = np.arange(sc.sway_start - 0.1, sc.sway_end + 0.1, 1e-4)
+    pos = np.array([sc.com_offset(t)[0][1] for t in ts])
+    vel = np.array([sc.com_offset(t)[1][1] for t in ts])
+    acc = np.array([sc.com_offset(t)[2][1] for t in ts])
+    assert np.abs(np.gradient(pos, ts) - vel)[2:-2].max() < 1e-6
+    assert np.abs(np.gradient(vel, ts) - acc)[2:-2].max() < 1e-3
+
+
+def test_arm_short_run_tracks_the_circle():
+    """Both arm controllers keep the end effector within a millimetre of the moving reference."""
+    spec = arm_task_space.robots.load("panda")
+    model, q0 = spec.model, spec.q0
+    T0 = arm_task_space.wbc.frame_placement(model, q0, arm_task_space.EE)
+    circle = arm_task_space.Circle(T0[0:3, 3], T0[0:3, 0:3])
+    for controller in (arm_task_space.QP(model, q0), arm_task_space.OSC(model, q0)):
+        run = arm_task_space.simulate(controller, model, q0, circle, 0.6)
+        assert arm_task_space.rms(run["err_p"]) < 1e-3
+        assert run["err_r"].max() < 1e-3
+
+
+@pytest.mark.parametrize("script", ["humanoid_balance.py", "arm_task_space.py", "compare_torques.py",
+                                    "bench_dynamics.py", "bench_algorithms.py", "bench_controller.py"])
+def test_demo_help(script):
+    out = subprocess.run([sys.executable, str(DEMOS / script), "--help"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "usage" in out.stdout
