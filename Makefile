@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(PY) demos/bench_dynamics.py --out $(OUT)/bench_dynamics
+	$(PY) demos/humanoid_balance.py --out $(OUT)/balance_talos
 
 test: $(STAMP)
 	$(PY) -m pytest -q -n 2 --dist loadfile

@@ -158,10 +158,14 @@ class Kernel:
         return self.outputs
 
     def __call__(self, *args) -> list[np.ndarray]:
+        """Copy ``args`` (shaped like :attr:`inputs`) into the input buffers, evaluate, return the outputs."""
         if len(args) != len(self.inputs):
             raise TypeError(f"kernel {self.name} takes {len(self.inputs)} inputs ({self.input_names}), got {len(args)}")
         for dst, src in zip(self.inputs, args):
-            dst[...] = src if dst.ndim == 2 else np.ravel(src)
+            try:
+                np.copyto(dst, src)
+            except ValueError:  # a column or row vector for a vector input
+                np.copyto(dst, np.reshape(src, dst.shape))
         self._eval()
         return self.outputs
 

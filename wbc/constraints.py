@@ -126,11 +126,10 @@ class ResolvedConstraint:
                           ca.horzcat(ca.DM.zeros(3, 3), ca.DM.eye(3)))
         if isinstance(c, WeldConstraint):
             return weld
-        rows = ca.DM(np.asarray(c.rows, float))
-        if c.reference is ReferenceFrame.LOCAL_WORLD_ALIGNED:
-            return ca.mtimes(rows, weld)
-        Rt = ca.diagcat(R.T, R.T)
-        return ca.mtimes(self.local_matrix(kin), Rt)
+        if isinstance(c, LinkConstraint) and c.reference is ReferenceFrame.LOCAL_WORLD_ALIGNED:
+            return ca.mtimes(ca.DM(np.asarray(c.rows, float)), weld)
+        # LOCAL points and LOCAL rows: K = G diag(R, R), so G = K diag(Rᵀ, Rᵀ)
+        return ca.mtimes(self.local_matrix(kin), ca.diagcat(R.T, R.T))
 
     def drift(self, kin: TreeKinematics):
         """``d/dt(K J v) − K J q̈`` (dim, 1): the constraint-row acceleration at zero joint acceleration.
@@ -166,6 +165,14 @@ class ResolvedConstraint:
         return ca.mtimes(self.local_matrix(kin), kin.joint_jacobian_local(self.joint))
 
 
+def _as_float_array(x) -> "np.ndarray | None":
+    """``x`` as a float array, or None when it is not numeric (text, ragged lists, ...)."""
+    try:
+        return np.asarray(x, float)
+    except (TypeError, ValueError):
+        return None
+
+
 def resolve(model: Model, constraints: Sequence[Constraint]) -> list[ResolvedConstraint]:
     """Check ``constraints`` against ``model``.
 
@@ -174,6 +181,8 @@ def resolve(model: Model, constraints: Sequence[Constraint]) -> list[ResolvedCon
         InputError: not a constraint, a malformed ``rows`` matrix or ``offset``, an unsupported
             reference, or a frame fixed to the world (its rows would be zero).
     """
+    if isinstance(constraints, (PointConstraint, WeldConstraint, LinkConstraint)):
+        raise InputError("constraints must be a list of constraints; wrap a single one as [constraint]")
     out = []
     for k, c in enumerate(constraints):
         if not isinstance(c, (PointConstraint, WeldConstraint, LinkConstraint)):
@@ -183,14 +192,16 @@ def resolve(model: Model, constraints: Sequence[Constraint]) -> list[ResolvedCon
         if joint == 0:
             raise InputError(f"constraint {k} is on frame {c.frame!r}, which is fixed to the world: it cannot move")
         if isinstance(c, PointConstraint):
-            off = np.asarray(c.offset, float)
-            if off.shape != (3,) or not np.all(np.isfinite(off)):
+            off = _as_float_array(c.offset)
+            if off is None or off.shape != (3,) or not np.all(np.isfinite(off)):
                 raise InputError(f"constraint {k} ({c.frame!r}): offset must be 3 finite numbers, got {c.offset!r}")
         if isinstance(c, (PointConstraint, LinkConstraint)):
             if c.reference not in (ReferenceFrame.LOCAL, ReferenceFrame.LOCAL_WORLD_ALIGNED):
                 raise InputError(f"constraint {k} ({c.frame!r}): reference must be LOCAL or LOCAL_WORLD_ALIGNED")
         if isinstance(c, LinkConstraint):
-            rows = np.asarray(c.rows, float)
+            rows = _as_float_array(c.rows)
+            if rows is None:
+                raise InputError(f"constraint {k} ({c.frame!r}): rows must be a finite (k, 6) matrix, got {c.rows!r}")
             if rows.ndim != 2 or rows.shape[1] != 6 or rows.shape[0] < 1 or not np.all(np.isfinite(rows)):
                 raise InputError(f"constraint {k} ({c.frame!r}): rows must be a finite (k, 6) matrix, got shape {rows.shape}")
         out.append(ResolvedConstraint(c, fid, joint, c.dim))

@@ -1,0 +1,298 @@
+"""The inertia-weighted input matrix ``B̂ = M⁻¹ [Sᵀ, Jᵀ]`` by every method (IIM, eUFM, dense)
+against Pinocchio (``computeMinverse`` and Pinocchio's constraint Jacobians) and against each
+other, to 1e-9 at random states, on catalog robots and random trees; its internal structure (the
+constraint rows of ``J B̂`` are the Delassus matrix, the torque block is symmetric); the free
+acceleration against ABA; the compiled kernels against the eager API to 1e-12; and the errors of
+bad constraint sets.
+
+The eager API runs on CasADi DM numbers: the dense method costs 1-2 s per call on Talos (7 on G1
+with hands) and the eUFM (m + 1 ABAs) 5 s, so they run on the first states or cases only."""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+import wbc
+from conftest import (
+    TOL_KERNEL,
+    CONSTRAINT_TREES,
+    Case,
+    assert_close,
+    constraint_tree_case,
+    catalog_constraints,
+    pin_constraint_jacobian,
+    pin_minverse,
+    random_constraints,
+    robot_case,
+    tree_case,
+)
+
+RF = wbc.ReferenceFrame
+N_STATES = 5
+
+#: (robot, constraint set, states on which the dense method runs too, states on which the eUFM runs)
+CATALOG = [
+    ("talos", "feet", 2, 1),
+    ("talos", "corners", 2, 0),
+    ("talos", "feet+hands", 2, 0),
+    ("g1_with_hands", "feet+fingertips", 1, 0),
+    ("allegro", "fingertips", N_STATES, 2),
+    ("panda", "hand+fingers", N_STATES, 2),
+]
+
+
+def _with_actuation(case: Case, joints) -> Case:
+    """The case with only ``joints`` actuated (Pinocchio's model is the same)."""
+    return Case(f"{case.name}-{len(joints)}-actuated", case.model.with_actuation(joints), case.pin_model, case.spec,
+                case.urdf)
+
+
+def _check_input_matrix(case: Case, constraints_at, seed: int, dense_states: int = N_STATES, eufm_states: int = 0,
+                        n_states: int = N_STATES) -> None:
+    """At ``n_states`` random configurations (``constraints_at(rng)`` giving each state's set):
+
+    * the IIM (and, on the first states, the dense method and the eUFM) equals Pinocchio's
+      ``M⁻¹ [Sᵀ, Jᵀ]``, and the IIM's result;
+    * the constraint rows of ``J B̂`` are PV-OSIMr's Delassus matrix, and ``J B̂_τ = (S B̂_λ)ᵀ``;
+    * the torque block ``S B̂_τ = S M⁻¹ Sᵀ`` is symmetric.
+    """
+    m = case.model
+    S = m.actuation_matrix()
+    act = m.actuated_v_indices
+    n_act = m.n_actuated
+    rng = np.random.default_rng(seed)
+    for i in range(n_states):
+        constraints = constraints_at(rng)
+        q = wbc.random_configuration(m, rng)
+        J = pin_constraint_jacobian(case, q, constraints)
+        expected = pin_minverse(case, q) @ np.hstack([S, J.T])
+        where = f"{case.name} state {i} ({len(constraints)} constraints, {J.shape[0]} rows)"
+        B = wbc.inertia_weighted_input_matrix(m, q, constraints, "iim")
+        assert B.shape == (m.nv, n_act + J.shape[0]), where
+        assert_close(B, expected, what=f"{where}: iim vs Pinocchio M⁻¹ [Sᵀ, Jᵀ]")
+        assert_close(B[act, :n_act], B[act, :n_act].T, tol=TOL_KERNEL, what=f"{where}: symmetry of S M⁻¹ Sᵀ")
+        if constraints:
+            D = wbc.delassus(m, q, constraints, "pv-osimr")
+            assert_close(J @ B[:, n_act:], D, what=f"{where}: J B̂_λ vs pv-osimr")
+            assert_close(J @ B[:, :n_act], B[act, n_act:].T, what=f"{where}: J B̂_τ vs (S B̂_λ)ᵀ")
+        others = ["dense"] * (i < dense_states) + ["eufm"] * (i < eufm_states)
+        for method in others:
+            Bm = wbc.inertia_weighted_input_matrix(m, q, constraints, method)
+            assert_close(Bm, expected, what=f"{where}: {method} vs Pinocchio M⁻¹ [Sᵀ, Jᵀ]")
+            assert_close(Bm, B, what=f"{where}: {method} vs iim")
+
+
+@pytest.mark.parametrize("name,which,dense_states,eufm_states", CATALOG, ids=[f"{n}-{w}" for n, w, _, _ in CATALOG])
+def test_catalog_input_matrix_vs_pinocchio(name, which, dense_states, eufm_states):
+    """Talos (sole welds; 8 sole corners; feet and grippers), G1 with hands (feet and fingertips),
+    Allegro (fingertips), Panda (hand and fingers): the IIM equals Pinocchio's M⁻¹ [Sᵀ, Jᵀ] at 5
+    random states, the dense method and the eUFM (on fewer states) equal both; J B̂ gives the
+    Delassus matrix; the torque block is symmetric."""
+    case = robot_case(name)
+    constraints = catalog_constraints(case, which)
+    _check_input_matrix(case, lambda rng: constraints, seed=200 + len(constraints), dense_states=dense_states,
+                        eufm_states=eufm_states)
+
+
+@pytest.mark.parametrize("floating_base", [True, False], ids=["floating", "fixed"])
+@pytest.mark.parametrize("kind,seed,n", CONSTRAINT_TREES, ids=[f"{k}{s}_{n}" for k, s, n in CONSTRAINT_TREES])
+def test_random_tree_input_matrix_vs_pinocchio(kind, seed, n, floating_base):
+    """Random trees (every joint type), a fresh random constraint set at each of 5 states: three
+    constraints on the deepest body (more than six rows on one body, usually), one on the root body,
+    one on an ancestor, one anywhere, mixing points (world-aligned and local), welds and link
+    constraints (random rows, local and world-aligned). The eUFM runs on the first state."""
+    case = constraint_tree_case(kind, seed, n, floating_base)
+    _check_input_matrix(case, lambda rng: random_constraints(case.model, rng), seed=210 + seed + 7 * floating_base,
+                        eufm_states=1)
+
+
+def test_partial_actuation_vs_pinocchio():
+    """Only some joints actuated (Sᵀ selects them in model order): Talos with its legs only (feet
+    welded, a point on a gripper), a random tree with a random half of its joints, and one with no
+    actuator at all (B̂ = M⁻¹ Jᵀ)."""
+    talos = robot_case("talos")
+    legs = [j.name for j in talos.model.joints if "leg" in j.name]
+    case = _with_actuation(talos, legs)
+    constraints = catalog_constraints(talos, "feet") + [wbc.PointConstraint(talos.spec.hands[0], (0.0, 0.0, -0.1))]
+    _check_input_matrix(case, lambda rng: constraints, seed=220, dense_states=1, n_states=3)
+    tree = tree_case(3, 20, True)
+    names = [tree.model.joints[i].name for i in tree.model.actuated]
+    half = [str(x) for x in np.random.default_rng(221).choice(names, size=len(names) // 2, replace=False)]
+    for case in (_with_actuation(tree, half), _with_actuation(tree, [])):
+        _check_input_matrix(case, lambda rng: random_constraints(case.model, rng), seed=222, n_states=3, eufm_states=1)
+
+
+@pytest.mark.parametrize("name", ["talos", "panda", "tree"])
+def test_no_constraint_gives_inverse_inertia_times_actuation(name):
+    """Without constraints B̂ = M⁻¹ Sᵀ (nv, n_actuated): the IIM at 2 states, the dense method and
+    the eUFM at one (not on Talos, where they are slow); with no actuator either, an (nv, 0) matrix."""
+    case = tree_case(2, 12, False) if name == "tree" else robot_case(name)
+    m = case.model
+    rng = np.random.default_rng(230)
+    for i in range(2):
+        q = wbc.random_configuration(m, rng)
+        expected = pin_minverse(case, q) @ m.actuation_matrix()
+        methods = ("iim",) if i > 0 or name == "talos" else ("iim", "dense", "eufm")
+        for method in methods:
+            assert_close(wbc.inertia_weighted_input_matrix(m, q, [], method), expected, what=f"{case.name} {method}")
+    assert wbc.inertia_weighted_input_matrix(m.with_actuation([]), q).shape == (m.nv, 0)
+
+
+def test_local_point_constraints():
+    """Points with ``reference=LOCAL`` (the velocity of the point in the frame's axes) on Panda: one
+    on a finger, and three on the hand (more than six rows on one body, so the IIM's wrench basis):
+    every method equals Pinocchio."""
+    case = robot_case("panda")
+    m = case.model
+    q = wbc.random_configuration(m, np.random.default_rng(240))
+    cases = {
+        "one point": [wbc.PointConstraint("panda_leftfinger", (0.0, 0.01, 0.04), RF.LOCAL)],
+        "three points on one body": [wbc.PointConstraint("panda_hand", (0.0, 0.0, 0.1 * k), RF.LOCAL)
+                                     for k in range(3)],
+    }
+    for label, constraints in cases.items():
+        J = pin_constraint_jacobian(case, q, constraints)
+        expected = pin_minverse(case, q) @ np.hstack([m.actuation_matrix(), J.T])
+        for method in ("iim", "dense", "eufm"):
+            B = wbc.inertia_weighted_input_matrix(m, q, constraints, method)
+            assert_close(B, expected, what=f"{label}: {method} vs Pinocchio")
+
+
+@pytest.mark.parametrize("name", ["talos", "g1_with_hands", "panda", "tree-floating", "tree-fixed"])
+def test_free_acceleration(name):
+    """a₀ = −M⁻¹ h equals wbc.aba and Pinocchio's aba with zero torque at 3 random states."""
+    case = tree_case(2, 12, name.endswith("floating")) if name.startswith("tree") else robot_case(name)
+    m, pm = case.model, case.pin_model
+    pd = pm.createData()
+    rng = np.random.default_rng(250)
+    zero = np.zeros(m.nv)
+    for i in range(3):
+        q, v = wbc.random_configuration(m, rng), rng.normal(size=m.nv)
+        a0 = wbc.free_acceleration(m, q, v)
+        assert a0.shape == (m.nv,)
+        assert_close(a0, wbc.aba(m, q, v, zero), what=f"{case.name} state {i}: vs wbc.aba")
+        assert_close(a0, pin.aba(pm, pd, q, v, zero), what=f"{case.name} state {i}: vs pin.aba")
+
+
+# ------------------------------------------------------------------ compiled kernels
+@pytest.fixture(scope="module")
+def kernel_dir(tmp_path_factory):
+    """A fresh kernel cache for this module (the tests never touch the user's cache)."""
+    return tmp_path_factory.mktemp("kernels")
+
+
+def _compile(function, directory):
+    kernel = wbc.kernels.compile_kernel(function, directory=directory)
+    assert kernel.backend == "c", "these tests need a C compiler"
+    return kernel
+
+
+def test_talos_corners_input_matrix_kernel(kernel_dir):
+    """The compiled IIM kernel for Talos' 8 sole corners equals the eager IIM to 1e-12 at 3 random
+    states (a (38, 32 + 24) matrix, input ``q``, output ``Bhat``)."""
+    case = robot_case("talos")
+    m = case.model
+    constraints = catalog_constraints(case, "corners")
+    kernel = _compile(wbc.kernels.input_matrix_function(m, constraints, "iim"), kernel_dir)
+    assert kernel.input_names == ["q"] and kernel.output_names == ["Bhat"]
+    rng = np.random.default_rng(260)
+    for i in range(3):
+        q = wbc.random_configuration(m, rng)
+        B = kernel(q)[0].copy()
+        assert B.shape == (m.nv, m.n_actuated + 24)
+        assert_close(B, wbc.inertia_weighted_input_matrix(m, q, constraints), tol=TOL_KERNEL, what=f"state {i}")
+
+
+def test_random_tree_input_matrix_kernels(kernel_dir):
+    """On a small floating tree with a random constraint set (every kind), the compiled IIM kernel
+    and the combined ``(q, v) -> (a0, Bhat)`` kernel equal wbc.inertia_weighted_input_matrix and
+    wbc.free_acceleration to 1e-12 at 3 random states."""
+    m = tree_case(1, 6, True).model
+    rng = np.random.default_rng(261)
+    constraints = random_constraints(m, rng)
+    bhat = _compile(wbc.kernels.input_matrix_function(m, constraints, "iim"), kernel_dir)
+    both = _compile(wbc.kernels.free_acceleration_and_input_matrix_function(m, constraints), kernel_dir)
+    assert both.input_names == ["q", "v"] and both.output_names == ["a0", "Bhat"]
+    for i in range(3):
+        q, v = wbc.random_configuration(m, rng), rng.normal(size=m.nv)
+        expected = wbc.inertia_weighted_input_matrix(m, q, constraints)
+        assert_close(bhat(q)[0].copy(), expected, tol=TOL_KERNEL, what=f"state {i}: IIM kernel")
+        a0, B = (x.copy() for x in both(q, v))
+        assert_close(a0.reshape(-1), wbc.free_acceleration(m, q, v), tol=TOL_KERNEL, what=f"state {i}: a0")
+        assert_close(B, expected, tol=TOL_KERNEL, what=f"state {i}: combined kernel's Bhat")
+
+
+# ------------------------------------------------------------------ errors
+@pytest.fixture(scope="module")
+def panda():
+    case = robot_case("panda")
+    return case.model, case.spec.q0
+
+
+def test_unknown_frame_is_a_frame_error(panda):
+    """A constraint on an unknown frame is a FrameError naming it (with a suggestion)."""
+    m, q = panda
+    for c in (wbc.PointConstraint("panda_hand_tpc"), wbc.WeldConstraint("panda_hand_tpc"),
+              wbc.LinkConstraint("panda_hand_tpc", np.eye(6))):
+        with pytest.raises(wbc.FrameError, match="panda_hand_tpc.*panda_hand_tcp"):
+            wbc.inertia_weighted_input_matrix(m, q, [wbc.WeldConstraint("panda_hand"), c])
+        with pytest.raises(wbc.FrameError, match="panda_hand_tpc"):
+            wbc.kernels.input_matrix_function(m, [c])
+        with pytest.raises(wbc.FrameError, match="panda_hand_tpc"):
+            wbc.kernels.free_acceleration_and_input_matrix_function(m, [c])
+
+
+def test_unknown_method_is_an_input_error(panda):
+    """An unknown method is an InputError listing the known ones, eagerly and when tracing."""
+    m, q = panda
+    for constraints in ([], [wbc.WeldConstraint("panda_hand")]):
+        with pytest.raises(wbc.InputError, match="eufm"):
+            wbc.inertia_weighted_input_matrix(m, q, constraints, "ufm")
+        with pytest.raises(wbc.InputError, match="eufm"):
+            wbc.kernels.input_matrix_function(m, constraints, "ufm")
+
+
+@pytest.mark.parametrize("name,frame", [("talos", "universe"), ("panda", "universe"), ("panda", "panda_link0")])
+def test_frame_fixed_to_the_world_is_an_input_error(name, frame):
+    """A constraint on a frame that cannot move (the universe, a fixed-base robot's root link) is
+    an InputError naming the frame."""
+    case = robot_case(name)
+    m, q = case.model, case.spec.q0
+    assert m.frames[m.frame_id(frame)].joint == 0
+    for c in (wbc.PointConstraint(frame), wbc.WeldConstraint(frame), wbc.LinkConstraint(frame, np.eye(6))):
+        with pytest.raises(wbc.InputError, match=f"'{frame}'.*fixed to the world"):
+            wbc.inertia_weighted_input_matrix(m, q, [c])
+
+
+MALFORMED_ROWS = {
+    "vector": np.ones(6),
+    "5 columns": np.ones((2, 5)),
+    "7 columns": np.ones((1, 7)),
+    "no row": np.zeros((0, 6)),
+    "3D array": np.ones((2, 6, 1)),
+    "NaN": np.full((1, 6), np.nan),
+    "inf": np.full((2, 6), np.inf),
+    "None": None,
+    "ragged list": [[1.0, 0, 0, 0, 0, 0], [1.0]],
+    "text": "identity",
+}
+
+
+@pytest.mark.parametrize("rows", list(MALFORMED_ROWS.values()), ids=list(MALFORMED_ROWS))
+def test_malformed_link_constraint_rows_are_an_input_error(panda, rows):
+    """A LinkConstraint whose rows are not a finite (k, 6) matrix is an InputError naming the frame."""
+    m, q = panda
+    with pytest.raises(wbc.InputError, match="panda_hand"):
+        wbc.inertia_weighted_input_matrix(m, q, [wbc.LinkConstraint("panda_hand", rows)])
+
+
+@pytest.mark.parametrize("bad", ["panda_hand", None, ("panda_hand", (0, 0, 0)), {"frame": "panda_hand"},
+                                 wbc.PointContact("panda_hand")],
+                         ids=["str", "None", "tuple", "dict", "PointContact"])
+def test_non_constraint_is_an_input_error(panda, bad):
+    """Anything but Point/Weld/LinkConstraint objects in the set is an InputError naming its type."""
+    m, q = panda
+    with pytest.raises(wbc.InputError, match=type(bad).__name__):
+        wbc.inertia_weighted_input_matrix(m, q, [wbc.WeldConstraint("panda_hand"), bad])
