@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 from typing import Optional
 
-import casadi as ca
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

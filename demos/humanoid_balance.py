@@ -136,7 +136,7 @@ class Balance:
 
     def run(self, progress: bool = True, viewer=None, frames: Optional[list] = None, renderer=None) -> dict:
         """Simulate the scenario; returns the log (arrays over time)."""
-        sc, model, sim, spec = self.scenario, self.model, self.sim, self.spec
+        sc, sim, spec = self.scenario, self.sim, self.spec
         steps = int(round(sc.duration / DT))
         feet0 = {f: sim.frame_placement(f)[0:3, 3].copy() for f in spec.feet}
         base_z0 = sim.get_state()[0][2]

@@ -17,6 +17,7 @@ from typing import Optional
 
 import numpy as np
 import pinocchio as pin
+import pytest
 
 import robots
 import wbc
@@ -253,3 +254,16 @@ def random_constraints(model: wbc.Model, rng: np.random.Generator) -> list:
     kinds += [str(k) for k in rng.choice(CONSTRAINT_KINDS, len(picks))]
     constraints = [_random_constraint(kinds[k], str(rng.choice(frames[b])), rng) for k, b in enumerate(picks)]
     return [constraints[k] for k in rng.permutation(len(constraints))]
+
+
+@pytest.fixture(scope="module")
+def kernel_dir(tmp_path_factory):
+    """A fresh kernel cache for a test module (the tests never touch the user's cache)."""
+    return tmp_path_factory.mktemp("kernels")
+
+
+def compile_in(function, directory):
+    """Compile ``function`` into ``directory``; these tests need a real C compiler."""
+    kernel = wbc.kernels.compile_kernel(function, directory=directory)
+    assert kernel.backend == "c", "these tests need a C compiler"
+    return kernel

@@ -8,22 +8,10 @@ import numpy as np
 import pytest
 
 import wbc
-from conftest import TOL_KERNEL, assert_close, random_state, robot_case, tree_case
+from conftest import TOL_KERNEL, assert_close, compile_in, random_state, robot_case, tree_case
 
 RF = wbc.ReferenceFrame
 N_STATES = 4
-
-
-@pytest.fixture(scope="module")
-def kernel_dir(tmp_path_factory):
-    """A fresh kernel cache for this module (the tests never touch the user's cache)."""
-    return tmp_path_factory.mktemp("kernels")
-
-
-def _compile(function, directory):
-    kernel = wbc.kernels.compile_kernel(function, directory=directory)
-    assert kernel.backend == "c", "these tests need a C compiler"
-    return kernel
 
 
 def _states(model, seed):
@@ -38,7 +26,7 @@ def talos():
 
 def test_talos_aba_kernel(talos, kernel_dir):
     """The compiled ABA equals wbc.aba at random states (τ on every degree of freedom)."""
-    kernel = _compile(wbc.kernels.aba_function(talos), kernel_dir)
+    kernel = compile_in(wbc.kernels.aba_function(talos), kernel_dir)
     assert kernel.input_names == ["q", "v", "tau"] and kernel.output_names == ["qdd"]
     for q, v, _, tau in _states(talos, 40):
         qdd = kernel(q, v, tau)[0].copy()
@@ -47,14 +35,14 @@ def test_talos_aba_kernel(talos, kernel_dir):
 
 def test_talos_rnea_kernel(talos, kernel_dir):
     """The compiled RNEA equals wbc.rnea at random states."""
-    kernel = _compile(wbc.kernels.rnea_function(talos), kernel_dir)
+    kernel = compile_in(wbc.kernels.rnea_function(talos), kernel_dir)
     for q, v, a, _ in _states(talos, 41):
         assert_close(kernel(q, v, a)[0].copy(), wbc.rnea(talos, q, v, a), tol=TOL_KERNEL, what="RNEA kernel")
 
 
 def test_talos_crba_kernel(talos, kernel_dir):
     """The compiled CRBA equals wbc.crba (a full symmetric (nv, nv) matrix) at random states."""
-    kernel = _compile(wbc.kernels.crba_function(talos), kernel_dir)
+    kernel = compile_in(wbc.kernels.crba_function(talos), kernel_dir)
     for q, _, _, _ in _states(talos, 42):
         M = kernel(q)[0].copy()
         assert M.shape == (talos.nv, talos.nv)
@@ -66,7 +54,7 @@ def test_talos_frame_jacobians_kernel(talos, kernel_dir):
     """The compiled Jacobians of the feet and hands (LOCAL_WORLD_ALIGNED) equal wbc.frame_jacobian."""
     spec = robot_case("talos").spec
     frames = list(spec.feet + spec.hands)
-    kernel = _compile(wbc.kernels.frame_jacobians_function(talos, frames, RF.LOCAL_WORLD_ALIGNED), kernel_dir)
+    kernel = compile_in(wbc.kernels.frame_jacobians_function(talos, frames, RF.LOCAL_WORLD_ALIGNED), kernel_dir)
     for q, _, _, _ in _states(talos, 43)[:2]:
         out = [J.copy() for J in kernel(q)]
         assert len(out) == len(frames)
@@ -77,7 +65,7 @@ def test_talos_frame_jacobians_kernel(talos, kernel_dir):
 
 def test_kernel_outputs_are_reused_buffers(talos, kernel_dir):
     """A kernel returns its own buffers: the next call overwrites them (hence the copies above)."""
-    kernel = _compile(wbc.kernels.rnea_function(talos), kernel_dir)
+    kernel = compile_in(wbc.kernels.rnea_function(talos), kernel_dir)
     (q, v, a, _), (q2, v2, a2, _) = _states(talos, 44)[:2]
     first = kernel(q, v, a)[0]
     kept = first.copy()
@@ -91,11 +79,11 @@ def test_random_tree_kernels(kernel_dir):
     Jacobian kernels (all three reference frames) equal the eager API."""
     m = tree_case(2, 12, True).model
     frames = [f.name for f in m.frames[1::4]]
-    aba = _compile(wbc.kernels.aba_function(m), kernel_dir)
-    rnea = _compile(wbc.kernels.rnea_function(m), kernel_dir)
-    crba = _compile(wbc.kernels.crba_function(m), kernel_dir)
-    nle = _compile(wbc.kernels.nonlinear_effects_function(m), kernel_dir)
-    jacs = {ref: _compile(wbc.kernels.frame_jacobians_function(m, frames, ref), kernel_dir) for ref in RF}
+    aba = compile_in(wbc.kernels.aba_function(m), kernel_dir)
+    rnea = compile_in(wbc.kernels.rnea_function(m), kernel_dir)
+    crba = compile_in(wbc.kernels.crba_function(m), kernel_dir)
+    nle = compile_in(wbc.kernels.nonlinear_effects_function(m), kernel_dir)
+    jacs = {ref: compile_in(wbc.kernels.frame_jacobians_function(m, frames, ref), kernel_dir) for ref in RF}
     for q, v, a, tau in _states(m, 45):
         assert_close(aba(q, v, tau)[0].copy(), wbc.aba(m, q, v, tau), tol=TOL_KERNEL, what="ABA")
         assert_close(rnea(q, v, a)[0].copy(), wbc.rnea(m, q, v, a), tol=TOL_KERNEL, what="RNEA")
@@ -110,6 +98,6 @@ def test_random_tree_kernels(kernel_dir):
 def test_kernel_rejects_wrong_number_of_inputs(kernel_dir):
     """Calling a kernel with the wrong number of arguments is a TypeError naming its inputs."""
     m = tree_case(1, 6, False).model
-    kernel = _compile(wbc.kernels.aba_function(m), kernel_dir)
+    kernel = compile_in(wbc.kernels.aba_function(m), kernel_dir)
     with pytest.raises(TypeError, match="tau"):
         kernel(np.zeros(m.nq), np.zeros(m.nv))

@@ -259,7 +259,7 @@ def test_contact_release_ramps_the_normal_force_down_without_recompiling():
 
 def test_adding_a_task_recompiles_and_removing_it_restores():
     case = robot_case("talos")
-    model, spec = case.model, case.spec
+    model = case.model
     ctrl = wbc.WholeBodyController(model, [tasks.CoMTask(kp=10.0)], [])
     first = ctrl.compile()
     extra = tasks.PostureTask(model, weight=1e-3, kp=1.0)

@@ -15,6 +15,7 @@ import pytest
 
 import wbc
 from conftest import (
+    compile_in,
     TOL_KERNEL,
     CONSTRAINT_TREES,
     Case,
@@ -173,25 +174,13 @@ def test_constraint_order_and_repeats():
 
 
 # ------------------------------------------------------------------ compiled kernels
-@pytest.fixture(scope="module")
-def kernel_dir(tmp_path_factory):
-    """A fresh kernel cache for this module (the tests never touch the user's cache)."""
-    return tmp_path_factory.mktemp("kernels")
-
-
-def _compile(function, directory):
-    kernel = wbc.kernels.compile_kernel(function, directory=directory)
-    assert kernel.backend == "c", "these tests need a C compiler"
-    return kernel
-
-
 def test_talos_corners_delassus_kernel(kernel_dir):
     """The compiled PV-OSIMr kernel of Talos' 8 sole corners equals wbc.delassus to 1e-12 at 3
     random states (a (24, 24) matrix, input ``q``, output ``delassus``)."""
     case = robot_case("talos")
     m = case.model
     constraints = catalog_constraints(case, "corners")
-    kernel = _compile(wbc.kernels.delassus_function(m, constraints, "pv-osimr"), kernel_dir)
+    kernel = compile_in(wbc.kernels.delassus_function(m, constraints, "pv-osimr"), kernel_dir)
     assert kernel.input_names == ["q"] and kernel.output_names == ["delassus"]
     rng = np.random.default_rng(330)
     for i in range(3):
@@ -207,89 +196,8 @@ def test_random_tree_delassus_kernel(kernel_dir):
     m = tree_case(1, 6, True).model
     rng = np.random.default_rng(331)
     constraints = random_constraints(m, rng)
-    kernel = _compile(wbc.kernels.delassus_function(m, constraints, "pv-osimr"), kernel_dir)
+    kernel = compile_in(wbc.kernels.delassus_function(m, constraints, "pv-osimr"), kernel_dir)
     for i in range(3):
         q = wbc.random_configuration(m, rng)
         assert_close(kernel(q)[0].copy(), wbc.delassus(m, q, constraints, "pv-osimr"), tol=TOL_KERNEL,
                      what=f"state {i}")
-
-
-# ------------------------------------------------------------------ errors
-@pytest.fixture(scope="module")
-def panda():
-    case = robot_case("panda")
-    return case.model, case.spec.q0
-
-
-def test_empty_constraint_set_is_an_input_error(panda):
-    """The Delassus matrix of no constraint is an InputError, eagerly and when tracing a kernel."""
-    m, q = panda
-    with pytest.raises(wbc.InputError, match="at least one constraint"):
-        wbc.delassus(m, q, [])
-    with pytest.raises(wbc.InputError, match="at least one constraint"):
-        wbc.kernels.delassus_function(m, [])
-
-
-def test_unknown_frame_is_a_frame_error(panda):
-    """A constraint on an unknown frame is a FrameError naming it (with a suggestion)."""
-    m, q = panda
-    for c in (wbc.PointConstraint("panda_hand_tpc"), wbc.WeldConstraint("panda_hand_tpc"),
-              wbc.LinkConstraint("panda_hand_tpc", np.eye(6))):
-        with pytest.raises(wbc.FrameError, match="panda_hand_tpc.*panda_hand_tcp"):
-            wbc.delassus(m, q, [wbc.WeldConstraint("panda_hand"), c])
-        with pytest.raises(wbc.FrameError, match="panda_hand_tpc"):
-            wbc.kernels.delassus_function(m, [c])
-
-
-def test_unknown_method_is_an_input_error(panda):
-    """An unknown method is an InputError listing the known ones, eagerly and when tracing."""
-    m, q = panda
-    constraints = [wbc.WeldConstraint("panda_hand")]
-    with pytest.raises(wbc.InputError, match="pv-osimr"):
-        wbc.delassus(m, q, constraints, "osim")
-    with pytest.raises(wbc.InputError, match="pv-osimr"):
-        wbc.kernels.delassus_function(m, constraints, "osim")
-
-
-@pytest.mark.parametrize("name,frame", [("talos", "universe"), ("panda", "universe"), ("panda", "panda_link0")])
-def test_frame_fixed_to_the_world_is_an_input_error(name, frame):
-    """A constraint on a frame that cannot move (the universe, a fixed-base robot's root link) is
-    an InputError naming the frame."""
-    case = robot_case(name)
-    m, q = case.model, case.spec.q0
-    assert m.frames[m.frame_id(frame)].joint == 0
-    for c in (wbc.PointConstraint(frame), wbc.WeldConstraint(frame), wbc.LinkConstraint(frame, np.eye(6))):
-        with pytest.raises(wbc.InputError, match=f"'{frame}'.*fixed to the world"):
-            wbc.delassus(m, q, [wbc.WeldConstraint(case.spec.hands[0]), c])
-
-
-MALFORMED_ROWS = {
-    "vector": np.ones(6),
-    "5 columns": np.ones((2, 5)),
-    "7 columns": np.ones((1, 7)),
-    "no row": np.zeros((0, 6)),
-    "3D array": np.ones((2, 6, 1)),
-    "NaN": np.full((1, 6), np.nan),
-    "inf": np.full((2, 6), np.inf),
-    "None": None,
-    "ragged list": [[1.0, 0, 0, 0, 0, 0], [1.0]],
-    "text": "identity",
-}
-
-
-@pytest.mark.parametrize("rows", list(MALFORMED_ROWS.values()), ids=list(MALFORMED_ROWS))
-def test_malformed_link_constraint_rows_are_an_input_error(panda, rows):
-    """A LinkConstraint whose rows are not a finite (k, 6) matrix is an InputError naming the frame."""
-    m, q = panda
-    with pytest.raises(wbc.InputError, match="panda_hand"):
-        wbc.delassus(m, q, [wbc.LinkConstraint("panda_hand", rows)])
-
-
-@pytest.mark.parametrize("bad", ["panda_hand", None, ("panda_hand", (0, 0, 0)), {"frame": "panda_hand"},
-                                 wbc.PointContact("panda_hand")],
-                         ids=["str", "None", "tuple", "dict", "PointContact"])
-def test_non_constraint_is_an_input_error(panda, bad):
-    """Anything but Point/Weld/LinkConstraint objects in the set is an InputError naming its type."""
-    m, q = panda
-    with pytest.raises(wbc.InputError, match=type(bad).__name__):
-        wbc.delassus(m, q, [wbc.WeldConstraint("panda_hand"), bad])

@@ -16,6 +16,7 @@ import pytest
 
 import wbc
 from conftest import (
+    compile_in,
     TOL_KERNEL,
     CONSTRAINT_TREES,
     Case,
@@ -177,25 +178,13 @@ def test_free_acceleration(name):
 
 
 # ------------------------------------------------------------------ compiled kernels
-@pytest.fixture(scope="module")
-def kernel_dir(tmp_path_factory):
-    """A fresh kernel cache for this module (the tests never touch the user's cache)."""
-    return tmp_path_factory.mktemp("kernels")
-
-
-def _compile(function, directory):
-    kernel = wbc.kernels.compile_kernel(function, directory=directory)
-    assert kernel.backend == "c", "these tests need a C compiler"
-    return kernel
-
-
 def test_talos_corners_input_matrix_kernel(kernel_dir):
     """The compiled IIM kernel for Talos' 8 sole corners equals the eager IIM to 1e-12 at 3 random
     states (a (38, 32 + 24) matrix, input ``q``, output ``Bhat``)."""
     case = robot_case("talos")
     m = case.model
     constraints = catalog_constraints(case, "corners")
-    kernel = _compile(wbc.kernels.input_matrix_function(m, constraints, "iim"), kernel_dir)
+    kernel = compile_in(wbc.kernels.input_matrix_function(m, constraints, "iim"), kernel_dir)
     assert kernel.input_names == ["q"] and kernel.output_names == ["Bhat"]
     rng = np.random.default_rng(260)
     for i in range(3):
@@ -212,8 +201,8 @@ def test_random_tree_input_matrix_kernels(kernel_dir):
     m = tree_case(1, 6, True).model
     rng = np.random.default_rng(261)
     constraints = random_constraints(m, rng)
-    bhat = _compile(wbc.kernels.input_matrix_function(m, constraints, "iim"), kernel_dir)
-    both = _compile(wbc.kernels.free_acceleration_and_input_matrix_function(m, constraints), kernel_dir)
+    bhat = compile_in(wbc.kernels.input_matrix_function(m, constraints, "iim"), kernel_dir)
+    both = compile_in(wbc.kernels.free_acceleration_and_input_matrix_function(m, constraints), kernel_dir)
     assert both.input_names == ["q", "v"] and both.output_names == ["a0", "Bhat"]
     for i in range(3):
         q, v = wbc.random_configuration(m, rng), rng.normal(size=m.nv)
@@ -222,77 +211,3 @@ def test_random_tree_input_matrix_kernels(kernel_dir):
         a0, B = (x.copy() for x in both(q, v))
         assert_close(a0.reshape(-1), wbc.free_acceleration(m, q, v), tol=TOL_KERNEL, what=f"state {i}: a0")
         assert_close(B, expected, tol=TOL_KERNEL, what=f"state {i}: combined kernel's Bhat")
-
-
-# ------------------------------------------------------------------ errors
-@pytest.fixture(scope="module")
-def panda():
-    case = robot_case("panda")
-    return case.model, case.spec.q0
-
-
-def test_unknown_frame_is_a_frame_error(panda):
-    """A constraint on an unknown frame is a FrameError naming it (with a suggestion)."""
-    m, q = panda
-    for c in (wbc.PointConstraint("panda_hand_tpc"), wbc.WeldConstraint("panda_hand_tpc"),
-              wbc.LinkConstraint("panda_hand_tpc", np.eye(6))):
-        with pytest.raises(wbc.FrameError, match="panda_hand_tpc.*panda_hand_tcp"):
-            wbc.inertia_weighted_input_matrix(m, q, [wbc.WeldConstraint("panda_hand"), c])
-        with pytest.raises(wbc.FrameError, match="panda_hand_tpc"):
-            wbc.kernels.input_matrix_function(m, [c])
-        with pytest.raises(wbc.FrameError, match="panda_hand_tpc"):
-            wbc.kernels.free_acceleration_and_input_matrix_function(m, [c])
-
-
-def test_unknown_method_is_an_input_error(panda):
-    """An unknown method is an InputError listing the known ones, eagerly and when tracing."""
-    m, q = panda
-    for constraints in ([], [wbc.WeldConstraint("panda_hand")]):
-        with pytest.raises(wbc.InputError, match="eufm"):
-            wbc.inertia_weighted_input_matrix(m, q, constraints, "ufm")
-        with pytest.raises(wbc.InputError, match="eufm"):
-            wbc.kernels.input_matrix_function(m, constraints, "ufm")
-
-
-@pytest.mark.parametrize("name,frame", [("talos", "universe"), ("panda", "universe"), ("panda", "panda_link0")])
-def test_frame_fixed_to_the_world_is_an_input_error(name, frame):
-    """A constraint on a frame that cannot move (the universe, a fixed-base robot's root link) is
-    an InputError naming the frame."""
-    case = robot_case(name)
-    m, q = case.model, case.spec.q0
-    assert m.frames[m.frame_id(frame)].joint == 0
-    for c in (wbc.PointConstraint(frame), wbc.WeldConstraint(frame), wbc.LinkConstraint(frame, np.eye(6))):
-        with pytest.raises(wbc.InputError, match=f"'{frame}'.*fixed to the world"):
-            wbc.inertia_weighted_input_matrix(m, q, [c])
-
-
-MALFORMED_ROWS = {
-    "vector": np.ones(6),
-    "5 columns": np.ones((2, 5)),
-    "7 columns": np.ones((1, 7)),
-    "no row": np.zeros((0, 6)),
-    "3D array": np.ones((2, 6, 1)),
-    "NaN": np.full((1, 6), np.nan),
-    "inf": np.full((2, 6), np.inf),
-    "None": None,
-    "ragged list": [[1.0, 0, 0, 0, 0, 0], [1.0]],
-    "text": "identity",
-}
-
-
-@pytest.mark.parametrize("rows", list(MALFORMED_ROWS.values()), ids=list(MALFORMED_ROWS))
-def test_malformed_link_constraint_rows_are_an_input_error(panda, rows):
-    """A LinkConstraint whose rows are not a finite (k, 6) matrix is an InputError naming the frame."""
-    m, q = panda
-    with pytest.raises(wbc.InputError, match="panda_hand"):
-        wbc.inertia_weighted_input_matrix(m, q, [wbc.LinkConstraint("panda_hand", rows)])
-
-
-@pytest.mark.parametrize("bad", ["panda_hand", None, ("panda_hand", (0, 0, 0)), {"frame": "panda_hand"},
-                                 wbc.PointContact("panda_hand")],
-                         ids=["str", "None", "tuple", "dict", "PointContact"])
-def test_non_constraint_is_an_input_error(panda, bad):
-    """Anything but Point/Weld/LinkConstraint objects in the set is an InputError naming its type."""
-    m, q = panda
-    with pytest.raises(wbc.InputError, match=type(bad).__name__):
-        wbc.inertia_weighted_input_matrix(m, q, [wbc.WeldConstraint("panda_hand"), bad])

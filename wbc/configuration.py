@@ -85,7 +85,8 @@ def _exp6(nu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return _exp3(w), V @ v
 
 
-def _quat_to_matrix(x: np.ndarray) -> np.ndarray:
+def rotation_from_quaternion(x: np.ndarray) -> np.ndarray:
+    """Rotation matrix (3, 3) of a unit quaternion ``(x, y, z, w)`` (numpy)."""
     qx, qy, qz, qw = x
     return np.array([
         [1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qz * qw), 2 * (qx * qz + qy * qw)],
@@ -119,7 +120,7 @@ def integrate(model: Model, q, v, dt: float = 1.0) -> np.ndarray:
     for j in model.joints[1:]:
         sq, sv = slice(j.idx_q, j.idx_q + j.nq), slice(j.idx_v, j.idx_v + j.nv)
         if j.type is JointType.FREE_FLYER:
-            R0 = _quat_to_matrix(q[j.idx_q + 3 : j.idx_q + 7])
+            R0 = rotation_from_quaternion(q[j.idx_q + 3 : j.idx_q + 7])
             dR, dp = _exp6(dv[sv])
             quat = _matrix_to_quat(R0 @ dR)
             if np.dot(quat, q[j.idx_q + 3 : j.idx_q + 7]) < 0.0:
@@ -146,8 +147,8 @@ def difference(model: Model, q0, q1) -> np.ndarray:
     for j in model.joints[1:]:
         sv = j.idx_v
         if j.type is JointType.FREE_FLYER:
-            R0 = _quat_to_matrix(q0[j.idx_q + 3 : j.idx_q + 7])
-            R1 = _quat_to_matrix(q1[j.idx_q + 3 : j.idx_q + 7])
+            R0 = rotation_from_quaternion(q0[j.idx_q + 3 : j.idx_q + 7])
+            R1 = rotation_from_quaternion(q1[j.idx_q + 3 : j.idx_q + 7])
             out[sv : sv + 3] = R0.T @ (q1[j.idx_q : j.idx_q + 3] - q0[j.idx_q : j.idx_q + 3])
             out[sv + 3 : sv + 6] = _log3(R0.T @ R1)
         elif j.type is JointType.REVOLUTE_UNBOUNDED:

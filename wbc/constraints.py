@@ -25,12 +25,14 @@ from typing import Sequence, Union
 import casadi as ca
 import numpy as np
 
+from . import checks
 from .errors import InputError
 from .kinematics import ReferenceFrame, TreeKinematics
 from .model import Model
 from .spatial import skew
 
-__all__ = ["PointConstraint", "WeldConstraint", "LinkConstraint", "Constraint", "resolve", "ResolvedConstraint"]
+__all__ = ["PointConstraint", "WeldConstraint", "LinkConstraint", "Constraint", "resolve", "ResolvedConstraint",
+           "evaluate_eagerly"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,6 +173,17 @@ def _as_float_array(x) -> "np.ndarray | None":
         return np.asarray(x, float)
     except (TypeError, ValueError):
         return None
+
+
+def evaluate_eagerly(model: Model, q, constraints: Sequence[Constraint], method: str, methods: Sequence[str],
+                     compute) -> np.ndarray:
+    """``compute(model, kin, resolved, method)`` on numbers at ``q``, as numpy, after checking everything."""
+    if method not in methods:
+        raise InputError(f"unknown method {method!r}; choose one of {', '.join(methods)}")
+    q = checks.configuration(model, q)
+    resolved = resolve(model, constraints)
+    kin = TreeKinematics(model, ca.DM(q))
+    return np.array(ca.DM(compute(model, kin, resolved, method)), dtype=float)
 
 
 def resolve(model: Model, constraints: Sequence[Constraint]) -> list[ResolvedConstraint]:

@@ -43,7 +43,15 @@ from .iim import iim
 from .iim import input_matrix as compute_input_matrix
 from .kinematics import TreeKinematics
 from .model import Model
-from .qp import DEFAULT_SOLVER, QPProblem, QPSolver, make_solver
+from .qp import (
+    DEFAULT_SOLVER,
+    QPProblem,
+    QPSolver,
+    equality_constrained_least_squares,
+    feasible,
+    least_squares_by_elimination,
+    make_solver,
+)
 from .spatial import skew
 from .task import Task, TaskContext
 
@@ -72,7 +80,8 @@ class Command:
         task_errors: task name -> error ``e`` (dim,).
         status: a :class:`StepStatus`.
         conflict: the constraint groups found in conflict when the QP was infeasible, else ().
-        timings: microseconds spent in ``kernel``, ``assembly``, ``solve`` and ``total``.
+        timings: microseconds spent in the ``kernel`` (input checks included), in the ``qp`` (assembly
+            and solution) and in ``total``.
         u: the inputs ``(τ, f of the active contacts)`` the QP returned.
     """
 
@@ -95,6 +104,7 @@ class _Layout:
     rows: np.ndarray      # equality rows of the active contacts
     all_columns: bool
     all_rows: bool
+    eliminable: bool      # every active contact's force variables are its motion rows (Γ = I)
     G: np.ndarray
     h: np.ndarray
     lb: np.ndarray
@@ -318,8 +328,9 @@ class WholeBodyController:
         lb[: self._n_act], ub[: self._n_act] = -self.torque_limit, self.torque_limit
         columns = np.concatenate(cols)
         rows = np.concatenate(eq_rows) if eq_rows else np.zeros(0, dtype=int)
+        eliminable = bool(rows.size) and all(c.dim == c.equality_dim for c in self.contacts if c.active)
         self._cached_layout = _Layout(
-            key, columns, rows, n == self.n_u, rows.size == self._n_eq, G,
+            key, columns, rows, n == self.n_u, rows.size == self._n_eq, eliminable, G,
             np.concatenate(h_parts) if h_parts else np.zeros(0), lb, ub, variables, eq_groups, in_groups,
         )
         return self._cached_layout
@@ -336,15 +347,28 @@ class WholeBodyController:
         np.copyto(inputs[1], v)
         return self.kernel.run()
 
-    def _assemble(self, layout: "_Layout", outputs: Sequence[np.ndarray]) -> QPProblem:
+    def _cost_and_equalities(self, layout: "_Layout", outputs: Sequence[np.ndarray]) -> tuple:
+        """``(A, b, r, A_eq, b_eq)`` of the active variables, views of the kernel buffers where possible."""
         A_all, b, A_eq_all, b_eq_all = outputs[0:4]
-        A = A_all.copy() if layout.all_columns else A_all[:, layout.columns]
+        A = A_all if layout.all_columns else A_all[:, layout.columns]
         r = self.regularization * np.einsum("ij,ij->j", A, A) + 1e-12
         if layout.all_columns and layout.all_rows:
-            A_eq, b_eq = A_eq_all.copy(), b_eq_all.copy()
-        else:
-            A_eq, b_eq = A_eq_all[np.ix_(layout.rows, layout.columns)], b_eq_all[layout.rows]
-        return QPProblem(A, b.copy(), r, A_eq, b_eq, layout.G, layout.h, layout.lb, layout.ub,
+            return A, b, r, A_eq_all, b_eq_all
+        return A, b, r, A_eq_all[np.ix_(layout.rows, layout.columns)], b_eq_all[layout.rows]
+
+    def _shortcut(self, layout: "_Layout", outputs: Sequence[np.ndarray]) -> Optional[np.ndarray]:
+        """The minimizer under the contact equalities alone (inequalities ignored), see :mod:`wbc.qp`."""
+        A, b, r, A_eq, b_eq = self._cost_and_equalities(layout, outputs)
+        if not layout.eliminable:
+            return equality_constrained_least_squares(A, b, r, A_eq, b_eq)
+        p = self._n_act
+        solution = least_squares_by_elimination(A[:, :p], A[:, p:], b, A_eq[:, :p], A_eq[:, p:], b_eq,
+                                                self.regularization)
+        return None if solution is None else np.concatenate(solution)
+
+    def _assemble(self, layout: "_Layout", outputs: Sequence[np.ndarray]) -> QPProblem:
+        A, b, r, A_eq, b_eq = (np.array(x) for x in self._cost_and_equalities(layout, outputs))
+        return QPProblem(A, b, r, A_eq, b_eq, layout.G, layout.h, layout.lb, layout.ub,
                          layout.variables, layout.eq_groups, layout.in_groups)
 
     def build_problem(self, q, v) -> QPProblem:
@@ -365,16 +389,23 @@ class WholeBodyController:
         t0 = time.perf_counter()
         outputs = self._evaluate(q, v)
         t1 = time.perf_counter()
-        problem = self._assemble(layout, outputs)
-        t_solve = time.perf_counter()
-        status, conflict = StepStatus.OPTIMAL, ()
-        x = self._solve(problem)
+        status, conflict, x = StepStatus.OPTIMAL, (), None
+        solver = self.solver
+        if solver.try_unconstrained:  # straight from the kernel's buffers: no QP object needed
+            x = self._shortcut(layout, outputs)
+            if x is not None and not feasible(x, layout.G, layout.h, layout.lb, layout.ub,
+                                              solver.unconstrained_tolerance):
+                x = None
         if x is None:
-            conflict = self._diagnose(problem)
-            x = self._solve(problem.soften_equalities(self.soft_contact_weight))
-            status = StepStatus.SOFT_CONTACTS
-            self.solver.reset()
+            problem = self._assemble(layout, outputs)
+            x = self._solve(problem, shortcut=False)
+            if x is None:
+                conflict = self._diagnose(problem)
+                x = self._solve(problem.soften_equalities(self.soft_contact_weight))
+                status = StepStatus.SOFT_CONTACTS
+                solver.reset()
         t_end = time.perf_counter()
+        n_active = layout.columns.size
         a0, Bhat, errors_all = outputs[4:7]
         u_full = np.zeros(self.n_u)
         if x is None:
@@ -383,7 +414,7 @@ class WholeBodyController:
             else:
                 tau, status = np.zeros(self._n_act), StepStatus.ZERO_TORQUE
             u_full[: self._n_act] = tau
-            x = np.concatenate([tau, np.zeros(problem.n - self._n_act)])
+            x = np.concatenate([tau, np.zeros(n_active - self._n_act)])
         else:
             u_full[layout.columns] = x
             tau = x[: self._n_act].copy()
@@ -400,13 +431,12 @@ class WholeBodyController:
             errors[t.name] = errors_all[offset : offset + t.dim].copy()
             offset += t.dim
         self.time += self.dt
-        timings = {"kernel": (t1 - t0) * 1e6, "assembly": (t_solve - t1) * 1e6,
-                   "solve": (t_end - t_solve) * 1e6, "total": (t_end - t_start) * 1e6}
+        timings = {"kernel": (t1 - t0) * 1e6, "qp": (t_end - t1) * 1e6, "total": (t_end - t_start) * 1e6}
         return Command(tau, forces, qdd, errors, status, conflict, timings, x)
 
-    def _solve(self, problem: QPProblem) -> Optional[np.ndarray]:
+    def _solve(self, problem: QPProblem, shortcut: Optional[bool] = None) -> Optional[np.ndarray]:
         try:
-            sol = self.solver.solve(problem)
+            sol = self.solver.solve(problem, shortcut)
         except (ValueError, RuntimeError, ArithmeticError):
             self.solver.reset()
             return None

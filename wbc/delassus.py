@@ -31,8 +31,7 @@ from typing import Optional, Sequence
 import casadi as ca
 import numpy as np
 
-from . import checks
-from .constraints import Constraint, ResolvedConstraint, resolve
+from .constraints import Constraint, ResolvedConstraint, evaluate_eagerly
 from .dynamics import ArticulatedBodies, crba
 from .errors import InputError
 from .kinematics import TreeKinematics
@@ -359,9 +358,4 @@ def delassus(model: Model, q, constraints: Sequence[Constraint], method: str = "
         InputError: no constraints, an unknown method or a bad configuration.
         FrameError: a constraint on an unknown frame.
     """
-    if method not in METHODS:
-        raise InputError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
-    q = checks.configuration(model, q)
-    resolved = resolve(model, constraints)
-    kin = TreeKinematics(model, ca.DM(q))
-    return np.array(ca.DM(delassus_matrix(model, kin, resolved, method)), dtype=float)
+    return evaluate_eagerly(model, q, constraints, method, METHODS, delassus_matrix)

@@ -29,7 +29,7 @@ import casadi as ca
 import numpy as np
 
 from . import checks
-from .constraints import Constraint, ResolvedConstraint, resolve
+from .constraints import Constraint, ResolvedConstraint, evaluate_eagerly
 from .dynamics import ArticulatedBodies, aba, crba
 from .errors import InputError
 from .kinematics import TreeKinematics
@@ -257,12 +257,7 @@ def inertia_weighted_input_matrix(model: Model, q, constraints: Sequence[Constra
             or :class:`~wbc.constraints.LinkConstraint` objects; their rows follow the actuated columns.
         method: ``"iim"`` (default), ``"eufm"`` or ``"dense"``.
     """
-    if method not in METHODS:
-        raise InputError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
-    q = checks.configuration(model, q)
-    resolved = resolve(model, constraints)
-    kin = TreeKinematics(model, ca.DM(q))
-    return np.array(ca.DM(input_matrix(model, kin, resolved, method)), dtype=float)
+    return evaluate_eagerly(model, q, constraints, method, METHODS, input_matrix)
 
 
 def free_acceleration(model: Model, q, v) -> np.ndarray:

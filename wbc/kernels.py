@@ -96,32 +96,29 @@ def _tag(method: str) -> str:
     return method.replace("-", "")
 
 
-def delassus_function(model: Model, constraints: Sequence[Constraint], method: str = "pv-osimr",
-                      cse: bool = True) -> ca.Function:
-    """``q -> Λ⁻¹``: the Delassus matrix (m, m) of ``constraints`` by ``method``."""
+def _constraint_function(model: Model, constraints: Sequence[Constraint], method: str, what: str,
+                         compute, output: str, cse: bool) -> ca.Function:
     resolved = resolve(model, constraints)
     m = sum(c.dim for c in resolved)
     return trace(
-        _name(model, f"delassus_{_tag(method)}_{len(resolved)}c{m}"),
+        _name(model, f"{what}_{_tag(method)}_{len(resolved)}c{m}"),
         [("q", model.nq)],
-        lambda q: [delassus_matrix(model, TreeKinematics(model, q), resolved, method)],
-        ["delassus"],
+        lambda q: [compute(model, TreeKinematics(model, q), resolved, method)],
+        [output],
         cse=cse,
     )
+
+
+def delassus_function(model: Model, constraints: Sequence[Constraint], method: str = "pv-osimr",
+                      cse: bool = True) -> ca.Function:
+    """``q -> Λ⁻¹``: the Delassus matrix (m, m) of ``constraints`` by ``method``."""
+    return _constraint_function(model, constraints, method, "delassus", delassus_matrix, "delassus", cse)
 
 
 def input_matrix_function(model: Model, constraints: Sequence[Constraint] = (), method: str = "iim",
                           cse: bool = True) -> ca.Function:
     """``q -> B̂``: the inertia-weighted input matrix (nv, n_actuated + m) by ``method``."""
-    resolved = resolve(model, constraints)
-    m = sum(c.dim for c in resolved)
-    return trace(
-        _name(model, f"bhat_{_tag(method)}_{len(resolved)}c{m}"),
-        [("q", model.nq)],
-        lambda q: [input_matrix(model, TreeKinematics(model, q), resolved, method)],
-        ["Bhat"],
-        cse=cse,
-    )
+    return _constraint_function(model, constraints, method, "bhat", input_matrix, "Bhat", cse)
 
 
 def free_acceleration_and_input_matrix_function(model: Model, constraints: Sequence[Constraint] = ()) -> ca.Function:

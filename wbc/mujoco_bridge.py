@@ -53,7 +53,7 @@ except ImportError as _e:  # pragma: no cover - exercised only without mujoco
     ) from _e
 
 from . import checks
-from .configuration import neutral
+from .configuration import neutral, rotation_from_quaternion
 from .errors import FrameError, InputError, ModelError, SimulationDiverged
 from .model import JointType, Model
 
@@ -153,15 +153,6 @@ def _contact_box(box: BoxLike) -> ContactBox:
 
 
 # ===================================================================================== rotations
-def _quat_xyzw_to_matrix(x: np.ndarray) -> np.ndarray:
-    qx, qy, qz, qw = x
-    return np.array([
-        [1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qz * qw), 2 * (qx * qz + qy * qw)],
-        [2 * (qx * qy + qz * qw), 1 - 2 * (qx * qx + qz * qz), 2 * (qy * qz - qx * qw)],
-        [2 * (qx * qz - qy * qw), 2 * (qy * qz + qx * qw), 1 - 2 * (qx * qx + qy * qy)],
-    ])
-
-
 def _matrix_to_quat_wxyz(R: np.ndarray) -> np.ndarray:
     quat = np.zeros(4)
     mujoco.mju_mat2Quat(quat, np.ascontiguousarray(R, dtype=float).reshape(9))
@@ -178,7 +169,7 @@ def _base_rotation(model: Model, q: np.ndarray) -> np.ndarray:
     j = _free_joint(model)
     if j is None:
         return np.eye(3)
-    return _quat_xyzw_to_matrix(q[j.idx_q + 3 : j.idx_q + 7])
+    return rotation_from_quaternion(q[j.idx_q + 3 : j.idx_q + 7])
 
 
 # ===================================================================================== states

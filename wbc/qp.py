@@ -11,10 +11,11 @@ so ``H = AᵀA + diag(r)`` and ``g = −Aᵀb`` (:attr:`QPProblem.H`, :attr:`QPP
 
 Every solver goes through the same exact reductions (:meth:`QPSolver.solve`): the equalities are
 solved for the trailing variables when their block is square and invertible (the contact forces,
-whose block is the Delassus matrix: :func:`eliminate_equalities`), the variables are scaled to
-a unit-diagonal Hessian (:func:`jacobi_scaled`), and the unconstrained minimizer is tried first: a
-convex QP whose unconstrained minimizer satisfies every constraint has it as its solution (the
-usual case when standing: no friction, CoP or torque limit active). Otherwise the backend solves:
+whose block is the Delassus matrix: :func:`eliminate_equalities`) and the variables are scaled to
+a unit-diagonal Hessian (:func:`jacobi_scaled`). Before that, the minimizer under the equalities
+alone is tried: a convex QP whose equality-constrained minimizer satisfies every inequality has it
+as its solution (the usual case when standing: no friction, CoP or torque limit active; one KKT
+solve, :func:`equality_constrained_least_squares`). Otherwise the backend solves:
 ``"daqp"`` (dual active set, exact; the default, by measurement: README, controller section),
 ``"proxqp"`` (ProxSuite dense, warm-started), ``"quadprog"`` (Goldfarb-Idnani), ``"osqp"`` (ADMM, via
 qpsolvers; slow and ~1e-5 accurate on these ill-conditioned problems), or any qpsolvers backend
@@ -33,6 +34,7 @@ import numpy as np
 from .errors import InputError
 
 __all__ = ["QPProblem", "QPSolution", "QPSolver", "make_solver", "eliminate_equalities", "jacobi_scaled",
+           "equality_constrained_least_squares", "least_squares_by_elimination", "feasible",
            "SOLVERS", "DEFAULT_SOLVER"]
 
 SOLVERS = ("proxqp", "daqp", "quadprog", "osqp")
@@ -203,44 +205,101 @@ def eliminate_equalities(problem: QPProblem) -> tuple[QPProblem, Optional[Elimin
     return reduced, Elimination(F, f0)
 
 
-def _unconstrained(problem: QPProblem, tol: float) -> Optional[np.ndarray]:
-    """The unconstrained minimizer if it satisfies every constraint (then it solves the QP), else None."""
-    if problem.A_eq.shape[0]:
-        return None
+def equality_constrained_least_squares(A, b, r, A_eq, b_eq) -> Optional[np.ndarray]:
+    """The minimizer of ``½‖A u − b‖² + ½ Σ rᵢuᵢ²`` subject to ``A_eq u = b_eq`` (inequalities ignored).
+
+    One solve of the KKT system in Jacobi-scaled variables; None if it is singular.
+    """
+    n, m = A.shape[1], A_eq.shape[0]
+    d = np.sqrt(np.einsum("ij,ij->j", A, A) + r)
+    As = A / d
+    K = np.zeros((n + m, n + m))
+    K[:n, :n] = As.T @ As
+    K.flat[: n * (n + m) : n + m + 1] += r / (d * d)
+    rhs = np.empty(n + m)
+    rhs[:n] = As.T @ b
+    if m:
+        Aeq_s = A_eq / d
+        K[:n, n:] = Aeq_s.T
+        K[n:, :n] = Aeq_s
+        rhs[n:] = b_eq
     try:
-        x = np.linalg.solve(problem.H, -problem.g)
+        z = np.linalg.solve(K, rhs)
     except np.linalg.LinAlgError:
         return None
-    if (x < problem.lb - tol).any() or (x > problem.ub + tol).any():
+    x = z[:n] / d
+    return x if np.isfinite(x).all() else None
+
+
+def least_squares_by_elimination(A_x, A_f, b, E_x, Lam, b_eq, regularization: float):
+    """The equality-constrained least squares of :func:`equality_constrained_least_squares` when the
+    equalities read ``E_x x + Λ f = b_eq`` with ``Λ`` symmetric positive definite (the Delassus
+    matrix): ``f = Λ⁻¹(b_eq − E_x x)`` is substituted, leaving a Cholesky solve in ``x`` alone.
+
+    The cost is ``½‖A_x x + A_f f − b‖² + ½ Σ rᵢuᵢ²`` with ``rᵢ = regularization · ‖A[:, i]‖² + 1e-12``,
+    the controller's regularization. About 4x fewer flops than the KKT system.
+
+    Returns:
+        ``(x, f)``, or None when a factorization fails.
+    """
+    from scipy.linalg.lapack import dpotrf, dpotrs
+
+    p = A_x.shape[1]
+    L, info = dpotrf(Lam, lower=1, clean=0)
+    if info:
         return None
-    if problem.G.shape[0] and (problem.G @ x > problem.h + tol).any():
+    X, info = dpotrs(L, np.column_stack([E_x, b_eq]), lower=1)  # [Λ⁻¹E_x, Λ⁻¹b_eq]
+    if info:
         return None
-    return x
+    rx = regularization * np.einsum("ij,ij->j", A_x, A_x) + 1e-12
+    rf = regularization * np.einsum("ij,ij->j", A_f, A_f) + 1e-12
+    # rows of ½‖R[:, :p] x − R[:, p]‖²: the task rows with f substituted, then √r_f f
+    R = np.vstack([np.column_stack([A_x, b]) - A_f @ X, -np.sqrt(rf)[:, None] * X])
+    d = np.sqrt(np.einsum("ij,ij->j", R[:, :p], R[:, :p]) + rx)
+    R[:, :p] /= d
+    HR = R[:, :p].T @ R
+    HR.flat[:: p + 2] += rx / (d * d)
+    C, info = dpotrf(HR[:, :p], lower=1, clean=0)
+    if info:
+        return None
+    z, info = dpotrs(C, HR[:, p], lower=1)
+    if info:
+        return None
+    x = z / d
+    return x, X[:, p] - X[:, :p] @ x
+
+
+def feasible(x: np.ndarray, G: np.ndarray, h: np.ndarray, lb: np.ndarray, ub: np.ndarray, tol: float) -> bool:
+    """``G x ≤ h`` and ``lb ≤ x ≤ ub`` within ``tol``."""
+    if (x < lb - tol).any() or (x > ub + tol).any():
+        return False
+    return not (G.shape[0] and (G @ x > h + tol).any())
 
 
 class QPSolver:
     """Interface of the solvers: ``solve(problem) -> QPSolution``; ``reset()`` drops warm starts.
 
-    :meth:`solve` eliminates the equalities where it can (``eliminate``), scales the variables,
-    returns the unconstrained minimizer when it is feasible (``try_unconstrained``), and otherwise
-    calls the backend (``_solve``) on the reduced, scaled problem; the solution it returns is in
-    the original problem's variables and units.
+    :meth:`solve` first solves the equality-constrained least squares and returns it when every
+    inequality and bound holds there (``try_unconstrained``): then it is the QP's solution. Otherwise
+    it eliminates the equalities where it can (``eliminate``), scales the variables and calls the
+    backend (``_solve``); the solution it returns is in the original problem's variables and units.
     """
 
     name = "?"
     eliminate = True
     try_unconstrained = True
-    #: feasibility tolerance of the unconstrained shortcut, in the scaled variables
-    unconstrained_tolerance = 1e-12
+    #: how far (problem units: N, N m) the shortcut's solution may exceed an inequality
+    unconstrained_tolerance = 1e-9
 
-    def solve(self, problem: QPProblem) -> QPSolution:
+    def solve(self, problem: QPProblem, shortcut: Optional[bool] = None) -> QPSolution:
+        """Solve ``problem``; ``shortcut`` overrides ``try_unconstrained`` for this call."""
+        if self.try_unconstrained if shortcut is None else shortcut:
+            x = equality_constrained_least_squares(problem.A, problem.b, problem.r, problem.A_eq, problem.b_eq)
+            if x is not None and feasible(x, problem.G, problem.h, problem.lb, problem.ub, self.unconstrained_tolerance):
+                return QPSolution(x, True, self.name, unconstrained=True)
         reduced, elimination = eliminate_equalities(problem) if self.eliminate else (problem, None)
         scaled, inv = jacobi_scaled(reduced)
-        x = _unconstrained(scaled, self.unconstrained_tolerance) if self.try_unconstrained else None
-        if x is not None:
-            sol = QPSolution(x, True, self.name, unconstrained=True)
-        else:
-            sol = self._solve(scaled)
+        sol = self._solve(scaled)
         if sol.found and sol.x is not None:
             x = sol.x * inv
             sol.x = elimination.recover(x) if elimination is not None else x
