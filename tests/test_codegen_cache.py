@@ -403,3 +403,11 @@ def test_hostile_model_name_reaches_no_path(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == sorted(
         kernel.library.with_suffix(s).name for s in (".lock", ".sha256", ".so"))
     _check_results(kernel)
+
+
+def test_sanitize_truncation_never_leaves_a_double_underscore():
+    """A long name cut right after an underscore stays a valid CasADi function name (regression)."""
+    name = "delassus_pvosim_8c30_g1_29dof_with_hand_rev_1_0_50_49"
+    clean = wbc.codegen.sanitize(name)
+    assert "__" not in clean
+    wbc.codegen.trace(name, [("q", 1)], lambda q: [q])  # CasADi rejects '__' in names

@@ -57,7 +57,7 @@ def sanitize(name: str, prefix: str = "wbc_") -> str:
     clean = re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_")
     out = prefix + clean
     if clean != name or not clean or len(clean) > 48 or not out[0].isalpha():
-        out = f"{prefix}{clean[:40]}_{hashlib.sha1(name.encode()).hexdigest()[:8]}"
+        out = f"{prefix}{clean[:40].rstrip('_')}_{hashlib.sha1(name.encode()).hexdigest()[:8]}"
         if not out[0].isalpha():
             out = "x" + out
     return out
