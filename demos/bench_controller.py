@@ -12,7 +12,9 @@ The anchors (``../shared/anchors/``: TSID and placo) run Talos (``talos_reduced`
 ``step_us`` is the wall time of ``controller.step(q, v)`` (input checks, kernel, QP, command);
 ``qp_us`` is the QP's assembly and solution. Compare it with the anchors run right after on the same
 machine (``make anchors`` then their two scripts): absolute times mean little on a shared machine.
-``--anchors`` runs them here, side by side, and adds their lines and the ratios.
+``--anchors`` runs them here, side by side, and adds their lines and the ratios; ``--rounds N``
+alternates wbc, TSID and placo N times and reports the median of the per-round ratios (robust to
+the machine's drifts).
 """
 
 from __future__ import annotations
@@ -107,15 +109,30 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--solver", default=wbc.qp.DEFAULT_SOLVER, help="QP solver (daqp, proxqp, quadprog, osqp)")
     parser.add_argument("--contact-model", default="wrench", choices=["wrench", "corners"])
     parser.add_argument("--anchors", action="store_true", help="also run TSID and placo right after, and report ratios")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="with --anchors: alternate wbc, TSID and placo this many times; ratios are the "
+                             "medians of the per-round ratios")
     args = parser.parse_args(argv)
     record = run(args.steps, args.solver, args.contact_model)
     lines = [record]
     if args.anchors:
-        for name in ("tsid", "placo"):
-            anchor = run_anchor(name, args.steps)
-            if anchor is not None:
-                lines.append(anchor)
-                record[f"ratio_to_{name}"] = round(record["step_us_median"] / anchor["step_us_median"], 3)
+        ratios: dict[str, list[float]] = {"tsid": [], "placo": []}
+        ours = [record["step_us_median"]]
+        for k in range(max(1, args.rounds)):
+            if k:
+                ours.append(run(args.steps, args.solver, args.contact_model)["step_us_median"])
+            for name in ("tsid", "placo"):
+                anchor = run_anchor(name, args.steps)
+                if anchor is None:
+                    continue
+                if k == 0:
+                    lines.append(anchor)
+                ratios[name].append(ours[-1] / anchor["step_us_median"])
+        for name, values in ratios.items():
+            if values:
+                record[f"ratio_to_{name}"] = round(float(np.median(values)), 3)
+                record[f"ratios_to_{name}_per_round"] = [round(x, 3) for x in values]
+        record["step_us_median_per_round"] = ours
     if args.json:
         for line in lines:
             print(json.dumps(line))

@@ -48,7 +48,6 @@ from .qp import (
     QPProblem,
     QPSolver,
     equality_constrained_least_squares,
-    feasible,
     least_squares_by_elimination,
     make_solver,
 )
@@ -105,6 +104,8 @@ class _Layout:
     all_columns: bool
     all_rows: bool
     eliminable: bool      # every active contact's force variables are its motion rows (Γ = I)
+    C: np.ndarray         # [G; I; −I] over the finite bounds: every inequality as C u ≤ d
+    d: np.ndarray
     G: np.ndarray
     h: np.ndarray
     lb: np.ndarray
@@ -329,9 +330,15 @@ class WholeBodyController:
         columns = np.concatenate(cols)
         rows = np.concatenate(eq_rows) if eq_rows else np.zeros(0, dtype=int)
         eliminable = bool(rows.size) and all(c.dim == c.equality_dim for c in self.contacts if c.active)
+        h = np.concatenate(h_parts) if h_parts else np.zeros(0)
+        upper, lower = np.isfinite(ub), np.isfinite(lb)
+        eye = np.eye(n)
+        tol = self.solver.unconstrained_tolerance
+        C = np.vstack([G, eye[upper], -eye[lower]])
+        d = np.concatenate([h, ub[upper], -lb[lower]]) + tol
         self._cached_layout = _Layout(
-            key, columns, rows, n == self.n_u, rows.size == self._n_eq, eliminable, G,
-            np.concatenate(h_parts) if h_parts else np.zeros(0), lb, ub, variables, eq_groups, in_groups,
+            key, columns, rows, n == self.n_u, rows.size == self._n_eq, eliminable, C, d, G,
+            h, lb, ub, variables, eq_groups, in_groups,
         )
         return self._cached_layout
 
@@ -357,14 +364,23 @@ class WholeBodyController:
         return A, b, r, A_eq_all[np.ix_(layout.rows, layout.columns)], b_eq_all[layout.rows]
 
     def _shortcut(self, layout: "_Layout", outputs: Sequence[np.ndarray]) -> Optional[np.ndarray]:
-        """The minimizer under the contact equalities alone (inequalities ignored), see :mod:`wbc.qp`."""
-        A, b, r, A_eq, b_eq = self._cost_and_equalities(layout, outputs)
+        """The minimizer under the contact equalities alone if it satisfies every inequality and
+        bound (then it solves the QP), else None; see :mod:`wbc.qp`."""
         if not layout.eliminable:
-            return equality_constrained_least_squares(A, b, r, A_eq, b_eq)
-        p = self._n_act
-        solution = least_squares_by_elimination(A[:, :p], A[:, p:], b, A_eq[:, :p], A_eq[:, p:], b_eq,
-                                                self.regularization)
-        return None if solution is None else np.concatenate(solution)
+            x = equality_constrained_least_squares(*self._cost_and_equalities(layout, outputs))
+        else:
+            A_all, b, A_eq_all, b_eq_all = outputs[0:4]
+            if layout.all_columns and layout.all_rows:
+                A, A_eq, b_eq = A_all, A_eq_all, b_eq_all
+            else:
+                A, A_eq, b_eq = A_all[:, layout.columns], A_eq_all[np.ix_(layout.rows, layout.columns)], b_eq_all[layout.rows]
+            p = self._n_act
+            solution = least_squares_by_elimination(A[:, :p], A[:, p:], b, A_eq[:, :p], A_eq[:, p:], b_eq,
+                                                    self.regularization)
+            x = None if solution is None else np.concatenate(solution)
+        if x is None or (layout.C @ x > layout.d).any():
+            return None
+        return x
 
     def _assemble(self, layout: "_Layout", outputs: Sequence[np.ndarray]) -> QPProblem:
         A, b, r, A_eq, b_eq = (np.array(x) for x in self._cost_and_equalities(layout, outputs))
@@ -393,9 +409,6 @@ class WholeBodyController:
         solver = self.solver
         if solver.try_unconstrained:  # straight from the kernel's buffers: no QP object needed
             x = self._shortcut(layout, outputs)
-            if x is not None and not feasible(x, layout.G, layout.h, layout.lb, layout.ub,
-                                              solver.unconstrained_tolerance):
-                x = None
         if x is None:
             problem = self._assemble(layout, outputs)
             x = self._solve(problem, shortcut=False)
