@@ -5,7 +5,7 @@ A humanoid (Talos by default, ``--robot g1`` for Unitree G1) stands on two recta
 simulator, torques written back every millisecond). Scenario:
 
 1. settle (1 s);
-2. CoM sway: a lateral sinusoid of the CoM reference (3 s);
+2. CoM sway: a lateral sinusoid of the CoM reference with smooth 1 s ramps (4 s);
 3. a lateral push on the pelvis, then a forward push (force and duration configurable);
 4. quiet standing until the end.
 
@@ -64,14 +64,14 @@ class Push:
 class Scenario:
     """Timeline of the run (s) and the sway of the CoM reference."""
 
-    duration: float = 8.0
+    duration: float = 9.0
     sway_start: float = 1.0
-    sway_end: float = 4.0
+    sway_end: float = 5.0
     sway_amplitude: float = 0.03
     sway_frequency: float = 0.5
     pushes: tuple = ()
 
-    sway_ramp: float = 0.5
+    sway_ramp: float = 1.0
 
     def com_offset(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Lateral offset of the CoM reference (position, velocity, acceleration) at time ``t``.
@@ -82,7 +82,8 @@ class Scenario:
         zero = (np.zeros(3), np.zeros(3), np.zeros(3))
         if not self.sway_start <= t < self.sway_end:
             return zero
-        s, T, r = t - self.sway_start, self.sway_end - self.sway_start, self.sway_ramp
+        s, T = t - self.sway_start, self.sway_end - self.sway_start
+        r = min(self.sway_ramp, T / 2)
         e, de, dde = _envelope(s, T, r)
         w, a = 2 * np.pi * self.sway_frequency, self.sway_amplitude
         sn, cs = np.sin(w * s), np.cos(w * s)
@@ -323,8 +324,8 @@ def scenario_for(robot: str, args) -> Scenario:
     lateral = args.push_lateral if args.push_lateral is not None else d["push"]
     forward = args.push_forward if args.push_forward is not None else d["push"]
     pushes = (
-        Push("lateral", (0.0, 1.0, 0.0), lateral, args.push_duration, 4.5),
-        Push("forward", (1.0, 0.0, 0.0), forward, args.push_duration, 6.0),
+        Push("lateral", (0.0, 1.0, 0.0), lateral, args.push_duration, 5.5),
+        Push("forward", (1.0, 0.0, 0.0), forward, args.push_duration, 7.0),
     )
     return Scenario(duration=args.duration, sway_amplitude=d["sway"], pushes=tuple(p for p in pushes if p.force_N > 0))
 
@@ -388,7 +389,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
     parser.add_argument("--robot", default="talos", choices=sorted(DEFAULTS))
     parser.add_argument("--out", type=Path, default=None, help="output directory (default out/balance_<robot>)")
-    parser.add_argument("--duration", type=float, default=8.0, help="simulated time, s")
+    parser.add_argument("--duration", type=float, default=9.0, help="simulated time, s")
     parser.add_argument("--push-lateral", type=float, default=None, help="lateral push force, N (default per robot)")
     parser.add_argument("--push-forward", type=float, default=None, help="forward push force, N (default per robot)")
     parser.add_argument("--push-duration", type=float, default=0.1, help="push duration, s")
