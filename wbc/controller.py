@@ -211,6 +211,8 @@ class WholeBodyController:
 
     def remove_task(self, task: Task) -> None:
         """Remove a task (recompiles)."""
+        if task not in self._tasks:
+            raise InputError(f"task {getattr(task, 'name', task)!r} is not in the controller")
         self._tasks.remove(task)
         task._unbind()
         self.kernel = None
