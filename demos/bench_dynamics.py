@@ -23,7 +23,10 @@ robot, generated once and given to both sides; both sides' outputs are checked t
 anything is timed; a warm-up block per side; then ``--rounds`` rounds, each running one block of
 ``--calls`` calls of every side, the order of the sides rotating from round to round; the garbage
 collector is off while timing. A block gives a mean time per call; each side's figure is the median
-of its block means over the rounds.
+of its block means over the rounds. ``ratio_spread`` is the interquartile range over the median of
+the per-round ratios (wbc block / Pinocchio block of the same round): how far the ratio moved while
+the machine's speed drifted (which moves both sides alike and is what the interleaving cancels);
+above ~0.1, rerun before trusting a ratio near 1. The table shows it as ``noise``.
 
 How to read it: ``ratio = wbc_us / pinocchio_us`` (below 1: wbc is faster). Only ratios are
 meaningful across machines; the µs are what this machine did while this run lasted. ``ops`` is
@@ -43,7 +46,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import gc
 import json
 import statistics
@@ -53,7 +55,7 @@ import time
 from functools import partial
 from itertools import repeat
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, NamedTuple, Optional, Sequence
 
 import numpy as np
 
@@ -66,7 +68,7 @@ __all__ = ["main", "run_benchmark", "QUANTITIES"]
 QUANTITIES: tuple[str, ...] = ("aba", "rnea", "crba", "jacobians")
 LABELS: dict[str, str] = {"aba": "ABA", "rnea": "RNEA", "crba": "CRBA", "jacobians": "Jacobians ×4"}
 DEFAULT_ROBOTS = ("talos", "g1")
-DEFAULT_ROUNDS = 15
+DEFAULT_ROUNDS = 20
 DEFAULT_CALLS = 2000
 WARMUP_CALLS = 500
 AGREEMENT_TOL = 1e-8  # relative to the magnitude of Pinocchio's result
@@ -74,8 +76,7 @@ AGREEMENT_TOL = 1e-8  # relative to the magnitude of Pinocchio's result
 Record = dict[str, Any]
 
 
-@dataclasses.dataclass(frozen=True)
-class State:
+class State(NamedTuple):
     """One random valid state, shared by both sides: ``q`` (nq,), ``v``, ``tau``, ``a`` (nv,)."""
 
     q: np.ndarray
@@ -84,8 +85,7 @@ class State:
     a: np.ndarray
 
 
-@dataclasses.dataclass(frozen=True)
-class Case:
+class Case(NamedTuple):
     """One quantity on one robot: the calls to time and a check that both sides agree.
 
     Attributes:
@@ -158,7 +158,7 @@ def _pinocchio_calls(quantity: str, pm, pd, state: State, frame_ids: Sequence[in
 
     q, v, tau, a = state.q, state.v, state.tau, state.a
     if quantity == "aba":
-        # The default LOCAL convention and the WORLD one: WORLD is often the faster of the two.
+        # The default LOCAL convention and the WORLD one: WORLD is ~15-30 % faster here (pin 4.1).
         return {
             "aba": partial(pin.aba, pm, pd, q, v, tau),
             "aba(WORLD)": partial(pin.aba, pm, pd, q, v, tau, pin.Convention.WORLD),
@@ -172,9 +172,10 @@ def _pinocchio_calls(quantity: str, pm, pd, state: State, frame_ids: Sequence[in
             "crba(WORLD)": partial(pin.crba, pm, pd, q, pin.Convention.WORLD),
         }
     if quantity == "jacobians":
-        # Two paths, both timed, the faster one is the anchor. On this project's machines (pin 4.1)
-        # 4 x computeFrameJacobian (each a forward pass over the frame's supporting chain only)
-        # is slightly faster than computeJointJacobians (all bodies) + 4 x getFrameJacobian.
+        # Two paths, both timed every run; the faster one is the anchor. On this project's machines
+        # (pin 4.1) 4 x computeFrameJacobian (each a forward pass over the frame's supporting chain
+        # only) is usually, but not always, a few % faster than computeJointJacobians (one pass over
+        # all bodies) + 4 x getFrameJacobian: within the noise, hence both.
         def joint_jacobians_then_get() -> list[np.ndarray]:
             pin.computeJointJacobians(pm, pd, q)
             return [pin.getFrameJacobian(pm, pd, f, pin.LOCAL) for f in frame_ids]
@@ -258,9 +259,9 @@ def time_block(call: Callable[[], object], calls: int) -> float:
     return (time.perf_counter_ns() - t0) / calls / 1e3
 
 
-def interleaved_medians(sides: dict[str, Callable[[], object]], rounds: int, calls: int,
-                        warmup: int = WARMUP_CALLS) -> dict[str, float]:
-    """Median over ``rounds`` of each side's per-block mean (µs); sides alternate, order rotating."""
+def interleaved_blocks(sides: dict[str, Callable[[], object]], rounds: int, calls: int,
+                       warmup: int = WARMUP_CALLS) -> dict[str, list[float]]:
+    """Per-block mean time per call (µs) of each side over ``rounds``; sides alternate, order rotating."""
     names = list(sides)
     samples: dict[str, list[float]] = {n: [] for n in names}
     gc_was_enabled = gc.isenabled()
@@ -275,7 +276,15 @@ def interleaved_medians(sides: dict[str, Callable[[], object]], rounds: int, cal
     finally:
         if gc_was_enabled:
             gc.enable()
-    return {n: statistics.median(s) for n, s in samples.items()}
+    return samples
+
+
+def relative_spread(samples: Sequence[float]) -> float:
+    """Interquartile range over median of ``samples`` (0 with fewer than two)."""
+    if len(samples) < 2:
+        return 0.0
+    q1, _, q3 = statistics.quantiles(samples, n=4, method="inclusive")
+    return (q3 - q1) / statistics.median(samples)
 
 
 def measure(case: Case, rounds: int, calls: int) -> Record:
@@ -283,7 +292,8 @@ def measure(case: Case, rounds: int, calls: int) -> Record:
     case.wbc_call()  # preload the kernel's inputs for wbc_run
     sides: dict[str, Callable[[], object]] = {"wbc": case.wbc_call, "wbc_run": case.wbc_run}
     sides.update({f"pin:{n}": c for n, c in case.pinocchio.items()})
-    medians = interleaved_medians(sides, rounds, calls)
+    blocks = interleaved_blocks(sides, rounds, calls)
+    medians = {n: statistics.median(b) for n, b in blocks.items()}
     candidates = {n[4:]: medians[n] for n in medians if n.startswith("pin:")}
     best = min(candidates, key=candidates.__getitem__)
     wbc_us, pin_us = medians["wbc"], candidates[best]
@@ -297,6 +307,7 @@ def measure(case: Case, rounds: int, calls: int) -> Record:
         "wbc_run_us": round(medians["wbc_run"], 3),
         "pinocchio_call": best,
         "pinocchio_candidates_us": {n: round(t, 3) for n, t in candidates.items()},
+        "ratio_spread": round(relative_spread([w / p for w, p in zip(blocks["wbc"], blocks[f"pin:{best}"])]), 3),
         "rounds": rounds,
         "calls": calls,
     }
@@ -355,14 +366,15 @@ def run_benchmark(robot_names: Sequence[str], rounds: int, calls: int, build_rep
 
 def format_table(records: Sequence[Record]) -> str:
     """The timing records as an aligned table, then the kernel-build paragraph."""
-    header = ("robot", "quantity", "wbc µs", "wbc run() µs", "Pinocchio µs", "ratio", "ops", "Pinocchio call")
+    header = ("robot", "quantity", "wbc µs", "wbc run() µs", "Pinocchio µs", "ratio", "noise", "ops", "Pinocchio call")
     rows = [
         (r["robot"], LABELS.get(r["quantity"], r["quantity"]), f"{r['wbc_us']:.2f}", f"{r['wbc_run_us']:.2f}",
-         f"{r['pinocchio_us']:.2f}", f"{r['ratio']:.2f}", str(r["ops"]), r["pinocchio_call"])
+         f"{r['pinocchio_us']:.2f}", f"{r['ratio']:.2f}", f"{r['ratio_spread']:.0%}",
+         str(r["ops"]), r["pinocchio_call"])
         for r in records if "wbc_us" in r
     ]
     widths = [max(len(h), *(len(row[k]) for row in rows)) if rows else len(h) for k, h in enumerate(header)]
-    numeric = {2, 3, 4, 5, 6}
+    numeric = {2, 3, 4, 5, 6, 7}
 
     def line(cells: Sequence[str]) -> str:
         return "  ".join(c.rjust(w) if k in numeric else c.ljust(w) for k, (c, w) in enumerate(zip(cells, widths)))
