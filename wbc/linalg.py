@@ -12,7 +12,7 @@ import casadi as ca
 
 from .spatial import symmetric
 
-__all__ = ["ldlt", "ldlt_solve", "spd_solve", "spd_inverse"]
+__all__ = ["ldlt", "ldlt_solve", "spd_inverse"]
 
 
 def _is_zero(x) -> bool:
@@ -67,13 +67,6 @@ def ldlt_solve(factor, B):
             x[i] = acc
         cols.append(ca.vertcat(*x))
     return ca.horzcat(*cols) if cols else ca.DM.zeros(n, 0)
-
-
-def spd_solve(A, B):
-    """``A⁻¹ B`` for a symmetric positive-definite ``A`` (n, n); plain division when n = 1."""
-    if A.shape[0] == 1:
-        return B / A
-    return ldlt_solve(ldlt(A), B)
 
 
 def spd_inverse(A):
