@@ -21,7 +21,7 @@ test: $(STAMP)
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
 bench: $(STAMP)
-	$(PY) demos/bench_dynamics.py --json
+	$(PY) -m benchmarks.dynamics --json
 
 # Side environments with TSID and placo, for side-by-side timing of the control step.
 anchors:

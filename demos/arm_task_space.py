@@ -18,29 +18,24 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
-from typing import Optional
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import robots  # noqa: E402
-import tasks  # noqa: E402
-import wbc  # noqa: E402
-from wbc.codegen import compile_function, trace  # noqa: E402
-from wbc.constraints import resolve  # noqa: E402
-from wbc.delassus import pv_osimr  # noqa: E402
-from wbc.dynamics import ArticulatedBodies, nonlinear_effects  # noqa: E402
-from wbc.iim import iim  # noqa: E402
-from wbc.kinematics import TreeKinematics  # noqa: E402
+import wbc
+from wbc import robots, tasks
+from wbc.algorithms.constraints import resolve
+from wbc.algorithms.delassus import pv_osimr
+from wbc.algorithms.dynamics import ArticulatedBodies, nonlinear_effects
+from wbc.algorithms.iim import iim
+from wbc.algorithms.kinematics import TreeKinematics
+from wbc.codegen import compile_function, trace
 
 try:
-    from wbc.mujoco_bridge import MujocoSim
+    from wbc.sim.mujoco import MujocoSim
 except ImportError as exc:  # pragma: no cover
-    raise SystemExit(f"{exc}\nthe arm demo needs MuJoCo: pip install 'wbc[sim]'")
+    raise SystemExit(f"{exc}\nthe arm demo needs MuJoCo: pip install 'wbc[sim]'") from None
 
 EE = "panda_hand_tcp"
 DT = 1e-3
@@ -54,8 +49,9 @@ class Circle:
     at rest like the robot.
     """
 
-    def __init__(self, p0: np.ndarray, R0: np.ndarray, radius: float = 0.1, frequency: float = 0.5,
-                 ramp: float = 0.5) -> None:
+    def __init__(
+        self, p0: np.ndarray, R0: np.ndarray, radius: float = 0.1, frequency: float = 0.5, ramp: float = 0.5
+    ) -> None:
         self.center = p0 - np.array([0.0, radius, 0.0])
         self.R0, self.r, self.w, self.ramp = R0, radius, 2 * np.pi * frequency, ramp
 
@@ -64,8 +60,11 @@ class Circle:
         if t >= T:
             return w * (t - 0.5 * T), w, 0.0
         x = t / T
-        return (w * T * (2.5 * x**4 - 3 * x**5 + x**6), w * x**3 * (10 - 15 * x + 6 * x * x),
-                w * 30 * x * x * (1 - x) ** 2 / T)
+        return (
+            w * T * (2.5 * x**4 - 3 * x**5 + x**6),
+            w * x**3 * (10 - 15 * x + 6 * x * x),
+            w * 30 * x * x * (1 - x) ** 2 / T,
+        )
 
     def __call__(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Position, velocity (6,) and acceleration (6,) references at ``t`` (angular parts zero)."""
@@ -80,7 +79,7 @@ class Circle:
 
 def rotation_error(R_ref: np.ndarray, R: np.ndarray) -> np.ndarray:
     """``log(R_ref Rᵀ)`` (3,), world axes."""
-    return wbc.configuration._log3(R_ref @ R.T)
+    return wbc.model.configuration._log3(R_ref @ R.T)
 
 
 def osc_kernel(model: wbc.Model):
@@ -93,11 +92,22 @@ def osc_kernel(model: wbc.Model):
         oMf = kin.frame_placement(model.frame_id(EE))
         J = weld[0].jacobian(kin)
         Minv_Jt = iim(model, kin, weld, bodies)[:, model.n_actuated :]
-        return [oMf.p, oMf.R, J, weld[0].drift(kin), nonlinear_effects(model, q, v, kin=kin),
-                pv_osimr(model, kin, weld, bodies), Minv_Jt]
+        return [
+            oMf.p,
+            oMf.R,
+            J,
+            weld[0].drift(kin),
+            nonlinear_effects(model, q, v, kin=kin),
+            pv_osimr(model, kin, weld, bodies),
+            Minv_Jt,
+        ]
 
-    fn = trace(f"osc_{model.name}", [("q", model.nq), ("v", model.nv)], build,
-               ["p", "R", "J", "Jdot_v", "h", "Linv", "Minv_Jt"])
+    fn = trace(
+        f"osc_{model.name}",
+        [("q", model.nq), ("v", model.nv)],
+        build,
+        ["p", "R", "J", "Jdot_v", "h", "Linv", "Minv_Jt"],
+    )
     return compile_function(fn)
 
 
@@ -173,7 +183,9 @@ def plot(runs: dict, model: wbc.Model, out: Path) -> list[str]:
     fig, axes = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
     for name, run in runs.items():
         axes[0].plot(run["t"], run["err_p"] * 1e3, lw=1.2, label=f"{name} (RMS {rms(run['err_p']) * 1e3:.2f} mm)")
-        axes[1].plot(run["t"], np.degrees(run["err_r"]), lw=1.2, label=f"{name} (RMS {np.degrees(rms(run['err_r'])):.3f}°)")
+        axes[1].plot(
+            run["t"], np.degrees(run["err_r"]), lw=1.2, label=f"{name} (RMS {np.degrees(rms(run['err_r'])):.3f}°)"
+        )
     axes[0].set_ylabel("position error (mm)")
     axes[1].set_ylabel("orientation error (deg)")
     axes[1].set_xlabel("time (s)")
@@ -201,7 +213,7 @@ def plot(runs: dict, model: wbc.Model, out: Path) -> list[str]:
     return ["tracking.png", "torques.png"]
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("out") / "arm_task_space")
     parser.add_argument("--duration", type=float, default=4.0, help="simulated time, s")
@@ -212,11 +224,17 @@ def main(argv: Optional[list[str]] = None) -> int:
     model, q0 = spec.model, spec.q0
     T0 = wbc.frame_placement(model, q0, EE)
     circle = Circle(T0[0:3, 3], T0[0:3, 0:3])
-    runs = {"QP": simulate(QP(model, q0), model, q0, circle, args.duration),
-            "OSC": simulate(OSC(model, q0), model, q0, circle, args.duration)}
+    runs = {
+        "QP": simulate(QP(model, q0), model, q0, circle, args.duration),
+        "OSC": simulate(OSC(model, q0), model, q0, circle, args.duration),
+    }
     summary = {
-        name: {"rms_position_error_m": round(rms(r["err_p"]), 7), "rms_orientation_error_rad": round(rms(r["err_r"]), 7),
-               "max_position_error_m": round(float(r["err_p"].max()), 7), "step_us_median": round(float(np.median(r["us"])), 1)}
+        name: {
+            "rms_position_error_m": round(rms(r["err_p"]), 7),
+            "rms_orientation_error_rad": round(rms(r["err_r"]), 7),
+            "max_position_error_m": round(float(r["err_p"].max()), 7),
+            "step_us_median": round(float(np.median(r["us"])), 1),
+        }
         for name, r in runs.items()
     }
     if not args.no_plots:
@@ -224,9 +242,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     for name in runs:
         s = summary[name]
-        print(f"{name:4s} RMS position error {s['rms_position_error_m'] * 1e3:7.3f} mm, "
-              f"RMS orientation error {np.degrees(s['rms_orientation_error_rad']):7.4f} deg, "
-              f"step median {s['step_us_median']:.0f} µs")
+        print(
+            f"{name:4s} RMS position error {s['rms_position_error_m'] * 1e3:7.3f} mm, "
+            f"RMS orientation error {np.degrees(s['rms_orientation_error_rad']):7.4f} deg, "
+            f"step median {s['step_us_median']:.0f} µs"
+        )
     return 0
 
 

@@ -12,26 +12,26 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
-from typing import Optional
 
 import numpy as np
+from humanoid_balance import DEFAULTS, Balance, Push, Scenario
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import wbc
 
-import wbc  # noqa: E402
-from humanoid_balance import DEFAULTS, Balance, Push, Scenario  # noqa: E402
-
-REFERENCE = ("iim", wbc.qp.DEFAULT_SOLVER)
+REFERENCE = ("iim", wbc.control.qp.DEFAULT_SOLVER)
 
 
 def scenario(robot: str, duration: float) -> Scenario:
     d = DEFAULTS[robot]
-    return Scenario(duration=duration, sway_start=0.5, sway_end=duration - 1.5, sway_amplitude=d["sway"],
-                    pushes=(Push("lateral", (0.0, 1.0, 0.0), d["push"], 0.1, duration - 1.2),))
+    return Scenario(
+        duration=duration,
+        sway_start=0.5,
+        sway_end=duration - 1.5,
+        sway_amplitude=d["sway"],
+        pushes=(Push("lateral", (0.0, 1.0, 0.0), d["push"], 0.1, duration - 1.2),),
+    )
 
 
 def record(robot: str, sc: Scenario) -> tuple[list, list]:
@@ -70,11 +70,13 @@ def replay(robot: str, sc: Scenario, states: list, method: str, solver: str) -> 
     return np.asarray(taus), np.asarray(us)
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--robot", default="talos", choices=sorted(DEFAULTS))
     parser.add_argument("--duration", type=float, default=3.0, help="simulated time, s")
-    parser.add_argument("--solvers", default=",".join(wbc.qp.SOLVERS), help="comma-separated QP solvers to compare")
+    parser.add_argument(
+        "--solvers", default=",".join(wbc.control.qp.SOLVERS), help="comma-separated QP solvers to compare"
+    )
     parser.add_argument("--out", type=Path, default=Path("out") / "compare_torques")
     parser.add_argument("--no-plots", action="store_true")
     args = parser.parse_args(argv)
@@ -92,10 +94,14 @@ def main(argv: Optional[list[str]] = None) -> int:
         taus, us = replay(args.robot, sc, states, method, solver)
         results[f"{method} + {solver}"] = {"diff": np.abs(taus - ref).max(axis=1), "us": us}
     scale = float(np.abs(ref).max())
-    summary = {name: {"max_abs_torque_difference_Nm": float(r["diff"].max()),
-                      "max_relative_difference": float(r["diff"].max() / scale),
-                      "step_us_median": round(float(np.median(r["us"])), 1)}
-               for name, r in results.items()}
+    summary = {
+        name: {
+            "max_abs_torque_difference_Nm": float(r["diff"].max()),
+            "max_relative_difference": float(r["diff"].max() / scale),
+            "step_us_median": round(float(np.median(r["us"])), 1),
+        }
+        for name, r in results.items()
+    }
     if not args.no_plots:
         _plot(results, states, args.out)
         summary["plots"] = ["torque_differences.png", "step_times.png"]
@@ -103,8 +109,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     print(f"reference: {REFERENCE[0]} + {REFERENCE[1]}; torques up to {scale:.1f} N m; {len(states)} steps")
     for name, s in summary.items():
         if isinstance(s, dict):
-            print(f"  {name:18s} max |Δτ| {s['max_abs_torque_difference_Nm']:.2e} N m "
-                  f"({s['max_relative_difference']:.1e} relative)   step median {s['step_us_median']:7.1f} µs")
+            print(
+                f"  {name:18s} max |Δτ| {s['max_abs_torque_difference_Nm']:.2e} N m "
+                f"({s['max_relative_difference']:.1e} relative)   step median {s['step_us_median']:7.1f} µs"
+            )
     return 0
 
 

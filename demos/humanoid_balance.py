@@ -31,20 +31,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Optional
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import robots  # noqa: E402
-import tasks  # noqa: E402
-import wbc  # noqa: E402
+import wbc
+from wbc import robots, tasks
 
 try:
-    from wbc.mujoco_bridge import MujocoSim
+    from wbc.sim.mujoco import MujocoSim
 except ImportError as exc:  # pragma: no cover - needs the 'sim' extra
-    raise SystemExit(f"{exc}\nthe balance demo needs MuJoCo: pip install 'wbc[sim]' (make demo installs it)")
+    raise SystemExit(f"{exc}\nthe balance demo needs MuJoCo: pip install 'wbc[sim]' (make demo installs it)") from None
 
 DT = 1e-3
 
@@ -114,8 +110,9 @@ DEFAULTS = {"talos": {"sway": 0.03, "push": 150.0}, "g1": {"sway": 0.02, "push":
 class Balance:
     """The simulator, the controller and the per-step bookkeeping of one run."""
 
-    def __init__(self, robot: str, scenario: Scenario, solver: str = wbc.qp.DEFAULT_SOLVER,
-                 input_matrix: str = "iim") -> None:
+    def __init__(
+        self, robot: str, scenario: Scenario, solver: str = wbc.control.qp.DEFAULT_SOLVER, input_matrix: str = "iim"
+    ) -> None:
         self.spec = robots.load(robot)
         self.model = self.spec.model
         self.scenario = scenario
@@ -127,15 +124,16 @@ class Balance:
         self.com = tasks.CoMTask(weight=10.0, kp=100.0)
         self.orientation = tasks.OrientationTask(self.base, weight=1.0, kp=100.0)
         self.posture = tasks.PostureTask(model, weight=1e-2, kp=30.0)
-        self.controller = wbc.WholeBodyController(model, [self.com, self.orientation, self.posture], contacts,
-                                                  solver=solver, input_matrix=input_matrix)
+        self.controller = wbc.WholeBodyController(
+            model, [self.com, self.orientation, self.posture], contacts, solver=solver, input_matrix=input_matrix
+        )
         self.controller.compile()
         self.com0 = wbc.center_of_mass(model, spec.q0)
         self.orientation.set_target(wbc.frame_placement(model, spec.q0, self.base)[0:3, 0:3])
         self.posture.set_target(spec.q0)
         self.com.set_target(self.com0)
 
-    def run(self, progress: bool = True, viewer=None, frames: Optional[list] = None, renderer=None) -> dict:
+    def run(self, progress: bool = True, viewer=None, frames: list | None = None, renderer=None) -> dict:
         """Simulate the scenario; returns the log (arrays over time)."""
         sc, sim, spec = self.scenario, self.sim, self.spec
         steps = int(round(sc.duration / DT))
@@ -195,8 +193,11 @@ class Balance:
             cop.append([-w[4] / fz, w[3] / fz])
         log["normal"].append(normal)
         log["cop"].append(cop)
-        log["slip"].append([np.linalg.norm((self.sim.frame_placement(f)[0:3, 3] - feet0[f])[0:2]) for f in spec.feet]
-                           if len(log["t"]) % 10 == 1 else log["slip"][-1])
+        log["slip"].append(
+            [np.linalg.norm((self.sim.frame_placement(f)[0:3, 3] - feet0[f])[0:2]) for f in spec.feet]
+            if len(log["t"]) % 10 == 1
+            else log["slip"][-1]
+        )
         log["status"].append(cmd.status is wbc.StepStatus.OPTIMAL)
 
 
@@ -223,14 +224,18 @@ def summarize(robot: str, run: dict, scenario: Scenario) -> dict:
     return {
         "robot": robot,
         "fell": bool(run["fell"]),
-        "min_pelvis_height_ratio": round(float(np.min(run["base_z"]) / run["base_z0"]), 4) if len(run["base_z"]) else 0.0,
+        "min_pelvis_height_ratio": round(float(np.min(run["base_z"]) / run["base_z0"]), 4)
+        if len(run["base_z"])
+        else 0.0,
         "max_com_error_m": round(float(np.max(com_err)), 5),
         "max_foot_slip_m": round(float(np.max(run["slip"])), 6) if len(run["slip"]) else float("inf"),
         "step_us_median": round(float(np.median(run["step_us"])), 1) if len(run["step_us"]) else None,
         "steps": int(len(run["t"])),
         "non_optimal_steps": int(np.sum(~run["status"])) if len(run["status"]) else 0,
-        "pushes": [{"direction": p.name, "force_N": p.force_N, "duration_s": p.duration_s, "time_s": p.time_s}
-                   for p in scenario.pushes],
+        "pushes": [
+            {"direction": p.name, "force_N": p.force_N, "duration_s": p.duration_s, "time_s": p.time_s}
+            for p in scenario.pushes
+        ],
     }
 
 
@@ -332,6 +337,7 @@ def scenario_for(robot: str, args) -> Scenario:
 
 def push_sweep(robot: str, lo: float = 0.0, hi: float = 2000.0, iterations: int = 9) -> float:
     """Largest lateral push (N over 0.1 s) survived, by bisection over short runs (settle, push, stand)."""
+
     def survives(force: float) -> bool:
         sc = Scenario(duration=3.0, sway_start=0.0, sway_end=0.0, pushes=(Push("lateral", (0, 1, 0), force, 0.1, 1.0),))
         run = Balance(robot, sc).run(progress=False)
@@ -356,7 +362,7 @@ def _open_viewer(balance: Balance):
         import mujoco.viewer
 
         return mujoco.viewer.launch_passive(balance.sim.mjmodel, balance.sim.mjdata)
-    except Exception as exc:  # noqa: BLE001 - any viewer failure degrades to headless
+    except Exception as exc:
         print(f"--viewer: cannot open MuJoCo's viewer ({exc}); running headless", file=sys.stderr)
         return None
 
@@ -366,9 +372,12 @@ def _open_renderer(balance: Balance):
         import mujoco
 
         return mujoco.Renderer(balance.sim.mjmodel, 480, 640)
-    except Exception as exc:  # noqa: BLE001
-        print(f"--video: offscreen rendering unavailable ({exc}); set MUJOCO_GL=egl or osmesa where an "
-              "OpenGL backend exists. No video written.", file=sys.stderr)
+    except Exception as exc:
+        print(
+            f"--video: offscreen rendering unavailable ({exc}); set MUJOCO_GL=egl or osmesa where an "
+            "OpenGL backend exists. No video written.",
+            file=sys.stderr,
+        )
         return None
 
 
@@ -378,15 +387,35 @@ def _write_video(frames: list, path: Path) -> None:
         print("--video: ffmpeg not found; no video written", file=sys.stderr)
         return
     h, w, _ = frames[0].shape
-    cmd = [ffmpeg, "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{w}x{h}", "-r", "30",
-           "-i", "-", "-pix_fmt", "yuv420p", str(path)]
+    cmd = [
+        ffmpeg,
+        "-y",
+        "-loglevel",
+        "error",
+        "-f",
+        "rawvideo",
+        "-pix_fmt",
+        "rgb24",
+        "-s",
+        f"{w}x{h}",
+        "-r",
+        "30",
+        "-i",
+        "-",
+        "-pix_fmt",
+        "yuv420p",
+        str(path),
+    ]
     subprocess.run(cmd, input=b"".join(f.tobytes() for f in frames), check=True)
     print(f"video written to {path}", file=sys.stderr)
 
 
-def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1],
+    )
     parser.add_argument("--robot", default="talos", choices=sorted(DEFAULTS))
     parser.add_argument("--out", type=Path, default=None, help="output directory (default out/balance_<robot>)")
     parser.add_argument("--duration", type=float, default=9.0, help="simulated time, s")

@@ -10,14 +10,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import sysconfig
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Optional
 
 import numpy as np
 
 import wbc
 from wbc.errors import ModelError
-from wbc.spatial import SE3
+from wbc.spatial.algebra import SE3
 
 from .srdf import reference_configuration
 
@@ -63,7 +63,7 @@ class RobotSpec:
     urdf: Path
     q0: np.ndarray
     feet: tuple[str, ...] = ()
-    sole: Optional[Sole] = None
+    sole: Sole | None = None
     hands: tuple[str, ...] = ()
     fingertips: tuple[str, ...] = ()
     extra_frames: tuple[tuple[str, str, tuple[float, float, float]], ...] = ()
@@ -110,17 +110,28 @@ def _talos(floating_base: bool) -> RobotSpec:
     if floating_base:
         q0 = _stand_on_ground(model, q0, feet)
     return RobotSpec(
-        "talos", model, urdf, q0, feet, Sole(0.2, 0.13),
+        "talos",
+        model,
+        urdf,
+        q0,
+        feet,
+        Sole(0.2, 0.13),
         hands=("gripper_left_base_link", "gripper_right_base_link"),
         fingertips=tuple(f"gripper_{s}_fingertip_{k}_link" for s in ("left", "right") for k in (1, 2, 3)),
     )
 
 
 _G1_STANDING = {
-    "left_hip_pitch_joint": -0.1, "left_knee_joint": 0.3, "left_ankle_pitch_joint": -0.2,
-    "right_hip_pitch_joint": -0.1, "right_knee_joint": 0.3, "right_ankle_pitch_joint": -0.2,
-    "left_shoulder_roll_joint": 0.2, "right_shoulder_roll_joint": -0.2,
-    "left_elbow_joint": 0.9, "right_elbow_joint": 0.9,
+    "left_hip_pitch_joint": -0.1,
+    "left_knee_joint": 0.3,
+    "left_ankle_pitch_joint": -0.2,
+    "right_hip_pitch_joint": -0.1,
+    "right_knee_joint": 0.3,
+    "right_ankle_pitch_joint": -0.2,
+    "left_shoulder_roll_joint": 0.2,
+    "right_shoulder_roll_joint": -0.2,
+    "left_elbow_joint": 0.9,
+    "right_elbow_joint": 0.9,
 }
 # Contact spheres of the G1 ankle_roll links span x in [-0.05, 0.12], y in ±0.03, bottom at z = -0.035.
 _G1_SOLE_OFFSET = (0.035, 0.0, -0.035)
@@ -129,7 +140,10 @@ _G1_SOLE_OFFSET = (0.035, 0.0, -0.035)
 def _g1(floating_base: bool, hands: bool) -> RobotSpec:
     root = robots_dir() / "g1_description"
     urdf = root / "urdf" / ("g1_29dof_with_hand_rev_1_0.urdf" if hands else "g1_29dof_rev_1_0.urdf")
-    extra = (("left_sole", "left_ankle_roll_link", _G1_SOLE_OFFSET), ("right_sole", "right_ankle_roll_link", _G1_SOLE_OFFSET))
+    extra = (
+        ("left_sole", "left_ankle_roll_link", _G1_SOLE_OFFSET),
+        ("right_sole", "right_ankle_roll_link", _G1_SOLE_OFFSET),
+    )
     model = _with_frames(wbc.load_urdf(urdf, floating_base), extra)
     q0 = wbc.neutral(model)
     for name, value in _G1_STANDING.items():
@@ -142,8 +156,17 @@ def _g1(floating_base: bool, hands: bool) -> RobotSpec:
         tips = tuple(f"{s}_hand_{f}_link" for s in ("left", "right") for f in ("thumb_2", "index_1", "middle_1"))
     else:
         hand_frames, tips = ("left_rubber_hand", "right_rubber_hand"), ()
-    return RobotSpec("g1_with_hands" if hands else "g1", model, urdf, q0, feet, Sole(0.17, 0.06),
-                     hands=hand_frames, fingertips=tips, extra_frames=extra)
+    return RobotSpec(
+        "g1_with_hands" if hands else "g1",
+        model,
+        urdf,
+        q0,
+        feet,
+        Sole(0.17, 0.06),
+        hands=hand_frames,
+        fingertips=tips,
+        extra_frames=extra,
+    )
 
 
 def _panda(floating_base: bool) -> RobotSpec:
@@ -151,16 +174,23 @@ def _panda(floating_base: bool) -> RobotSpec:
     urdf = root / "urdf" / "panda.urdf"
     model = wbc.load_urdf(urdf, floating_base)
     q0 = reference_configuration(model, root / "srdf" / "panda.srdf", "default")
-    return RobotSpec("panda", model, urdf, q0, hands=("panda_hand_tcp",),
-                     fingertips=("panda_leftfinger", "panda_rightfinger"))
+    return RobotSpec(
+        "panda", model, urdf, q0, hands=("panda_hand_tcp",), fingertips=("panda_leftfinger", "panda_rightfinger")
+    )
 
 
 def _allegro(floating_base: bool) -> RobotSpec:
     urdf = robots_dir() / "allegro_hand_description" / "urdf" / "allegro_right_hand.urdf"
     model = wbc.load_urdf(urdf, floating_base)
     q0 = np.clip(np.full(model.nq, 0.3), model.lower_position_limit, model.upper_position_limit)
-    return RobotSpec("allegro", model, urdf, q0, hands=("palm_link",),
-                     fingertips=("link_3.0_tip", "link_7.0_tip", "link_11.0_tip", "link_15.0_tip"))
+    return RobotSpec(
+        "allegro",
+        model,
+        urdf,
+        q0,
+        hands=("palm_link",),
+        fingertips=("link_3.0_tip", "link_7.0_tip", "link_11.0_tip", "link_15.0_tip"),
+    )
 
 
 _CATALOG: dict[str, tuple[Callable[[bool], RobotSpec], bool]] = {
@@ -177,7 +207,7 @@ def names() -> tuple[str, ...]:
     return tuple(_CATALOG)
 
 
-def load(name: str, floating_base: Optional[bool] = None) -> RobotSpec:
+def load(name: str, floating_base: bool | None = None) -> RobotSpec:
     """Load catalog robot ``name`` (see :func:`names`).
 
     Args:

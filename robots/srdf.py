@@ -35,7 +35,9 @@ def reference_configuration(model: wbc.Model, srdf: Path, state: str) -> np.ndar
             if joint.type is wbc.JointType.REVOLUTE_UNBOUNDED and values.size == 1:
                 values = np.array([np.cos(values[0]), np.sin(values[0])])
             if values.size != joint.nq:
-                raise ModelError(f"{srdf}: state {state!r} gives {values.size} values for joint {name!r} (nq={joint.nq})")
+                raise ModelError(
+                    f"{srdf}: state {state!r} gives {values.size} values for joint {name!r} (nq={joint.nq})"
+                )
             q[joint.idx_q : joint.idx_q + joint.nq] = values
         return q
     raise ModelError(f"{srdf}: no group_state named {state!r}")

@@ -12,7 +12,7 @@ are named ``tip_{side}{k}``.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -50,7 +50,8 @@ def _link(name: str, mass: float, com, rpy, moments) -> str:
     ixx, iyy, izz = moments
     return (
         f'  <link name="{name}"><inertial><origin xyz="{_fmt(com)}" rpy="{_fmt(rpy)}"/>'
-        f'<mass value="{mass:.17g}"/><inertia ixx="{ixx:.17g}" ixy="0" ixz="0" iyy="{iyy:.17g}" iyz="0" izz="{izz:.17g}"/>'
+        f'<mass value="{mass:.17g}"/>'
+        f'<inertia ixx="{ixx:.17g}" ixy="0" ixz="0" iyy="{iyy:.17g}" iyz="0" izz="{izz:.17g}"/>'
         f"</inertial></link>\n"
     )
 
@@ -77,15 +78,24 @@ def chain_urdf(n: int, link_length: float = 0.3, axes: str = "zyx", name: str = 
     parts = [f'<robot name="{name}">\n', _link("link0", 1.0, (0, 0, 0.05), (0, 0, 0), (0.01, 0.01, 0.01))]
     for i in range(1, n + 1):
         parts.append(_link(f"link{i}", 1.0, (0, 0, link_length / 2), (0, 0, 0), (0.02, 0.02, 0.005)))
-        parts.append(_joint(f"joint{i}", "revolute", f"link{i-1}", f"link{i}",
-                            (0, 0, link_length if i > 1 else 0.0), (0, 0, 0), unit[axes[(i - 1) % len(axes)]]))
+        parts.append(
+            _joint(
+                f"joint{i}",
+                "revolute",
+                f"link{i - 1}",
+                f"link{i}",
+                (0, 0, link_length if i > 1 else 0.0),
+                (0, 0, 0),
+                unit[axes[(i - 1) % len(axes)]],
+            )
+        )
     parts.append("</robot>\n")
     return "".join(parts)
 
 
 def random_tree_urdf(
     n: int,
-    rng: Optional[np.random.Generator] = None,
+    rng: np.random.Generator | None = None,
     kinds: Sequence[str] = JOINT_KINDS,
     branching: float = 0.5,
     name: str = "random_tree",
@@ -124,8 +134,9 @@ def random_tree_urdf(
     return "".join(parts)
 
 
-def stem_with_branches_urdf(stem_length: int, branches_per_side: int, branch_length: int = 7,
-                            name: str = "stem") -> str:
+def stem_with_branches_urdf(
+    stem_length: int, branches_per_side: int, branch_length: int = 7, name: str = "stem"
+) -> str:
     """The PV-OSIMr paper's Fig. 3 mechanism.
 
     A stem of ``stem_length`` revolute links carries at its top ``branches_per_side`` branches on
@@ -139,7 +150,9 @@ def stem_with_branches_urdf(stem_length: int, branches_per_side: int, branch_len
     parts = [f'<robot name="{name}">\n', _link("stem0", 2.0, (0, 0, 0.05), (0, 0, 0), (0.02, 0.02, 0.02))]
     for i in range(1, stem_length + 1):
         parts.append(_link(f"stem{i}", 1.0, (0, 0, 0.05), (0, 0, 0), (0.01, 0.01, 0.005)))
-        parts.append(_joint(f"stem_joint{i}", "revolute", f"stem{i-1}", f"stem{i}", (0, 0, 0.1), (0, 0, 0), axes[i % 3]))
+        parts.append(
+            _joint(f"stem_joint{i}", "revolute", f"stem{i - 1}", f"stem{i}", (0, 0, 0.1), (0, 0, 0), axes[i % 3])
+        )
     for side, sign in (("l", 1.0), ("r", -1.0)):
         for k in range(1, branches_per_side + 1):
             # a one-branch mechanism hangs its right branch from the stem's base: a chain with ends
@@ -160,12 +173,13 @@ def chain(n: int, floating_base: bool = False, **kwargs) -> wbc.Model:
     return wbc.load_urdf(chain_urdf(n, **kwargs), floating_base)
 
 
-def random_tree(n: int, rng: Optional[np.random.Generator] = None, floating_base: bool = False, **kwargs) -> wbc.Model:
+def random_tree(n: int, rng: np.random.Generator | None = None, floating_base: bool = False, **kwargs) -> wbc.Model:
     """A :class:`wbc.Model` of :func:`random_tree_urdf`."""
     return wbc.load_urdf(random_tree_urdf(n, rng, **kwargs), floating_base)
 
 
-def stem_with_branches(stem_length: int, branches_per_side: int, branch_length: int = 7,
-                       floating_base: bool = False) -> wbc.Model:
+def stem_with_branches(
+    stem_length: int, branches_per_side: int, branch_length: int = 7, floating_base: bool = False
+) -> wbc.Model:
     """A :class:`wbc.Model` of :func:`stem_with_branches_urdf`."""
     return wbc.load_urdf(stem_with_branches_urdf(stem_length, branches_per_side, branch_length), floating_base)

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import casadi as ca
 import numpy as np
 
+from wbc.control.task import Gain, Task, TaskContext
 from wbc.errors import InputError
-from wbc.task import Gain, Task, TaskContext
 
 __all__ = ["CoMTask"]
 
@@ -26,8 +24,14 @@ class CoMTask(Task):
     (internal torques cannot move the CoM): exact, and cheaper than ``J_com B̂``.
     """
 
-    def __init__(self, axes: str = "xyz", weight: Gain = 1.0, kp: Gain = 0.0, kd: Optional[Gain] = None,
-                 name: Optional[str] = None) -> None:
+    def __init__(
+        self,
+        axes: str = "xyz",
+        weight: Gain = 1.0,
+        kp: Gain = 0.0,
+        kd: Gain | None = None,
+        name: str | None = None,
+    ) -> None:
         if not axes or any(a not in _AXES for a in axes) or len(set(axes)) != len(axes):
             raise InputError(f"CoMTask axes must be distinct letters among 'xyz', got {axes!r}")
         self.axes = [_AXES[a] for a in axes]
@@ -41,7 +45,9 @@ class CoMTask(Task):
         """Target CoM ``position`` (3,) m, with optional ``velocity`` (3,) m/s and ``acceleration`` (3,) m/s²."""
         self._set_target_parameters(self._select(position, "position"))
         self.set_reference_velocity(self._select(np.zeros(3) if velocity is None else velocity, "velocity"))
-        self.set_reference_acceleration(self._select(np.zeros(3) if acceleration is None else acceleration, "acceleration"))
+        self.set_reference_acceleration(
+            self._select(np.zeros(3) if acceleration is None else acceleration, "acceleration")
+        )
 
     def _select(self, value, what: str) -> np.ndarray:
         arr = np.asarray(value, float).reshape(-1)

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import casadi as ca
 import numpy as np
 
-from wbc.constraints import PointConstraint, WeldConstraint, resolve
+from wbc.algorithms.constraints import PointConstraint, WeldConstraint, resolve
+from wbc.control.task import Gain, Task, TaskContext
 from wbc.errors import InputError
-from wbc.model import Model
-from wbc.spatial import log3
-from wbc.task import Gain, Task, TaskContext
+from wbc.model.model import Model
+from wbc.spatial.algebra import log3
 
 __all__ = ["FrameTask", "PositionTask", "OrientationTask"]
 
@@ -24,7 +24,7 @@ def _rotation(value) -> np.ndarray:
 
 
 class _FrameTaskBase(Task):
-    def __init__(self, frame: str, dim: int, weight: Gain, kp: Gain, kd: Optional[Gain], name: Optional[str]) -> None:
+    def __init__(self, frame: str, dim: int, weight: Gain, kp: Gain, kd: Gain | None, name: str | None) -> None:
         self.frame = frame
         super().__init__(dim, weight, kp, kd, name or f"{type(self).__name__.lower()}_{frame}")
 
@@ -50,8 +50,9 @@ class FrameTask(_FrameTaskBase):
     origin) and angular, world axes.
     """
 
-    def __init__(self, frame: str, weight: Gain = 1.0, kp: Gain = 0.0, kd: Optional[Gain] = None,
-                 name: Optional[str] = None) -> None:
+    def __init__(
+        self, frame: str, weight: Gain = 1.0, kp: Gain = 0.0, kd: Gain | None = None, name: str | None = None
+    ) -> None:
         super().__init__(frame, 6, weight, kp, kd, name)
 
     @property
@@ -76,8 +77,15 @@ class FrameTask(_FrameTaskBase):
 class PositionTask(_FrameTaskBase):
     """3D position of the point ``offset`` (m, in ``frame``), world axes."""
 
-    def __init__(self, frame: str, offset: Sequence[float] = (0.0, 0.0, 0.0), weight: Gain = 1.0, kp: Gain = 0.0,
-                 kd: Optional[Gain] = None, name: Optional[str] = None) -> None:
+    def __init__(
+        self,
+        frame: str,
+        offset: Sequence[float] = (0.0, 0.0, 0.0),
+        weight: Gain = 1.0,
+        kp: Gain = 0.0,
+        kd: Gain | None = None,
+        name: str | None = None,
+    ) -> None:
         self.offset = tuple(float(x) for x in offset)
         super().__init__(frame, 3, weight, kp, kd, name)
 
@@ -102,8 +110,9 @@ class PositionTask(_FrameTaskBase):
 class OrientationTask(_FrameTaskBase):
     """3D orientation of ``frame``: error ``log(R_ref Rᵀ)``, angular velocity in world axes."""
 
-    def __init__(self, frame: str, weight: Gain = 1.0, kp: Gain = 0.0, kd: Optional[Gain] = None,
-                 name: Optional[str] = None) -> None:
+    def __init__(
+        self, frame: str, weight: Gain = 1.0, kp: Gain = 0.0, kd: Gain | None = None, name: str | None = None
+    ) -> None:
         super().__init__(frame, 3, weight, kp, kd, name)
 
     @property

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import casadi as ca
 import numpy as np
 
-from wbc.task import Gain, Task, TaskContext
+from wbc.control.task import Gain, Task, TaskContext
 
 __all__ = ["MomentumTask"]
 
@@ -21,7 +19,7 @@ class MomentumTask(Task):
     wrenches about the CoM plus gravity (exact, cheaper than ``A_g B̂``).
     """
 
-    def __init__(self, linear: bool = False, weight: Gain = 1.0, kp: Gain = 0.0, name: Optional[str] = None) -> None:
+    def __init__(self, linear: bool = False, weight: Gain = 1.0, kp: Gain = 0.0, name: str | None = None) -> None:
         self.rows_ = [0, 1, 2, 3, 4, 5] if linear else [3, 4, 5]
         super().__init__(len(self.rows_), weight, kp, 0.0, name or "momentum")
 

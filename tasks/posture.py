@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import casadi as ca
 import numpy as np
 
+from wbc.control.task import Gain, Task, TaskContext
 from wbc.errors import InputError
-from wbc.model import JointType, Model
-from wbc.task import Gain, Task, TaskContext
+from wbc.model.model import JointType, Model
 
 __all__ = ["PostureTask"]
 
@@ -21,8 +19,9 @@ class PostureTask(Task):
     (the shortest angle for continuous joints).
     """
 
-    def __init__(self, model: Model, weight: Gain = 1.0, kp: Gain = 0.0, kd: Optional[Gain] = None,
-                 name: Optional[str] = None) -> None:
+    def __init__(
+        self, model: Model, weight: Gain = 1.0, kp: Gain = 0.0, kd: Gain | None = None, name: str | None = None
+    ) -> None:
         self._model = model
         self._joints = [model.joints[i] for i in model.actuated]
         super().__init__(model.n_actuated, weight, kp, kd, name or "posture")

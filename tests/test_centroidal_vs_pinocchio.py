@@ -8,14 +8,21 @@ import pinocchio as pin
 import pytest
 
 import wbc
-from conftest import TREE_CASES, assert_close, random_state, robot_case, tree_case
+from tests.helpers import TREE_CASES, assert_close, random_state, robot_case, tree_case
 
 N_STATES = 20
 
 # Catalog robots in their default base (panda and allegro are fixed), plus fixed-base Talos and
 # floating Panda.
-ROBOTS = [("talos", None), ("g1", None), ("g1_with_hands", None), ("panda", None), ("allegro", None),
-          ("talos", False), ("panda", True)]
+ROBOTS = [
+    ("talos", None),
+    ("g1", None),
+    ("g1_with_hands", None),
+    ("panda", None),
+    ("allegro", None),
+    ("talos", False),
+    ("panda", True),
+]
 
 
 def _check_centroidal(case, seed: int) -> None:
@@ -52,7 +59,7 @@ def test_com_jacobian_and_centroidal_map_are_consistent():
     position is the mass-weighted mean of the body CoMs (Pinocchio-independent), fixed and floating."""
     for fb in (True, False):
         m = tree_case(4, 10, fb).model
-        q, v, _, _ = random_state(m, np.random.default_rng(31))
+        q, _v, _, _ = random_state(m, np.random.default_rng(31))
         A, J = wbc.centroidal_map(m, q), wbc.com_jacobian(m, q)
         assert_close(A[0:3], m.total_mass * J, tol=1e-12, what=f"A_g linear rows (floating={fb})")
         mass_com = np.zeros(3)
@@ -62,5 +69,9 @@ def test_com_jacobian_and_centroidal_map_are_consistent():
                 c_local = np.array([I[5, 1], I[3, 2], I[4, 0]])  # m c of the body, joint frame
                 T = wbc.frame_placement(m, q, f.name)  # joint frames sit at the joint (identity placement)
                 mass_com += T[0:3, 0:3] @ c_local + I[0, 0] * T[0:3, 3]
-        assert_close(wbc.center_of_mass(m, q), mass_com / m.total_mass, tol=1e-12,
-                     what=f"CoM as mean of the moving bodies' CoMs (floating={fb})")
+        assert_close(
+            wbc.center_of_mass(m, q),
+            mass_com / m.total_mass,
+            tol=1e-12,
+            what=f"CoM as mean of the moving bodies' CoMs (floating={fb})",
+        )

@@ -23,8 +23,8 @@ import numpy as np
 import pytest
 
 import wbc
-from conftest import TOL_KERNEL, assert_close
-from robots import synthetic
+from tests.helpers import TOL_KERNEL, assert_close
+from wbc.robots import synthetic
 
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -62,7 +62,7 @@ CHILD = r"""
 import json, os, sys, time, warnings
 import numpy as np
 import wbc
-from robots import synthetic
+from wbc.robots import synthetic
 
 directory, n, ready, go, count = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5])
 model = synthetic.chain(n)
@@ -194,7 +194,7 @@ def test_concurrent_builds(tmp_path):
     libs = _libraries(cache)
     assert [str(p) for p in libs] == [results[0]["library"][0]]
     assert not [p.name for p in cache.iterdir() if p.name.startswith(".build-")]
-    key, digest = libs[0].with_suffix(".sha256").read_text().split()
+    _key, digest = libs[0].with_suffix(".sha256").read_text().split()
     assert digest == _sha256(libs[0])
 
 
@@ -401,7 +401,8 @@ def test_hostile_model_name_reaches_no_path(tmp_path):
     assert IDENTIFIER.match(kernel.name)
     assert re.match(r"^[A-Za-z0-9_]+-[0-9a-f]{24}\.so$", kernel.library.name), kernel.library.name
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == sorted(
-        kernel.library.with_suffix(s).name for s in (".lock", ".sha256", ".so"))
+        kernel.library.with_suffix(s).name for s in (".lock", ".sha256", ".so")
+    )
     _check_results(kernel)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import wbc
-from conftest import TOL_KERNEL, assert_close, compile_in, random_state, robot_case, tree_case
+from tests.helpers import TOL_KERNEL, assert_close, compile_in, random_state, robot_case, tree_case
 
 RF = wbc.ReferenceFrame
 N_STATES = 4
@@ -59,8 +59,12 @@ def test_talos_frame_jacobians_kernel(talos, kernel_dir):
         out = [J.copy() for J in kernel(q)]
         assert len(out) == len(frames)
         for name, J in zip(frames, out):
-            assert_close(J, wbc.frame_jacobian(talos, q, name, RF.LOCAL_WORLD_ALIGNED), tol=TOL_KERNEL,
-                         what=f"Jacobian kernel, {name}")
+            assert_close(
+                J,
+                wbc.frame_jacobian(talos, q, name, RF.LOCAL_WORLD_ALIGNED),
+                tol=TOL_KERNEL,
+                what=f"Jacobian kernel, {name}",
+            )
 
 
 def test_kernel_outputs_are_reused_buffers(talos, kernel_dir):
@@ -91,8 +95,9 @@ def test_random_tree_kernels(kernel_dir):
         assert_close(nle(q, v)[0].copy(), wbc.nonlinear_effects(m, q, v), tol=TOL_KERNEL, what="h")
         for ref, kernel in jacs.items():
             for name, J in zip(frames, kernel(q)):
-                assert_close(J.copy(), wbc.frame_jacobian(m, q, name, ref), tol=TOL_KERNEL,
-                             what=f"Jacobian {ref.name} {name}")
+                assert_close(
+                    J.copy(), wbc.frame_jacobian(m, q, name, ref), tol=TOL_KERNEL, what=f"Jacobian {ref.name} {name}"
+                )
 
 
 def test_kernel_rejects_wrong_number_of_inputs(kernel_dir):

@@ -9,17 +9,23 @@ import pinocchio as pin
 import pytest
 
 import wbc
-from conftest import ROBOT_NAMES, TOL_PIN, TREE_CASES, assert_close, robot_case, tree_case
+from tests.helpers import ROBOT_NAMES, TOL_PIN, TREE_CASES, assert_close, robot_case, tree_case
 
-CASES = [("robot", name, None) for name in ROBOT_NAMES] + [("robot", "panda", True)] + [
-    ("tree", (seed, n), fb) for seed, n in TREE_CASES for fb in (True, False)
-]
+CASES = (
+    [("robot", name, None) for name in ROBOT_NAMES]
+    + [("robot", "panda", True)]
+    + [("tree", (seed, n), fb) for seed, n in TREE_CASES for fb in (True, False)]
+)
 N = 30
 
 
 def _id(c):
     kind, what, fb = c
-    return what + ("-floating" if fb else "") if kind == "robot" else f"tree{what[0]}_{what[1]}-{'floating' if fb else 'fixed'}"
+    return (
+        what + ("-floating" if fb else "")
+        if kind == "robot"
+        else f"tree{what[0]}_{what[1]}-{'floating' if fb else 'fixed'}"
+    )
 
 
 @pytest.fixture(params=CASES, ids=[_id(c) for c in CASES])
@@ -140,15 +146,20 @@ def test_difference_vs_pinocchio_where_exact(case):
         joint_entries[:6] = False
     for k in range(N):
         q0, q1 = wbc.random_configuration(m, rng), wbc.random_configuration(m, rng)
-        assert_close(wbc.difference(m, q0, q1)[joint_entries], pin.difference(pm, q0, q1)[joint_entries],
-                     tol=TOL_PIN, what=f"joint entries {k}")
+        assert_close(
+            wbc.difference(m, q0, q1)[joint_entries],
+            pin.difference(pm, q0, q1)[joint_entries],
+            tol=TOL_PIN,
+            what=f"joint entries {k}",
+        )
         if m.floating_base:
             rot, trans = q1.copy(), q1.copy()
             rot[0:3] = q0[0:3]
             trans[3:7] = q0[3:7]
             for name, target in (("pure rotation", rot), ("pure translation", trans)):
-                assert_close(wbc.difference(m, q0, target), pin.difference(pm, q0, target), tol=TOL_PIN,
-                             what=f"{name} {k}")
+                assert_close(
+                    wbc.difference(m, q0, target), pin.difference(pm, q0, target), tol=TOL_PIN, what=f"{name} {k}"
+                )
 
 
 def test_difference_inverts_integrate(case):

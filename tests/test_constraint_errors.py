@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 import wbc
-
-from conftest import robot_case
+from tests.helpers import robot_case
 
 ENTRY_POINTS = {
     "input_matrix": (wbc.inertia_weighted_input_matrix, wbc.kernels.input_matrix_function, "iim", "eufm"),
@@ -44,9 +43,12 @@ def test_unknown_frame_is_a_frame_error(panda, entry):
     """A constraint on an unknown frame is a FrameError naming it (with a suggestion)."""
     m, q = panda
     eager, kernel, _, _ = entry
-    for c in (wbc.PointConstraint("panda_hand_tpc"), wbc.WeldConstraint("panda_hand_tpc"),
-              wbc.LinkConstraint("panda_hand_tpc", np.eye(6))):
-        with pytest.raises(wbc.FrameError, match="panda_hand_tpc.*panda_hand_tcp"):
+    for c in (
+        wbc.PointConstraint("panda_hand_tpc"),
+        wbc.WeldConstraint("panda_hand_tpc"),
+        wbc.LinkConstraint("panda_hand_tpc", np.eye(6)),
+    ):
+        with pytest.raises(wbc.FrameError, match=r"panda_hand_tpc.*panda_hand_tcp"):
             eager(m, q, [wbc.WeldConstraint("panda_hand"), c])
         with pytest.raises(wbc.FrameError, match="panda_hand_tpc"):
             kernel(m, [c])
@@ -100,9 +102,11 @@ def test_malformed_link_constraint_rows_are_an_input_error(panda, entry, rows):
         entry[0](m, q, [wbc.LinkConstraint("panda_hand", rows)])
 
 
-@pytest.mark.parametrize("bad", ["panda_hand", None, ("panda_hand", (0, 0, 0)), {"frame": "panda_hand"},
-                                 wbc.PointContact("panda_hand")],
-                         ids=["str", "None", "tuple", "dict", "PointContact"])
+@pytest.mark.parametrize(
+    "bad",
+    ["panda_hand", None, ("panda_hand", (0, 0, 0)), {"frame": "panda_hand"}, wbc.PointContact("panda_hand")],
+    ids=["str", "None", "tuple", "dict", "PointContact"],
+)
 def test_non_constraint_is_an_input_error(panda, entry, bad):
     """Anything but Point/Weld/LinkConstraint objects in the set is an InputError naming its type."""
     m, q = panda

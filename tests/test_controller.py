@@ -13,16 +13,15 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-import tasks
 import wbc
-from wbc.kinematics import ReferenceFrame
-
-from conftest import assert_close, robot_case
+from tests.helpers import assert_close, robot_case
+from wbc import tasks
+from wbc.algorithms.kinematics import ReferenceFrame
 
 TOL = 1e-8
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def talos_controller(contact_model: str = "wrench", mu: float = 0.3):
     case = robot_case("talos")
     spec, model = case.spec, case.model
@@ -124,7 +123,7 @@ def test_standing_sums_normal_forces_to_weight():
 
 
 def test_changing_references_and_gains_does_not_recompile():
-    ctrl, com, posture, hand = talos_controller("wrench")
+    ctrl, com, posture, _hand = talos_controller("wrench")
     kernel = ctrl.kernel
     case = robot_case("talos")
     com.set_target(wbc.center_of_mass(case.model, case.spec.q0) + [0.01, 0, 0])
@@ -152,7 +151,7 @@ def test_fixed_base_frame_task_matches_closed_form_weighted_least_squares():
         cmd = ctrl.step(q, v)
         closed = np.linalg.solve(problem.H, -problem.g)
         # the closed form itself is only as accurate as the (scaled) Hessian's conditioning allows
-        scaled, _ = wbc.qp.jacobi_scaled(problem)
+        scaled, _ = wbc.control.qp.jacobi_scaled(problem)
         tol = 100 * np.finfo(float).eps * np.linalg.cond(scaled.H)
         assert_close(cmd.u, closed, tol, "QP solution vs closed form")
 
@@ -219,17 +218,17 @@ def test_zero_friction_cannot_push_the_com_sideways():
 
 
 def test_supported_solvers_agree():
-    ctrl, com, posture, hand = talos_controller("wrench")
+    ctrl, com, _posture, _hand = talos_controller("wrench")
     case = robot_case("talos")
     rng = np.random.default_rng(11)
     q, v = perturbed_state(case.model, case.spec.q0, rng)
     com.set_target(wbc.center_of_mass(case.model, case.spec.q0) + [0.01, -0.01, 0.0])
     problem = ctrl.build_problem(q, v)
-    reference = wbc.qp.make_solver("daqp").solve(problem)
+    reference = wbc.control.qp.make_solver("daqp").solve(problem)
     assert reference.found
     scale = np.abs(reference.x).max()
     for name, tol in (("proxqp", 1e-3), ("quadprog", 1e-6), ("osqp", 1e-2)):
-        sol = wbc.qp.make_solver(name).solve(problem)
+        sol = wbc.control.qp.make_solver(name).solve(problem)
         assert sol.found, name
         assert np.abs(sol.x - reference.x).max() < tol * scale, name
 

@@ -14,21 +14,20 @@ import pinocchio as pin
 import pytest
 
 import wbc
-from conftest import (
-    compile_in,
-    TOL_KERNEL,
+from benchmarks import pinocchio_adapter as oracle
+from tests.helpers import (
     CONSTRAINT_TREES,
+    TOL_KERNEL,
     Case,
     assert_close,
-    constraint_tree_case,
     catalog_constraints,
-    pin_constraint_jacobian,
-    pin_minverse,
+    compile_in,
+    constraint_tree_case,
     random_constraints,
     robot_case,
     tree_case,
 )
-from wbc.delassus import METHODS
+from wbc.algorithms.delassus import METHODS
 
 RF = wbc.ReferenceFrame
 N_STATES = 5
@@ -52,8 +51,8 @@ def _check_delassus(case: Case, constraints_at, seed: int, dense_states: int = N
     for i in range(N_STATES):
         constraints = constraints_at(rng)
         q = wbc.random_configuration(m, rng)
-        J = pin_constraint_jacobian(case, q, constraints)
-        expected = J @ pin_minverse(case, q) @ J.T
+        J = oracle.constraint_jacobian(case.pin_model, q, constraints)
+        expected = J @ oracle.minverse(case.pin_model, q) @ J.T
         where = f"{case.name} state {i} ({len(constraints)} constraints, {J.shape[0]} rows)"
         results = {}
         for method in METHODS:
@@ -149,11 +148,17 @@ def test_talos_delassus_vs_pinocchio_compute_delassus_matrix(which):
         expected = _pin_delassus(case, q, constraints)
         where = f"talos {which} state {i}"
         for method in ("pv-osimr", "pv-osim", "efpa", "ltl"):
-            assert_close(wbc.delassus(m, q, local, method), expected,
-                         what=f"{where}: {method} (LOCAL rows) vs pin.computeDelassusMatrix")
+            assert_close(
+                wbc.delassus(m, q, local, method),
+                expected,
+                what=f"{where}: {method} (LOCAL rows) vs pin.computeDelassusMatrix",
+            )
         R = _world_rotation(case, q, constraints)
-        assert_close(wbc.delassus(m, q, constraints), R @ expected @ R.T,
-                     what=f"{where}: world-aligned constraints vs rotated pin.computeDelassusMatrix")
+        assert_close(
+            wbc.delassus(m, q, constraints),
+            R @ expected @ R.T,
+            what=f"{where}: world-aligned constraints vs rotated pin.computeDelassusMatrix",
+        )
 
 
 def test_constraint_order_and_repeats():
@@ -162,11 +167,15 @@ def test_constraint_order_and_repeats():
     a hand point, both feet and the hand point again, against Pinocchio."""
     case = robot_case("talos")
     m, spec = case.model, case.spec
-    constraints = [wbc.PointConstraint(spec.hands[1], (0.0, 0.0, -0.1)), wbc.WeldConstraint(spec.feet[1]),
-                   wbc.WeldConstraint(spec.feet[0]), wbc.PointConstraint(spec.hands[1], (0.0, 0.0, -0.1))]
+    constraints = [
+        wbc.PointConstraint(spec.hands[1], (0.0, 0.0, -0.1)),
+        wbc.WeldConstraint(spec.feet[1]),
+        wbc.WeldConstraint(spec.feet[0]),
+        wbc.PointConstraint(spec.hands[1], (0.0, 0.0, -0.1)),
+    ]
     q = wbc.random_configuration(m, np.random.default_rng(321))
-    J = pin_constraint_jacobian(case, q, constraints)
-    expected = J @ pin_minverse(case, q) @ J.T
+    J = oracle.constraint_jacobian(case.pin_model, q, constraints)
+    expected = J @ oracle.minverse(case.pin_model, q) @ J.T
     for method in ("pv-osimr", "pv-osim", "efpa"):
         D = wbc.delassus(m, q, constraints, method)
         assert_close(D, expected, what=f"{method} vs Pinocchio")
@@ -199,5 +208,6 @@ def test_random_tree_delassus_kernel(kernel_dir):
     kernel = compile_in(wbc.kernels.delassus_function(m, constraints, "pv-osimr"), kernel_dir)
     for i in range(3):
         q = wbc.random_configuration(m, rng)
-        assert_close(kernel(q)[0].copy(), wbc.delassus(m, q, constraints, "pv-osimr"), tol=TOL_KERNEL,
-                     what=f"state {i}")
+        assert_close(
+            kernel(q)[0].copy(), wbc.delassus(m, q, constraints, "pv-osimr"), tol=TOL_KERNEL, what=f"state {i}"
+        )

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import wbc
-from conftest import tree_case
+from tests.helpers import tree_case
 
 RF = wbc.ReferenceFrame
 
@@ -20,8 +20,12 @@ RF = wbc.ReferenceFrame
 def model():
     """A small floating tree with every joint type (free-flyer, revolute, continuous, prismatic)."""
     m = tree_case(1, 6, True).model
-    assert {j.type for j in m.joints[1:]} == {wbc.JointType.FREE_FLYER, wbc.JointType.REVOLUTE,
-                                              wbc.JointType.REVOLUTE_UNBOUNDED, wbc.JointType.PRISMATIC}
+    assert {j.type for j in m.joints[1:]} == {
+        wbc.JointType.FREE_FLYER,
+        wbc.JointType.REVOLUTE,
+        wbc.JointType.REVOLUTE_UNBOUNDED,
+        wbc.JointType.PRISMATIC,
+    }
     return m
 
 
@@ -50,7 +54,16 @@ CALLS = {
     "centroidal_drift": lambda m, q, v, x: wbc.centroidal_drift(m, q, v),
     "integrate": lambda m, q, v, x: wbc.integrate(m, q, v),
 }
-TAKES_V = {"rnea", "nonlinear_effects", "aba", "frame_velocity", "frame_drift", "com_drift", "centroidal_drift", "integrate"}
+TAKES_V = {
+    "rnea",
+    "nonlinear_effects",
+    "aba",
+    "frame_velocity",
+    "frame_drift",
+    "com_drift",
+    "centroidal_drift",
+    "integrate",
+}
 TAKES_X = {"rnea", "aba"}
 
 
@@ -101,7 +114,7 @@ def test_bad_configuration(fn, kind, model, state):
 @pytest.mark.parametrize("fn", sorted(TAKES_V))
 def test_bad_velocity(fn, kind, model, state):
     """A v of the wrong size, type or with non-finite entries is an InputError naming v."""
-    q, v, x = state
+    q, _v, x = state
     bad, pattern = _bad_vectors(model.nv)[kind]
     with pytest.raises(wbc.InputError, match=rf"^v .*({pattern})"):
         CALLS[fn](model, q, bad, x)
@@ -111,7 +124,7 @@ def test_bad_velocity(fn, kind, model, state):
 @pytest.mark.parametrize("fn", sorted(TAKES_X))
 def test_bad_acceleration_or_torque(fn, kind, model, state):
     """A bad a (RNEA) or tau (ABA) is an InputError naming it."""
-    q, v, x = state
+    q, v, _x = state
     bad, pattern = _bad_vectors(model.nv)[kind]
     name = {"rnea": "a", "aba": "tau"}[fn]
     with pytest.raises(wbc.InputError, match=rf"^{name} .*({pattern})"):
@@ -136,7 +149,9 @@ def _cos_sin_slice(model):
     return j, slice(j.idx_q, j.idx_q + 2)
 
 
-@pytest.mark.parametrize("factor", [0.5, 1.0 + 10 * wbc.checks.UNIT_TOLERANCE, 1.0 - 10 * wbc.checks.UNIT_TOLERANCE, 0.0])
+@pytest.mark.parametrize(
+    "factor", [0.5, 1.0 + 10 * wbc.checks.UNIT_TOLERANCE, 1.0 - 10 * wbc.checks.UNIT_TOLERANCE, 0.0]
+)
 @pytest.mark.parametrize("fn", ["aba", "frame_placement", "centroidal_map", "integrate"])
 def test_non_unit_quaternion_is_rejected(fn, factor, model, state):
     """A free-flyer quaternion whose norm is off by more than UNIT_TOLERANCE is an InputError naming the
@@ -250,6 +265,6 @@ def test_model_lookups(model):
     with pytest.raises(wbc.ModelError, match=r"no joint 'joint_2'.*'joint2'"):
         model.joint_id("joint_2")
     with pytest.raises(wbc.ModelError, match=r"already has a frame 'link3'"):
-        model.add_frame("link3", "link2", wbc.spatial.identity())
+        model.add_frame("link3", "link2", wbc.spatial.algebra.identity())
     with pytest.raises(wbc.ModelError, match="universe"):
         model.with_actuation(["universe"])

@@ -9,15 +9,15 @@ import pinocchio as pin
 import pytest
 
 import wbc
-from conftest import TREE_CASES, assert_close, random_state, robot_case, tree_case
+from benchmarks import pinocchio_adapter as oracle
+from tests.helpers import TREE_CASES, assert_close, random_state, robot_case, tree_case
 
 N_STATES = 20
 RF = wbc.ReferenceFrame
-PIN_REFERENCE = {RF.LOCAL: pin.LOCAL, RF.WORLD: pin.WORLD, RF.LOCAL_WORLD_ALIGNED: pin.LOCAL_WORLD_ALIGNED}
+oracle.REFERENCE = {RF.LOCAL: pin.LOCAL, RF.WORLD: pin.WORLD, RF.LOCAL_WORLD_ALIGNED: pin.LOCAL_WORLD_ALIGNED}
 
 # Catalog robots in their default base, plus a floating arm.
-ROBOTS = [("talos", None), ("g1", None), ("g1_with_hands", None), ("panda", None), ("allegro", None),
-          ("panda", True)]
+ROBOTS = [("talos", None), ("g1", None), ("g1_with_hands", None), ("panda", None), ("allegro", None), ("panda", True)]
 
 
 def _robot_frames(case, n_random: int = 3) -> list[str]:
@@ -48,14 +48,22 @@ def _check_frames(case, frames: list[str], per_state: int, seed: int) -> None:
             where = f"{case.name} state {i} frame {name!r}"
             assert_close(wbc.frame_placement(m, q, name), pd.oMf[fid].homogeneous, what=f"{where} placement")
             ref = list(RF)[i % 3]  # velocities: one reference per state (J v = velocity is checked below)
-            assert_close(wbc.frame_velocity(m, q, v, name, ref), pin.getFrameVelocity(pm, pd, fid, PIN_REFERENCE[ref]).vector,
-                         what=f"{where} velocity {ref.name}")
-            for ref, pref in PIN_REFERENCE.items():
-                assert_close(wbc.frame_jacobian(m, q, name, ref), pin.getFrameJacobian(pm, pd, fid, pref),
-                             what=f"{where} Jacobian {ref.name}")
-                assert_close(wbc.frame_drift(m, q, v, name, ref),
-                             pin.getFrameClassicalAcceleration(pm, pd, fid, pref).vector,
-                             what=f"{where} drift {ref.name}")
+            assert_close(
+                wbc.frame_velocity(m, q, v, name, ref),
+                pin.getFrameVelocity(pm, pd, fid, oracle.REFERENCE[ref]).vector,
+                what=f"{where} velocity {ref.name}",
+            )
+            for ref, pref in oracle.REFERENCE.items():
+                assert_close(
+                    wbc.frame_jacobian(m, q, name, ref),
+                    pin.getFrameJacobian(pm, pd, fid, pref),
+                    what=f"{where} Jacobian {ref.name}",
+                )
+                assert_close(
+                    wbc.frame_drift(m, q, v, name, ref),
+                    pin.getFrameClassicalAcceleration(pm, pd, fid, pref).vector,
+                    what=f"{where} drift {ref.name}",
+                )
 
 
 @pytest.mark.parametrize("name,floating_base", ROBOTS, ids=[f"{n}-{fb}" for n, fb in ROBOTS])
@@ -116,8 +124,9 @@ def test_jacobians_vs_finite_differences():
             local = wbc.frame_jacobian(m, q, f.name, RF.LOCAL)
             assert_close(local, np.vstack([R.T @ J[0:3], R.T @ J[3:6]]), tol=1e-12, what=f"LOCAL of {f.name}")
             world = wbc.frame_jacobian(m, q, f.name, RF.WORLD)
-            assert_close(world, np.vstack([J[0:3] + np.cross(p, J[3:6], axis=0), J[3:6]]), tol=1e-12,
-                         what=f"WORLD of {f.name}")
+            assert_close(
+                world, np.vstack([J[0:3] + np.cross(p, J[3:6], axis=0), J[3:6]]), tol=1e-12, what=f"WORLD of {f.name}"
+            )
 
 
 def test_velocity_is_jacobian_times_v():
@@ -127,8 +136,12 @@ def test_velocity_is_jacobian_times_v():
     q, v, _, _ = random_state(m, rng)
     for f in m.frames[::3]:
         for ref in RF:
-            assert_close(wbc.frame_velocity(m, q, v, f.name, ref), wbc.frame_jacobian(m, q, f.name, ref) @ v,
-                         tol=1e-12, what=f"{f.name} {ref.name}")
+            assert_close(
+                wbc.frame_velocity(m, q, v, f.name, ref),
+                wbc.frame_jacobian(m, q, f.name, ref) @ v,
+                tol=1e-12,
+                what=f"{f.name} {ref.name}",
+            )
 
 
 def test_drift_vs_finite_differences():
@@ -156,5 +169,7 @@ def test_com_jacobian_vs_finite_differences():
         for k in range(m.nv):
             e = np.zeros(m.nv)
             e[k] = eps
-            fd[:, k] = (wbc.center_of_mass(m, wbc.integrate(m, q, e)) - wbc.center_of_mass(m, wbc.integrate(m, q, -e))) / (2 * eps)
+            fd[:, k] = (
+                wbc.center_of_mass(m, wbc.integrate(m, q, e)) - wbc.center_of_mass(m, wbc.integrate(m, q, -e))
+            ) / (2 * eps)
         assert_close(wbc.com_jacobian(m, q), fd, tol=1e-9, what=f"CoM Jacobian (floating={fb})")

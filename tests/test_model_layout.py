@@ -9,8 +9,9 @@ import pinocchio as pin
 import pytest
 
 import wbc
-from wbc.joints import motion_subspace
-from conftest import ROBOT_NAMES, TREE_CASES, assert_close, pin_limit, robot_case, tree_case, tree_urdf
+from benchmarks import pinocchio_adapter as oracle
+from tests.helpers import ROBOT_NAMES, TREE_CASES, assert_close, robot_case, tree_case, tree_urdf
+from wbc.model.joints import motion_subspace
 
 CASES = [("robot", name, fb) for name in ROBOT_NAMES for fb in (True, False)] + [
     ("tree", (seed, n), fb) for seed, n in TREE_CASES for fb in (True, False)
@@ -62,7 +63,10 @@ def test_joint_types_and_motion_subspaces(case):
             wbc.JointType.REVOLUTE_UNBOUNDED: ("JointModelRUB", "JointModelRevoluteUnbounded"),
             wbc.JointType.PRISMATIC: ("JointModelPX", "JointModelPY", "JointModelPZ", "JointModelPrismaticUnaligned"),
         }[j.type]
-        assert short in prefix or (j.type is wbc.JointType.REVOLUTE_UNBOUNDED and short.startswith(prefix)), (j.name, short)
+        assert short in prefix or (j.type is wbc.JointType.REVOLUTE_UNBOUNDED and short.startswith(prefix)), (
+            j.name,
+            short,
+        )
         jd = pm.joints[i].createData()
         pm.joints[i].calc(jd, q)
         assert_close(motion_subspace(j), np.asarray(jd.S).reshape(6, j.nv), what=f"S of {j.name}")
@@ -110,8 +114,8 @@ def test_frame_kinds(case):
 def test_limits(case):
     """Effort, velocity and position limits are Pinocchio's (continuous joints: effort and velocity)."""
     m, pm = case.model, case.pin_model
-    effort, velocity = pin_limit(pm.effortLimit), pin_limit(pm.velocityLimit)
-    lower, upper = pin_limit(pm.lowerPositionLimit), pin_limit(pm.upperPositionLimit)
+    effort, velocity = oracle.limit(pm.effortLimit), oracle.limit(pm.velocityLimit)
+    lower, upper = oracle.limit(pm.lowerPositionLimit), oracle.limit(pm.upperPositionLimit)
     for j in m.joints[1:]:
         if j.type is wbc.JointType.FREE_FLYER:
             continue

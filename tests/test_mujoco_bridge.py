@@ -1,4 +1,4 @@
-"""The MuJoCo bridge (wbc.mujoco_bridge): MuJoCo's dynamics of the generated model are wbc's.
+"""The MuJoCo bridge (wbc.sim.mujoco): MuJoCo's dynamics of the generated model are wbc's.
 
 * M and h from MuJoCo, converted to wbc coordinates, equal ``wbc.crba`` / ``wbc.nonlinear_effects``
   at random states of Talos, a random floating-base tree with every joint kind, and Panda;
@@ -20,11 +20,11 @@ import pytest
 
 mujoco = pytest.importorskip("mujoco")
 
-import robots  # noqa: E402
 import wbc  # noqa: E402
-from robots import synthetic  # noqa: E402
+from wbc import robots  # noqa: E402
 from wbc.errors import FrameError, InputError, ModelError  # noqa: E402
-from wbc.mujoco_bridge import (  # noqa: E402
+from wbc.robots import synthetic  # noqa: E402
+from wbc.sim.mujoco import (  # noqa: E402
     ContactBox,
     ContactParameters,
     MujocoSim,
@@ -45,12 +45,12 @@ def _rel_err(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.max(np.abs(a - b)) / max(1.0, float(np.max(np.abs(b)))))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _talos():
     return robots.load("talos")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _tree_text() -> str:
     """A random tree whose URDF has every joint kind (continuous, prismatic, unaligned revolute, fixed)."""
     for seed in range(100):
@@ -85,7 +85,7 @@ def test_wbc_does_not_import_mujoco_and_the_bridge_explains_a_missing_mujoco():
         "assert 'mujoco' not in sys.modules, 'import wbc pulled mujoco in'\n"
         "sys.modules['mujoco'] = None\n"
         "try:\n"
-        "    import wbc.mujoco_bridge\n"
+        "    import wbc.sim.mujoco\n"
         "except ImportError as e:\n"
         "    assert \"pip install 'wbc[sim]'\" in str(e), str(e)\n"
         "else:\n"
@@ -101,7 +101,7 @@ def test_mass_matrix_and_bias_forces_equal_wbc(name):
     sim = MujocoSim(model, position_limits=False)
     rng = np.random.default_rng(11)
     worst_M = worst_h = 0.0
-    for i in range(N_STATES):
+    for _ in range(N_STATES):
         q = wbc.random_configuration(model, rng)
         v = rng.normal(size=model.nv)
         sim.set_state(q, v)
@@ -318,8 +318,14 @@ def test_only_the_sole_boxes_collide_and_only_with_the_floor():
 def test_options_and_flags():
     spec = _talos()
     contact = ContactParameters(friction=0.7, condim=6, cone="pyramidal")
-    sim = MujocoSim(spec.model, [(f, 0.2, 0.1) for f in spec.feet], timestep=2e-3, position_limits=False,
-                    torque_limits=True, contact=contact)
+    sim = MujocoSim(
+        spec.model,
+        [(f, 0.2, 0.1) for f in spec.feet],
+        timestep=2e-3,
+        position_limits=False,
+        torque_limits=True,
+        contact=contact,
+    )
     m = sim.mjmodel
     assert m.opt.timestep == 2e-3 and m.opt.cone == mujoco.mjtCone.mjCONE_PYRAMIDAL
     np.testing.assert_array_equal(m.opt.gravity, spec.model.gravity)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from wbc import qp
+from wbc.control import qp
 
 
 def random_problem(rng, n=12, k=9, m_eq=4, m_in=10, bounds=True, spd_block=True) -> qp.QPProblem:

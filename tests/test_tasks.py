@@ -6,15 +6,14 @@ import casadi as ca
 import numpy as np
 import pytest
 
-import tasks
 import wbc
-from wbc.constraints import resolve
-from wbc.iim import iim
-from wbc.dynamics import aba
-from wbc.kinematics import TreeKinematics
-from wbc.task import TaskContext
-
-from conftest import assert_close, robot_case, tree_case
+from tests.helpers import assert_close, robot_case, tree_case
+from wbc import tasks
+from wbc.algorithms.constraints import resolve
+from wbc.algorithms.dynamics import aba
+from wbc.algorithms.iim import iim
+from wbc.algorithms.kinematics import TreeKinematics
+from wbc.control.task import TaskContext
 
 H = 1e-6  # central differences: truncation ~1e-12 · |third derivative|, rounding ~1e-10
 
@@ -54,7 +53,7 @@ def _fd_velocity(task, model, q, v):
     if not isinstance(a, tuple):
         return (a - b) / (2 * H)
     linear = (a[0] - b[0]) / (2 * H)
-    angular = wbc.configuration._log3(a[1] @ b[1].T) / (2 * H)
+    angular = wbc.model.configuration._log3(a[1] @ b[1].T) / (2 * H)
     if isinstance(task, tasks.OrientationTask):
         return angular
     return np.concatenate([linear, angular])
@@ -95,7 +94,7 @@ def test_posture_task_jacobian_and_error():
     target = wbc.random_configuration(model, rng)
     task = tasks.PostureTask(model)
     ctx = _ctx(model, q, v)
-    J, drift, vel = (_np(x) for x in task.measure(ctx))
+    _J, drift, vel = (_np(x) for x in task.measure(ctx))
     assert_close(vel.ravel(), v[model.actuated_v_indices], 1e-15, "posture velocity")
     assert_close(drift, np.zeros_like(drift), 0.0, "posture drift")
     e = _np(task.error(ctx, ca.DM(target))).ravel()
@@ -134,7 +133,7 @@ def test_newton_fast_paths_equal_the_general_input_rows(contact_model):
     for task in (tasks.CoMTask(), tasks.CoMTask(axes="yz"), tasks.MomentumTask(), tasks.MomentumTask(linear=True)):
         J, drift, _ = task.measure(ctx)
         fast = [_np(x) for x in task.input_rows(ctx, J, drift)]
-        general = [_np(x) for x in wbc.task.Task.input_rows(task, ctx, J, drift)]
+        general = [_np(x) for x in wbc.control.task.Task.input_rows(task, ctx, J, drift)]
         scale = max(1.0, np.abs(general[0]).max())
         assert_close(fast[0], general[0], 1e-9 * scale, f"{task.name}: A_u")
         assert_close(fast[1], general[1], 1e-9, f"{task.name}: drift")

@@ -10,7 +10,9 @@ import pytest
 
 import wbc
 
-INERTIAL = '<inertial><mass value="{mass}"/><inertia ixx="{ixx}" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial>'
+INERTIAL = (
+    '<inertial><mass value="{mass}"/><inertia ixx="{ixx}" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial>'
+)
 
 
 def urdf(
@@ -49,8 +51,10 @@ def _link(name: str, mass: str = "1") -> str:
 
 
 def _joint(name: str, parent: str, child: str, jtype: str = "revolute") -> str:
-    return (f'<joint name="{name}" type="{jtype}"><parent link="{parent}"/><child link="{child}"/>'
-            f'<axis xyz="1 0 0"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>')
+    return (
+        f'<joint name="{name}" type="{jtype}"><parent link="{parent}"/><child link="{child}"/>'
+        f'<axis xyz="1 0 0"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>'
+    )
 
 
 def test_the_template_is_valid():
@@ -94,7 +98,11 @@ BAD = {
     "link without name": (urdf(extra="<link/>"), [r"<link> has no name"]),
     "massless subtree": (urdf(hand_inertial=False), [r"'wrist'", r"massless"]),
     "massless chain": (
-        urdf(extra='<link name="f1"/><link name="f2"/>' + _joint("j1", "hand", "f1") + _joint("j2", "f1", "f2", "prismatic")),
+        urdf(
+            extra='<link name="f1"/><link name="f2"/>'
+            + _joint("j1", "hand", "f1")
+            + _joint("j2", "f1", "f2", "prismatic")
+        ),
         [r"'j1'", r"massless"],
     ),
 }
@@ -137,7 +145,7 @@ def test_directory_and_binary_file(tmp_path):
         wbc.load_urdf(tmp_path)
     blob = tmp_path / "blob.urdf"
     blob.write_bytes(bytes(range(256)) * 4)
-    with pytest.raises(wbc.ModelError, match="blob.urdf"):
+    with pytest.raises(wbc.ModelError, match=r"blob\.urdf"):
         wbc.load_urdf(blob)
 
 

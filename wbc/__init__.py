@@ -6,7 +6,29 @@ checked against Pinocchio. See the README for the tour.
 
 from __future__ import annotations
 
-from .api import (
+from . import codegen
+from .algorithms.constraints import LinkConstraint, PointConstraint, WeldConstraint
+from .algorithms.delassus import delassus
+from .algorithms.iim import free_acceleration, inertia_weighted_input_matrix
+from .algorithms.kinematics import ReferenceFrame
+from .codegen import kernels
+from .control.contacts import PointContact, SurfaceContact
+from .control.controller import Command, StepStatus, WholeBodyController
+from .errors import (
+    CompileError,
+    FrameError,
+    InfeasibleProblem,
+    InputError,
+    ModelError,
+    SimulationDiverged,
+    WbcError,
+    WbcPerformanceWarning,
+)
+from .model import checks
+from .model.configuration import difference, integrate, neutral, normalize, random_configuration
+from .model.model import Frame, FrameKind, Joint, JointType, Model
+from .model.urdf import load_urdf
+from .numeric import (
     aba,
     center_of_mass,
     centroidal_drift,
@@ -21,30 +43,11 @@ from .api import (
     nonlinear_effects,
     rnea,
 )
-from . import codegen, kernels
-from .contacts import PointContact, SurfaceContact
-from .controller import Command, StepStatus, WholeBodyController
-from .constraints import LinkConstraint, PointConstraint, WeldConstraint
-from .delassus import delassus
-from .iim import free_acceleration, inertia_weighted_input_matrix
-from .configuration import difference, integrate, neutral, normalize, random_configuration
-from .errors import (
-    CompileError,
-    FrameError,
-    InfeasibleProblem,
-    InputError,
-    ModelError,
-    SimulationDiverged,
-    WbcError,
-    WbcPerformanceWarning,
-)
-from .kinematics import ReferenceFrame
-from .model import Frame, FrameKind, Joint, JointType, Model
-from .urdf import load_urdf
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "checks",
     "codegen",
     "kernels",
     "Model",

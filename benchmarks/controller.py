@@ -1,0 +1,170 @@
+"""Benchmark of one wbc control step on Talos standing, set up exactly as the anchors.
+
+The anchors (``../shared/anchors/``: TSID and placo) run Talos (``talos_reduced``, free-flyer,
+``half_sitting``) on two 6D foot contacts with a CoM task (weight 1, kp 20) and a joint posture task
+(weight 1e-3, kp 10), μ = 0.3, torque limits from the URDF, integrating q̈ kinematically at 1 ms
+(``v_mean = v + dt/2 q̈``, ``q ← q ⊕ dt v_mean``). This script does the same with
+:class:`wbc.WholeBodyController` and prints one JSON line::
+
+    {"robot": "talos", "steps": ..., "step_us_median": ..., "step_us_min": ..., "kernel_us_median": ...,
+     "qp_us_median": ..., "failures": ..., "com_z_change_mm": ..., "sum_normal_force_N": ..., "mg_N": ...}
+
+``step_us`` is the wall time of ``controller.step(q, v)`` (input checks, kernel, QP, command);
+``qp_us`` is the QP's assembly and solution. Compare it with the anchors run right after on the same
+machine (``make anchors`` then their two scripts): absolute times mean little on a shared machine.
+``--anchors`` runs them here, side by side, and adds their lines and the ratios; ``--rounds N``
+alternates wbc, TSID and placo N times and reports the median of the per-round ratios (robust to
+the machine's drifts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import wbc
+from wbc import robots, tasks
+
+ANCHORS = Path(__file__).resolve().parents[2] / "shared" / "anchors"
+
+
+def build(
+    solver: str, contact_model: str
+) -> tuple[wbc.WholeBodyController, robots.RobotSpec, tasks.CoMTask, tasks.PostureTask]:
+    """The anchors' standing controller on Talos."""
+    spec = robots.load("talos")
+    model = spec.model
+    contacts = [
+        wbc.SurfaceContact(f, spec.sole.length, spec.sole.width, mu=0.3, model=contact_model) for f in spec.feet
+    ]
+    com = tasks.CoMTask(weight=1.0, kp=20.0)
+    posture = tasks.PostureTask(model, weight=1e-3, kp=10.0)
+    ctrl = wbc.WholeBodyController(model, [com, posture], contacts, solver=solver)
+    ctrl.compile()
+    com.set_target(wbc.center_of_mass(model, spec.q0))
+    posture.set_target(spec.q0)
+    return ctrl, spec, com, posture
+
+
+def run(steps: int = 2000, solver: str = wbc.control.qp.DEFAULT_SOLVER, contact_model: str = "wrench") -> dict:
+    """Stand for ``steps`` ms, timing every step; returns the JSON record."""
+    ctrl, spec, _, _ = build(solver, contact_model)
+    model, dt = spec.model, 1e-3
+    q, v = spec.q0.copy(), np.zeros(model.nv)
+    com0 = wbc.center_of_mass(model, q)
+    t_step, t_kernel, t_qp = np.zeros(steps), np.zeros(steps), np.zeros(steps)
+    failures = 0
+    cmd = None
+    clock = time.perf_counter
+    for i in range(steps):
+        t0 = clock()
+        cmd = ctrl.step(q, v)
+        t_step[i] = clock() - t0
+        t_kernel[i] = cmd.timings["kernel"]
+        t_qp[i] = cmd.timings["qp"]
+        failures += cmd.status is not wbc.StepStatus.OPTIMAL
+        v_mean = v + 0.5 * dt * cmd.qdd
+        v = v + dt * cmd.qdd
+        q = wbc.integrate(model, q, v_mean, dt)
+    com = wbc.center_of_mass(model, q)
+    normal = sum(c.normal_force(cmd.forces[c.name]) for c in ctrl.contacts)
+    return {
+        "robot": "talos",
+        "steps": steps,
+        "solver": ctrl.solver.name,
+        "contact_model": contact_model,
+        "qp": {
+            "variables": int(cmd.u.size),
+            "equalities": int(sum(c.equality_dim for c in ctrl.contacts)),
+            "inequalities": int(sum(c.inequalities()[0].shape[0] for c in ctrl.contacts)),
+        },
+        "kernel_ops": ctrl.kernel.n_instructions,
+        "step_us_median": round(float(np.median(t_step)) * 1e6, 1),
+        "step_us_min": round(float(t_step.min()) * 1e6, 1),
+        "kernel_us_median": round(float(np.median(t_kernel)), 1),
+        "qp_us_median": round(float(np.median(t_qp)), 1),
+        "failures": int(failures),
+        "com_z_change_mm": round(float(com[2] - com0[2]) * 1e3, 3),
+        "sum_normal_force_N": round(float(normal), 2),
+        "mg_N": round(model.total_mass * 9.81, 2),
+    }
+
+
+def run_anchor(name: str, steps: int) -> dict | None:
+    """Run an anchor script in its side environment; None (with a message) if it is not set up."""
+    root = Path(os.environ.get("WBC_ANCHORS", Path.home() / ".cache" / "wbc-anchors"))
+    python = root / name / "bin" / "python"
+    script = ANCHORS / f"{name}_talos_stand.py"
+    if not python.exists() or not script.exists():
+        print(f"anchor {name} not set up (run `make anchors`)", file=sys.stderr)
+        return None
+    out = subprocess.run([str(python), str(script), str(steps)], capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        print(f"anchor {name} failed:\n{out.stderr[-2000:]}", file=sys.stderr)
+        return None
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", action="store_true", help="print JSON lines only")
+    parser.add_argument("--steps", type=int, default=2000, help="control steps (1 ms each)")
+    parser.add_argument(
+        "--solver", default=wbc.control.qp.DEFAULT_SOLVER, help="QP solver (daqp, proxqp, quadprog, osqp)"
+    )
+    parser.add_argument("--contact-model", default="wrench", choices=["wrench", "corners"])
+    parser.add_argument("--anchors", action="store_true", help="also run TSID and placo right after, and report ratios")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="with --anchors: alternate wbc, TSID and placo this many times; ratios are the "
+        "medians of the per-round ratios",
+    )
+    args = parser.parse_args(argv)
+    record = run(args.steps, args.solver, args.contact_model)
+    lines = [record]
+    if args.anchors:
+        ratios: dict[str, list[float]] = {"tsid": [], "placo": []}
+        ours = [record["step_us_median"]]
+        for k in range(max(1, args.rounds)):
+            if k:
+                ours.append(run(args.steps, args.solver, args.contact_model)["step_us_median"])
+            for name in ("tsid", "placo"):
+                anchor = run_anchor(name, args.steps)
+                if anchor is None:
+                    continue
+                if k == 0:
+                    lines.append(anchor)
+                ratios[name].append(ours[-1] / anchor["step_us_median"])
+        for name, values in ratios.items():
+            if values:
+                record[f"ratio_to_{name}"] = round(float(np.median(values)), 3)
+                record[f"ratios_to_{name}_per_round"] = [round(x, 3) for x in values]
+        record["step_us_median_per_round"] = ours
+    if args.json:
+        for line in lines:
+            print(json.dumps(line))
+        return 0
+    for line in lines:
+        who = line.get("anchor", f"wbc ({line.get('solver')}, {line.get('contact_model')})")
+        print(
+            f"{who:28s} step median {line['step_us_median']:8.1f} µs  min {line['step_us_min']:8.1f} µs  "
+            f"failures {line['failures']}  CoM z change {line['com_z_change_mm']:+.3f} mm  "
+            f"Σf_z {line['sum_normal_force_N']:.1f} N (m g {line['mg_N']:.1f} N)"
+        )
+    for name in ("tsid", "placo"):
+        if f"ratio_to_{name}" in record:
+            print(f"ratio wbc / {name}: {record[f'ratio_to_{name}']:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

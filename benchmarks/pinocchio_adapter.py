@@ -1,0 +1,220 @@
+"""Pinocchio as an oracle: the same robots, constraints and quantities on Pinocchio's side.
+
+Used by the tests (cross-validation) and the benchmarks (side-by-side timing); wbc itself never
+imports Pinocchio. Everything here builds Pinocchio's model from the very file (or text) wbc
+loaded, adds the catalog's extra frames from the catalog's own numbers, and converts between the
+two libraries' conventions (external forces per joint, ±max-double limits, upper-triangle-only
+matrices, LOCAL versus world-aligned constraint blocks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import pinocchio as pin
+
+import wbc
+from wbc.robots import RobotSpec
+
+__all__ = [
+    "REFERENCE",
+    "build_model",
+    "catalog_model",
+    "add_op_frame",
+    "frame_id",
+    "limit",
+    "symmetrized",
+    "external_forces",
+    "constraint_jacobian",
+    "minverse",
+    "delassus_call",
+    "minv_b_calls",
+]
+
+#: Pinocchio's reference frames by wbc's.
+REFERENCE = {
+    wbc.ReferenceFrame.LOCAL: pin.LOCAL,
+    wbc.ReferenceFrame.WORLD: pin.WORLD,
+    wbc.ReferenceFrame.LOCAL_WORLD_ALIGNED: pin.LOCAL_WORLD_ALIGNED,
+}
+
+
+def build_model(urdf, floating_base: bool, from_text: bool = False) -> pin.Model:
+    """Pinocchio's model of a URDF file (or text), with a free-flyer root when ``floating_base``."""
+    if from_text:
+        return pin.buildModelFromXML(urdf, pin.JointModelFreeFlyer()) if floating_base else pin.buildModelFromXML(urdf)
+    path = str(urdf)
+    return pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating_base else pin.buildModelFromUrdf(path)
+
+
+def add_op_frame(pm: pin.Model, name: str, parent: str, offset: Sequence[float]) -> int:
+    """Add an OP frame ``name`` at ``offset`` (m) in frame ``parent``; returns its id."""
+    pid = frame_id(pm, parent)
+    pf = pm.frames[pid]
+    placement = pf.placement * pin.SE3(np.eye(3), np.asarray(offset, float))
+    return pm.addFrame(pin.Frame(name, pf.parentJoint, pid, placement, pin.FrameType.OP_FRAME))
+
+
+def catalog_model(spec: RobotSpec) -> pin.Model:
+    """Pinocchio's model of a catalog robot: its URDF (a free flyer where the wbc model has one)
+    plus the catalog's extra OP frames, so every frame wbc knows exists on both sides."""
+    pm = build_model(spec.urdf, spec.model.floating_base)
+    for name, parent, offset in spec.extra_frames:
+        add_op_frame(pm, name, parent, offset)
+    return pm
+
+
+def frame_id(pm: pin.Model, name: str) -> int:
+    """The id of frame ``name``; KeyError when Pinocchio's model has none."""
+    if not pm.existFrame(name):
+        raise KeyError(f"Pinocchio model {pm.name!r} has no frame {name!r}")
+    return pm.getFrameId(name)
+
+
+def limit(x) -> np.ndarray:
+    """Pinocchio's limits with its ±max-double sentinels turned into ±inf."""
+    x = np.array(x, dtype=float)
+    x[x >= 1e308] = np.inf
+    x[x <= -1e308] = -np.inf
+    return x
+
+
+def symmetrized(M: np.ndarray) -> np.ndarray:
+    """A symmetric matrix from the upper triangle of ``M`` (Pinocchio's CRBA and M⁻¹ fill only that)."""
+    return np.triu(M) + np.triu(M, 1).T
+
+
+def external_forces(pm: pin.Model, fext: Mapping[str, np.ndarray]) -> pin.StdVec_Force:
+    """wbc's ``{frame: LOCAL wrench [f; n]}`` as Pinocchio's per-joint forces in the joint frames."""
+    out = [pin.Force.Zero() for _ in range(pm.njoints)]
+    for name, w in fext.items():
+        frame = pm.frames[frame_id(pm, name)]
+        out[frame.parentJoint] = out[frame.parentJoint] + frame.placement.act(pin.Force(np.asarray(w, dtype=float)))
+    forces = pin.StdVec_Force()
+    for f in out:
+        forces.append(f)
+    return forces
+
+
+def _offset(c) -> np.ndarray:
+    return np.asarray(getattr(c, "offset", (0.0, 0.0, 0.0)), float)
+
+
+def constraint_jacobian(pm: pin.Model, q: np.ndarray, constraints) -> np.ndarray:
+    """The stacked rows (m, nv) of wbc constraints, from their definitions: a point is rows 0-2 of
+    the Jacobian of ``frame.placement * SE3(I, offset)`` in its reference, a weld the frame's 6D
+    ``LOCAL_WORLD_ALIGNED`` Jacobian, a link constraint ``rows @ J(frame, reference)``."""
+    pd = pm.createData()
+    pin.computeJointJacobians(pm, pd, q)
+    blocks = []
+    for c in constraints:
+        frame = pm.frames[frame_id(pm, c.frame)]
+        if isinstance(c, wbc.PointConstraint):
+            point = frame.placement * pin.SE3(np.eye(3), _offset(c))
+            blocks.append(pin.getFrameJacobian(pm, pd, frame.parentJoint, point, REFERENCE[c.reference])[:3])
+        elif isinstance(c, wbc.WeldConstraint):
+            blocks.append(pin.getFrameJacobian(pm, pd, frame.parentJoint, frame.placement, pin.LOCAL_WORLD_ALIGNED))
+        else:
+            J = pin.getFrameJacobian(pm, pd, frame.parentJoint, frame.placement, REFERENCE[c.reference])
+            blocks.append(np.asarray(c.rows, dtype=float) @ J)
+    return np.vstack(blocks) if blocks else np.zeros((0, pm.nv))
+
+
+def minverse(pm: pin.Model, q: np.ndarray) -> np.ndarray:
+    """M⁻¹ (nv, nv) by ``computeMinverse``, symmetrized."""
+    return symmetrized(pin.computeMinverse(pm, pm.createData(), q))
+
+
+def _block_diag(blocks: Sequence[np.ndarray]) -> np.ndarray:
+    n = sum(b.shape[0] for b in blocks)
+    out = np.zeros((n, n))
+    k = 0
+    for b in blocks:
+        out[k : k + b.shape[0], k : k + b.shape[0]] = b
+        k += b.shape[0]
+    return out
+
+
+def delassus_call(
+    pm: pin.Model, constraints, q: np.ndarray
+) -> tuple[Callable[[], np.ndarray], Callable[[np.ndarray], np.ndarray]]:
+    """``(call, rotate)``: ``call()`` runs ``computeDelassusMatrix`` on 3D/6D rigid constraints in
+    LOCAL frames (points and welds only); ``rotate(D)`` turns its result into wbc's world-aligned
+    rows (``R D Rᵀ`` block-wise)."""
+    cmodels = []
+    for c in constraints:
+        frame = pm.frames[frame_id(pm, c.frame)]
+        placement = frame.placement * pin.SE3(np.eye(3), _offset(c))
+        kind = pin.ContactType.CONTACT_6D if isinstance(c, wbc.WeldConstraint) else pin.ContactType.CONTACT_3D
+        cmodels.append(pin.RigidConstraintModel(kind, pm, frame.parentJoint, placement, pin.LOCAL))
+    models = pin.StdVec_RigidConstraintModel(cmodels)
+    datas = pin.StdVec_RigidConstraintData([cm.createData() for cm in cmodels])
+    pd = pm.createData()
+    pin.initConstraintDynamics(pm, pd, models, datas)
+
+    def call() -> np.ndarray:
+        return pin.computeDelassusMatrix(pm, pd, q, models, datas, 0.0)
+
+    def rotate(D: np.ndarray) -> np.ndarray:
+        check = pm.createData()
+        pin.forwardKinematics(pm, check, q)
+        blocks = []
+        for cm, c in zip(cmodels, constraints):
+            R = (check.oMi[cm.joint1_id] * cm.joint1_placement).rotation
+            blocks.append(np.kron(np.eye(2), R) if isinstance(c, wbc.WeldConstraint) else R)
+        Rb = _block_diag(blocks)
+        return Rb @ D @ Rb.T
+
+    return call, rotate
+
+
+def minv_b_calls(
+    pm: pin.Model, model: wbc.Model, constraints, q: np.ndarray, frame_prefix: str | None = "bench_point"
+) -> dict[str, Callable[[], np.ndarray]]:
+    """Pinocchio's ``M⁻¹ B`` with ``B = [Sᵀ, Jᵀ]`` (``J`` the world-aligned linear rows of each point
+    constraint, the ``LOCAL_WORLD_ALIGNED`` Jacobian of each weld), two ways:
+
+    ``minv@B``: ``computeMinverse``, symmetrized, times ``B`` precomputed (skipped when ``B = I``);
+    ``minv+jac@B``: the same with the contact Jacobians computed in the call. Adds one OP frame per
+    constraint to ``pm`` (named ``{frame_prefix}_{k}``).
+    """
+    frame_ids = [add_op_frame(pm, f"{frame_prefix}_{k}", c.frame, _offset(c)) for k, c in enumerate(constraints)]
+    pd = pm.createData()
+    S = model.actuation_matrix()
+    n_act = S.shape[1]
+    dims = [c.dim for c in constraints]
+    B = np.zeros((model.nv, n_act + sum(dims)))
+    B[:, :n_act] = S
+    il = np.tril_indices(model.nv, -1)
+
+    def jacobian_columns(out: np.ndarray) -> None:
+        pin.computeJointJacobians(pm, pd, q)
+        col = n_act
+        for fid, d in zip(frame_ids, dims):
+            J = pin.getFrameJacobian(pm, pd, fid, pin.LOCAL_WORLD_ALIGNED)
+            out[:, col : col + d] = J[:d].T
+            col += d
+
+    jacobian_columns(B)
+    identity = B.shape[0] == B.shape[1] and np.array_equal(B, np.eye(B.shape[0]))
+    work = B.copy()
+
+    def minv() -> np.ndarray:
+        M = pin.computeMinverse(pm, pd, q)
+        M[il] = M.T[il]
+        return M
+
+    def minv_b() -> np.ndarray:
+        M = minv()
+        return M if identity else M @ B
+
+    def minv_jac_b() -> np.ndarray:
+        M = minv()
+        jacobian_columns(work)
+        return M @ work
+
+    calls = {"minv@B": minv_b}
+    if constraints:
+        calls["minv+jac@B"] = minv_jac_b
+    return calls

@@ -1,0 +1,176 @@
+"""Rigid-body dynamics in Featherstone's form, in joint-local frames: RNEA, CRBA, ABA.
+
+All functions take CasADi column vectors (``DM`` numbers or ``SX`` symbols) and return CasADi
+expressions; :mod:`wbc.api` wraps them for numpy users and :mod:`wbc.codegen` compiles them.
+
+External forces ``fext`` map a joint index to the spatial force (6, 1) acting on that joint's
+body, expressed in the joint frame (as Pinocchio's ``fext``). Generalized forces follow
+``M(q) q̈ + h(q, v) = τ + Σ Jᵢᵀ fextᵢ``.
+
+Glossary (Featherstone / spatial_v2):
+  ``liMi``  joint placement in its parent (``Xup``)     ``S``   motion subspace (6, nv_i)
+  ``vJ``    joint velocity ``S q̇ᵢ``                    ``c``   velocity-product acceleration ``v × vJ``
+  ``IA``    articulated-body inertia                    ``pA``  articulated-body bias force
+  ``U``     ``IA S``                                    ``D``   ``Sᵀ IA S`` (nv_i, nv_i)
+  ``u``     ``τᵢ − Sᵀ pA``                              ``Ic``  composite-rigid-body inertia
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import casadi as ca
+import numpy as np
+
+from ..model.model import Model
+from ..spatial.algebra import act_force, act_inertia, act_inv_motion, cross_force, cross_motion, symmetric
+from .kinematics import TreeKinematics
+from .linalg import spd_inverse
+
+__all__ = ["rnea", "nonlinear_effects", "crba", "aba", "ArticulatedBodies", "gravity_acceleration"]
+
+ForceMap = Mapping[int, object] | None
+
+
+def gravity_acceleration(model: Model) -> np.ndarray:
+    """The spatial acceleration (6, 1) of the world that stands in for gravity: ``[-g; 0]``."""
+    return np.concatenate([-np.asarray(model.gravity), np.zeros(3)]).reshape(6, 1)
+
+
+def _vj(kin: TreeKinematics, i: int, x):
+    j = kin.model.joints[i]
+    return ca.mtimes(kin.S[i], x[j.idx_v : j.idx_v + j.nv])
+
+
+def rnea(model: Model, q, v, a, fext: ForceMap = None, kin: TreeKinematics | None = None):
+    """Inverse dynamics ``τ = M q̈ + h − Σ Jᵀ fext`` (nv, 1), N m / N."""
+    kin = kin or TreeKinematics(model, q, v)
+    a = a if a.shape[1] == 1 else a.T
+    acc = [gravity_acceleration(model)]
+    f = [None] * model.njoints
+    for i, j in enumerate(model.joints[1:], start=1):
+        I = model.inertias[i]
+        vi = kin.velocities[i]
+        ai = act_inv_motion(kin.liMi[i], acc[j.parent]) + _vj(kin, i, a) + cross_motion(vi, _vj(kin, i, kin.v))
+        acc.append(ai)
+        f[i] = ca.mtimes(I, ai) + cross_force(vi, ca.mtimes(I, vi))
+        if fext and i in fext:
+            f[i] = f[i] - fext[i]
+    tau = [None] * model.njoints
+    for i in range(model.njoints - 1, 0, -1):
+        tau[i] = ca.mtimes(kin.S[i].T, f[i])
+        p = model.joints[i].parent
+        if p > 0:
+            f[p] = f[p] + act_force(kin.liMi[i], f[i])
+    return ca.vertcat(*tau[1:]) if model.njoints > 1 else ca.DM.zeros(0, 1)
+
+
+def nonlinear_effects(model: Model, q, v, kin: TreeKinematics | None = None):
+    """``h(q, v)`` (nv, 1): Coriolis, centrifugal and gravity generalized forces."""
+    return rnea(model, q, v, ca.DM.zeros(model.nv, 1), kin=kin)
+
+
+def crba(model: Model, q, kin: TreeKinematics | None = None):
+    """The joint-space inertia matrix ``M(q)`` (nv, nv), symmetric (composite-rigid-body algorithm)."""
+    kin = kin or TreeKinematics(model, q)
+    Ic = [ca.DM(I) for I in model.inertias]
+    for i in range(model.njoints - 1, 0, -1):
+        p = model.joints[i].parent
+        if p > 0:
+            Ic[p] = Ic[p] + act_inertia(kin.liMi[i], Ic[i])
+    M = ca.SX.zeros(model.nv, model.nv) if _symbolic(q) else ca.DM.zeros(model.nv, model.nv)
+    for i in range(1, model.njoints):
+        ji = model.joints[i]
+        F = ca.mtimes(Ic[i], kin.S[i])
+        sl_i = slice(ji.idx_v, ji.idx_v + ji.nv)
+        M[sl_i, sl_i] = ca.mtimes(kin.S[i].T, F)
+        k = i
+        while model.joints[k].parent > 0:
+            F = act_force(kin.liMi[k], F)
+            k = model.joints[k].parent
+            jk = model.joints[k]
+            M[jk.idx_v : jk.idx_v + jk.nv, sl_i] = ca.mtimes(kin.S[k].T, F)
+    return symmetric(M)
+
+
+def _symbolic(x) -> bool:
+    return isinstance(x, (ca.SX, ca.MX))
+
+
+@dataclass
+class ArticulatedBodies:
+    """The articulated-body quantities of one configuration, shared by the ABA, the IIM and the
+    Delassus algorithms: they depend on ``q`` only.
+
+    Attributes:
+        kin: the kinematics they were computed from.
+        IA: articulated-body inertia of each body in its joint frame (6, 6).
+        U: ``IA S`` (6, nv_i).
+        Dinv: ``D⁻¹ = (Sᵀ IA S)⁻¹`` (nv_i, nv_i).
+        Ia: ``IA − U D⁻¹ Uᵀ``, what a body passes to its parent before transforming (6, 6).
+    """
+
+    kin: TreeKinematics
+    IA: list
+    U: list
+    Dinv: list
+    Ia: list
+
+    @classmethod
+    def compute(cls, model: Model, kin: TreeKinematics) -> ArticulatedBodies:
+        n = model.njoints
+        IA = [ca.DM(I) for I in model.inertias]
+        U, Dinv, Ia = [None] * n, [None] * n, [None] * n
+        for i in range(n - 1, 0, -1):
+            S = kin.S[i]
+            U[i] = ca.mtimes(IA[i], S)
+            Dinv[i] = spd_inverse(ca.mtimes(S.T, U[i]))
+            p = model.joints[i].parent
+            UDinv = ca.mtimes(U[i], Dinv[i])
+            Ia[i] = symmetric(IA[i] - ca.mtimes(UDinv, U[i].T))
+            if p > 0:
+                IA[p] = IA[p] + act_inertia(kin.liMi[i], Ia[i])
+        return cls(kin, IA, U, Dinv, Ia)
+
+
+def aba(
+    model: Model,
+    q,
+    v,
+    tau,
+    fext: ForceMap = None,
+    kin: TreeKinematics | None = None,
+    bodies: ArticulatedBodies | None = None,
+):
+    """Forward dynamics ``q̈`` (nv, 1) by the articulated-body algorithm.
+
+    ``tau`` (nv,) are the generalized forces of every degree of freedom (zeros on a free-flyer).
+    """
+    kin = kin or TreeKinematics(model, q, v)
+    bodies = bodies or ArticulatedBodies.compute(model, kin)
+    tau = tau if tau.shape[1] == 1 else tau.T
+    n = model.njoints
+    c = [None] * n
+    pA = [None] * n
+    for i in range(1, n):
+        vi = kin.velocities[i]
+        c[i] = cross_motion(vi, _vj(kin, i, kin.v))
+        pA[i] = cross_force(vi, ca.mtimes(model.inertias[i], vi))
+        if fext and i in fext:
+            pA[i] = pA[i] - fext[i]
+    u = [None] * n
+    for i in range(n - 1, 0, -1):
+        j = model.joints[i]
+        u[i] = tau[j.idx_v : j.idx_v + j.nv] - ca.mtimes(kin.S[i].T, pA[i])
+        if j.parent > 0:
+            pa = pA[i] + ca.mtimes(bodies.Ia[i], c[i]) + ca.mtimes(bodies.U[i], ca.mtimes(bodies.Dinv[i], u[i]))
+            pA[j.parent] = pA[j.parent] + act_force(kin.liMi[i], pa)
+    acc = [gravity_acceleration(model)] + [None] * (n - 1)
+    qdd = [None] * n
+    for i in range(1, n):
+        j = model.joints[i]
+        ai = act_inv_motion(kin.liMi[i], acc[j.parent]) + c[i]
+        qdd[i] = ca.mtimes(bodies.Dinv[i], u[i] - ca.mtimes(bodies.U[i].T, ai))
+        acc[i] = ai + ca.mtimes(kin.S[i], qdd[i])
+    return ca.vertcat(*qdd[1:]) if n > 1 else ca.DM.zeros(0, 1)

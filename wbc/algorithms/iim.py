@@ -1,0 +1,280 @@
+"""The inertia-weighted input matrix ``B̂ = M⁻¹ B`` and the free acceleration ``a₀ = −M⁻¹ h``.
+
+The input matrix is ``B = [Sᵀ, Kᵀ]`` (nv, n_actuated + m): the actuated degrees of freedom in
+model order, then the rows of the link constraints in the order given (their forces ``λ`` act on
+the constrained bodies as ``Kᵀ λ``). Then ``q̈ = a₀ + B̂ u`` for inputs ``u = (τ, λ)``.
+
+Three methods, all traceable with ``SX``:
+
+* ``"iim"`` — the Implicit Inversion Method (Krög, Gattringer, Müller), in Featherstone's terms:
+  the articulated-body inertias of one ABA (:class:`~wbc.dynamics.ArticulatedBodies`) are
+  computed once, then one backward pass carries every input's bias force up the tree
+  (matrix-valued ``pA``, one column per input, ``pA_λ += X*(pA + U D⁻¹ u)``) and one forward pass
+  turns them into accelerations (``q̈ᵢ = D⁻¹(uᵢ − Uᵀ aᵢ)``). The paper's ``T*ᵢₚ`` is the
+  articulated force propagator ``X*(I − U D⁻¹ Sᵀ)``, its ``M*ᵢ`` the articulated-body inertia
+  ``IA`` and ``M_Rᵢ = D``. No mass matrix, no inverse, no repeated forward dynamics.
+* ``"eufm"`` — the extended unit force method: ``m + 1`` complete forward-dynamics runs, column
+  ``k`` being ``ABA(u = e_k) − ABA(u = 0)``.
+* ``"dense"`` — CRBA, LDLᵀ factorisation, solves.
+
+Glossary: ``P`` input bias forces (6, n_inputs) per body, ``u`` their joint-space projection,
+``A`` input-induced accelerations (6, n_inputs), ``Q`` rows of ``B̂`` for one joint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import casadi as ca
+import numpy as np
+
+from ..errors import InputError
+from ..model import checks
+from ..model.model import Model
+from ..spatial.algebra import SE3, act_force, act_motion, compose, skew
+from .constraints import Constraint, ResolvedConstraint, evaluate_eagerly
+from .dynamics import ArticulatedBodies, aba, crba
+from .kinematics import TreeKinematics
+from .linalg import ldlt, ldlt_solve
+
+__all__ = [
+    "METHODS",
+    "n_inputs",
+    "iim",
+    "eufm",
+    "dense",
+    "input_matrix",
+    "inertia_weighted_input_matrix",
+    "free_acceleration",
+]
+
+METHODS = ("iim", "eufm", "dense")
+
+
+def _zeros(like, rows: int, cols: int):
+    return ca.SX(rows, cols) if isinstance(like, ca.SX) else ca.DM(rows, cols)
+
+
+def _input_columns(
+    model: Model, constraints: Sequence[ResolvedConstraint]
+) -> tuple[dict[int, list[tuple[int, int]]], list[int]]:
+    """Columns of B: for each actuated joint its (dof, column) pairs; the first column of each constraint."""
+    actuated: dict[int, list[tuple[int, int]]] = {}
+    col = 0
+    for i in model.actuated:
+        j = model.joints[i]
+        actuated[i] = [(k, col + k) for k in range(j.nv)]
+        col += j.nv
+    starts = []
+    for c in constraints:
+        starts.append(col)
+        col += c.dim
+    return actuated, starts
+
+
+def n_inputs(model: Model, constraints: Sequence[ResolvedConstraint]) -> int:
+    return model.n_actuated + sum(c.dim for c in constraints)
+
+
+def _root_frame_placements(model: Model, kin: TreeKinematics) -> tuple[int, list]:
+    """The frame the IIM works in and every joint frame's placement in it.
+
+    A floating base's own frame (the free-flyer's motion subspace is the identity there and the
+    placements do not depend on the base pose), else the world frame.
+    """
+    r = 1 if model.floating_base else 0
+    rMi: list = [None] * model.njoints
+    rMi[0] = kin.liMi[0]
+    for i, j in enumerate(model.joints[1:], start=1):
+        if i == r:
+            rMi[i] = SE3(np.eye(3), np.zeros((3, 1)))
+        elif j.parent == r or j.parent == 0:
+            rMi[i] = kin.liMi[i]
+        else:
+            rMi[i] = compose(rMi[j.parent], kin.liMi[i])
+    return r, rMi
+
+
+def _aligned_wrench_basis(kin: TreeKinematics, rMi: list, r: int, joint: int):
+    """Forces (6, 6), in the common frame, of unit world-axis forces and torques at ``joint``'s origin."""
+    Rt = kin.oMi[r].R.T if r > 0 else ca.DM.eye(3)  # world axes -> common-frame axes
+    lever = skew(rMi[joint].p)
+    return ca.vertcat(ca.horzcat(Rt, ca.DM.zeros(3, 3)), ca.horzcat(ca.mtimes(lever, Rt), Rt))
+
+
+def _input_groups(constraints: Sequence[ResolvedConstraint], first: int):
+    """Internal input columns for the constraints: one 6D wrench basis per body carrying more than
+    six rows (then recombined), else the rows themselves.
+
+    Returns ``(groups, n_internal)``, each group ``(joint, internal_start, basis, members)`` with
+    ``basis`` True for a wrench basis (6 columns) and members ``[constraint index]``.
+    """
+    rows_on: dict[int, int] = {}
+    for c in constraints:
+        rows_on[c.joint] = rows_on.get(c.joint, 0) + c.dim
+    groups, col = [], first
+    wrench_group: dict[int, int] = {}
+    for k, c in enumerate(constraints):
+        if rows_on[c.joint] > 6:
+            if c.joint not in wrench_group:
+                wrench_group[c.joint] = len(groups)
+                groups.append((c.joint, col, True, []))
+                col += 6
+            groups[wrench_group[c.joint]][3].append(k)
+        else:
+            groups.append((c.joint, col, False, [k]))
+            col += c.dim
+    return groups, col
+
+
+def iim(
+    model: Model,
+    kin: TreeKinematics,
+    constraints: Sequence[ResolvedConstraint],
+    bodies: ArticulatedBodies | None = None,
+):
+    """``B̂`` (nv, n_actuated + m) by the Implicit Inversion Method (see the module docstring).
+
+    The two passes run in one common frame (the floating base's, else the world's), so a body's
+    input forces and accelerations move to its parent with additions only; ``U`` and ``S`` are
+    moved to that frame once per body. The block ``M⁻¹`` of the actuated joints is symmetric, so
+    only its upper triangle is propagated; a body with more than six constraint rows receives a
+    6D wrench basis whose responses are then combined into its rows.
+    """
+    bodies = bodies or ArticulatedBodies.compute(model, kin)
+    n, n_act = model.njoints, model.n_actuated
+    r, rMi = _root_frame_placements(model, kin)
+    actuated, _ = _input_columns(model, [])
+    groups, ncol = _input_groups(constraints, n_act)
+    # A constraint's rows act on its body as the forces Kᵀ = diag(R, R)ᵀ Gᵀ: world-axis wrenches at
+    # the body's joint origin (the columns of W, in the common frame) combined by the sparse Gᵀ.
+    P = [_zeros(kin.q, 6, ncol) for _ in range(n)]
+    W = {j: _aligned_wrench_basis(kin, rMi, r, j) for j in {c.joint for c in constraints}}
+    G = [c.aligned_rows(kin) for c in constraints]
+    for joint, start, basis, members in groups:
+        if basis:
+            P[joint][:, start : start + 6] = -W[joint]
+        else:
+            k = members[0]
+            P[joint][:, start : start + constraints[k].dim] = -ca.mtimes(W[joint], G[k].T)
+    S = [None] + [act_motion(rMi[i], kin.S[i]) for i in range(1, n)]
+    U = [None] + [act_force(rMi[i], bodies.U[i]) for i in range(1, n)]
+    # Columns each body must carry: below an actuated joint whose subtree is all actuated, only the
+    # torque columns of later joints (the rest follow from the symmetry of M⁻¹) and the forces.
+    all_actuated = [False] * n
+    for i in range(n - 1, 0, -1):
+        all_actuated[i] = i in actuated and all(all_actuated[c] for c in model.children(i))
+    first_col = {i: pairs[0][1] for i, pairs in actuated.items()}
+    cols = [list(range(ncol))] + [
+        list(range(first_col[i], ncol)) if all_actuated[i] else list(range(ncol)) for i in range(1, n)
+    ]
+    u = [None] * n
+    for i in range(n - 1, 0, -1):
+        j = model.joints[i]
+        E = _zeros(kin.q, j.nv, ncol)
+        for dof, col in actuated.get(i, ()):
+            E[dof, col] = 1
+        u[i] = E - ca.mtimes(S[i].T, P[i])
+        if j.parent > 0:
+            P[j.parent] = P[j.parent] + P[i] + ca.mtimes(U[i], ca.mtimes(bodies.Dinv[i], u[i]))
+    A: list = [None] * n
+    out = _zeros(kin.q, model.nv, ncol)
+    for i in range(1, n):
+        j = model.joints[i]
+        c = cols[i]
+        ui = u[i][:, c]
+        if j.parent > 0:
+            Ap = A[j.parent][:, [cols[j.parent].index(k) for k in c]]
+            Q = ca.mtimes(bodies.Dinv[i], ui - ca.mtimes(U[i].T, Ap))
+            A[i] = Ap + ca.mtimes(S[i], Q)
+        else:
+            Q = ca.mtimes(bodies.Dinv[i], ui)
+            A[i] = ca.mtimes(S[i], Q)
+        out[j.idx_v : j.idx_v + j.nv, c] = Q
+    # Lower triangle of the actuated block, from its upper triangle.
+    for i in actuated:
+        if not all_actuated[i]:
+            continue
+        ji = model.joints[i]
+        for k in actuated:
+            if k < i:
+                jk = model.joints[k]
+                rows_k = list(range(jk.idx_v, jk.idx_v + jk.nv))
+                cols_i = list(range(first_col[i], first_col[i] + ji.nv))
+                cols_k = list(range(first_col[k], first_col[k] + jk.nv))
+                out[ji.idx_v : ji.idx_v + ji.nv, cols_k] = out[rows_k, cols_i].T
+    # Output columns: torques, then every constraint's rows (wrench groups recombined).
+    blocks = [out[:, 0:n_act]] if n_act else []
+    by_constraint: dict[int, object] = {}
+    for _, start, basis, members in groups:
+        if basis:
+            for k in members:
+                by_constraint[k] = ca.mtimes(out[:, start : start + 6], G[k].T)
+        else:
+            k = members[0]
+            by_constraint[k] = out[:, start : start + constraints[k].dim]
+    blocks += [by_constraint[k] for k in range(len(constraints))]
+    return ca.horzcat(*blocks) if blocks else _zeros(kin.q, model.nv, 0)
+
+
+def eufm(model: Model, q, v, constraints: Sequence[ResolvedConstraint]):
+    """``B̂`` by the extended unit force method: ``m + 1`` independent forward-dynamics runs."""
+    actuated, _starts = _input_columns(model, constraints)
+    zero_tau = _zeros(q, model.nv, 1)
+
+    def run(tau=None, fext=None):
+        return aba(model, q, v, zero_tau if tau is None else tau, fext)  # a fresh, complete ABA
+
+    a0 = run()
+    Ks = [c.local_matrix(TreeKinematics(model, q, v)) for c in constraints]  # the inputs, not part of the runs
+    cols = []
+    for i, pairs in actuated.items():
+        j = model.joints[i]
+        for dof, _ in pairs:
+            tau = _zeros(q, model.nv, 1)
+            tau[j.idx_v + dof] = 1
+            cols.append(run(tau=tau) - a0)
+    for c, K in zip(constraints, Ks):
+        for r in range(c.dim):
+            # the unit force of row r, as the spatial force Kᵀ e_r on the constrained body
+            cols.append(run(fext={c.joint: K[r, :].T}) - a0)
+    return ca.horzcat(*cols) if cols else _zeros(q, model.nv, 0)
+
+
+def dense(model: Model, kin: TreeKinematics, constraints: Sequence[ResolvedConstraint]):
+    """``B̂`` by CRBA, LDLᵀ and solves with ``B = [Sᵀ, Jᵀ]``."""
+    M = crba(model, kin.q, kin=kin)
+    B = [ca.DM(model.actuation_matrix())] + [c.jacobian(kin).T for c in constraints]
+    return ldlt_solve(ldlt(M), ca.horzcat(*B))
+
+
+def input_matrix(model: Model, kin: TreeKinematics, constraints: Sequence[ResolvedConstraint], method: str = "iim"):
+    """``B̂`` by ``method`` (one of :data:`METHODS`), as a CasADi expression."""
+    if method == "iim":
+        return iim(model, kin, constraints)
+    if method == "eufm":
+        v = kin.v if kin.v is not None else _zeros(kin.q, model.nv, 1)
+        return eufm(model, kin.q, v, constraints)
+    if method == "dense":
+        return dense(model, kin, constraints)
+    raise InputError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+
+
+def inertia_weighted_input_matrix(
+    model: Model, q, constraints: Sequence[Constraint] = (), method: str = "iim"
+) -> np.ndarray:
+    """``B̂ = M⁻¹ [Sᵀ, Kᵀ]`` (nv, n_actuated + m) at configuration ``q`` (numpy in, numpy out).
+
+    Args:
+        constraints: :class:`~wbc.constraints.PointConstraint`, :class:`~wbc.constraints.WeldConstraint`
+            or :class:`~wbc.constraints.LinkConstraint` objects; their rows follow the actuated columns.
+        method: ``"iim"`` (default), ``"eufm"`` or ``"dense"``.
+    """
+    return evaluate_eagerly(model, q, constraints, method, METHODS, input_matrix)
+
+
+def free_acceleration(model: Model, q, v) -> np.ndarray:
+    """``a₀ = −M⁻¹ h(q, v)`` (nv,): the acceleration with zero inputs (the drift of ``q̈ = a₀ + B̂ u``)."""
+    q = checks.configuration(model, q)
+    v = checks.velocity(model, v)
+    return np.array(ca.DM(aba(model, ca.DM(q), ca.DM(v), ca.DM.zeros(model.nv, 1))), dtype=float).reshape(-1)

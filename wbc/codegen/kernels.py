@@ -1,0 +1,150 @@
+"""Ready-made traced functions for the classical algorithms, to compile with :mod:`wbc.codegen`.
+
+Each ``*_function(model)`` traces one algorithm for one model into a ``casadi.Function`` whose
+inputs are plain vectors (``q`` (nq,), ``v`` (nv,), ...). Compile it with
+:func:`wbc.codegen.compile_function`, or use :func:`compile_kernel` for both steps::
+
+    aba = wbc.kernels.compile_kernel(wbc.kernels.aba_function(model))
+    qdd, = aba(q, v, tau)          # numpy in, numpy out (the kernel's buffers: copy to keep)
+
+The state is not validated here (kernels are the fast path); validate with :mod:`wbc.checks`
+where inputs come from users.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import casadi as ca
+
+from ..algorithms import dynamics as dyn
+from ..algorithms.constraints import Constraint, resolve
+from ..algorithms.delassus import delassus_matrix
+from ..algorithms.iim import input_matrix
+from ..algorithms.kinematics import ReferenceFrame, TreeKinematics
+from ..errors import InputError
+from ..model.model import Model
+from .kernel import Kernel, compile_function
+from .trace import trace
+
+__all__ = [
+    "aba_function",
+    "rnea_function",
+    "crba_function",
+    "nonlinear_effects_function",
+    "frame_jacobians_function",
+    "delassus_function",
+    "input_matrix_function",
+    "free_acceleration_and_input_matrix_function",
+    "compile_kernel",
+]
+
+
+def _name(model: Model, what: str) -> str:
+    return f"{what}_{model.name}_{model.nq}_{model.nv}"
+
+
+def aba_function(model: Model) -> ca.Function:
+    """``(q, v, tau) -> qdd``: forward dynamics, ``tau`` (nv,) generalized forces."""
+    return trace(
+        _name(model, "aba"),
+        [("q", model.nq), ("v", model.nv), ("tau", model.nv)],
+        lambda q, v, tau: [dyn.aba(model, q, v, tau)],
+        ["qdd"],
+    )
+
+
+def rnea_function(model: Model) -> ca.Function:
+    """``(q, v, a) -> tau``: inverse dynamics."""
+    return trace(
+        _name(model, "rnea"),
+        [("q", model.nq), ("v", model.nv), ("a", model.nv)],
+        lambda q, v, a: [dyn.rnea(model, q, v, a)],
+        ["tau"],
+    )
+
+
+def crba_function(model: Model) -> ca.Function:
+    """``q -> M``: joint-space inertia matrix (nv, nv)."""
+    return trace(_name(model, "crba"), [("q", model.nq)], lambda q: [dyn.crba(model, q)], ["M"])
+
+
+def nonlinear_effects_function(model: Model) -> ca.Function:
+    """``(q, v) -> h``: nonlinear effects."""
+    return trace(
+        _name(model, "nle"),
+        [("q", model.nq), ("v", model.nv)],
+        lambda q, v: [dyn.nonlinear_effects(model, q, v)],
+        ["h"],
+    )
+
+
+def frame_jacobians_function(model: Model, frames: Sequence[str], reference: ReferenceFrame) -> ca.Function:
+    """``q -> (J_1, ..., J_k)``: the Jacobians (6, nv) of ``frames`` in ``reference``."""
+    if not isinstance(reference, ReferenceFrame):
+        raise InputError(f"reference must be a wbc.ReferenceFrame, got {reference!r}")
+    ids = [model.frame_id(f) for f in frames]
+
+    def build(q):
+        kin = TreeKinematics(model, q)
+        return [kin.frame_jacobian(i, reference) for i in ids]
+
+    return trace(
+        _name(model, f"jac{len(ids)}_{reference.value}"), [("q", model.nq)], build, [f"J_{k}" for k in range(len(ids))]
+    )
+
+
+def _tag(method: str) -> str:
+    return method.replace("-", "")
+
+
+def _constraint_function(
+    model: Model, constraints: Sequence[Constraint], method: str, what: str, compute, output: str, cse: bool
+) -> ca.Function:
+    resolved = resolve(model, constraints)
+    m = sum(c.dim for c in resolved)
+    return trace(
+        _name(model, f"{what}_{_tag(method)}_{len(resolved)}c{m}"),
+        [("q", model.nq)],
+        lambda q: [compute(model, TreeKinematics(model, q), resolved, method)],
+        [output],
+        cse=cse,
+    )
+
+
+def delassus_function(
+    model: Model, constraints: Sequence[Constraint], method: str = "pv-osimr", cse: bool = True
+) -> ca.Function:
+    """``q -> Λ⁻¹``: the Delassus matrix (m, m) of ``constraints`` by ``method``."""
+    return _constraint_function(model, constraints, method, "delassus", delassus_matrix, "delassus", cse)
+
+
+def input_matrix_function(
+    model: Model, constraints: Sequence[Constraint] = (), method: str = "iim", cse: bool = True
+) -> ca.Function:
+    """``q -> B̂``: the inertia-weighted input matrix (nv, n_actuated + m) by ``method``."""
+    return _constraint_function(model, constraints, method, "bhat", input_matrix, "Bhat", cse)
+
+
+def free_acceleration_and_input_matrix_function(model: Model, constraints: Sequence[Constraint] = ()) -> ca.Function:
+    """``(q, v) -> (a0, B̂)``: one IIM pass sharing its articulated-body inertias with the ABA
+    that yields the free acceleration ``a₀ = −M⁻¹ h``."""
+    from ..algorithms.iim import iim
+
+    resolved = resolve(model, constraints)
+
+    def build(q, v):
+        kin = TreeKinematics(model, q, v)
+        bodies = dyn.ArticulatedBodies.compute(model, kin)
+        a0 = dyn.aba(model, q, v, ca.SX.zeros(model.nv, 1), kin=kin, bodies=bodies)
+        return [a0, iim(model, kin, resolved, bodies)]
+
+    m = sum(c.dim for c in resolved)
+    return trace(
+        _name(model, f"a0_bhat_{len(resolved)}c{m}"), [("q", model.nq), ("v", model.nv)], build, ["a0", "Bhat"]
+    )
+
+
+def compile_kernel(function: ca.Function, **options) -> Kernel:
+    """Compile ``function`` (cached) and wrap it for buffer calls; see :func:`wbc.codegen.compile_function`."""
+    return compile_function(function, **options)

@@ -1,0 +1,23 @@
+"""The robot model: the immutable kinematic tree, its joints, the URDF loader and configuration
+operations (neutral, random, integrate, difference, normalize)."""
+
+from __future__ import annotations
+
+from .configuration import difference, integrate, neutral, normalize, random_configuration
+from .model import Frame, FrameKind, Joint, JointType, Mimic, Model
+from .urdf import load_urdf
+
+__all__ = [
+    "Model",
+    "Joint",
+    "Frame",
+    "JointType",
+    "FrameKind",
+    "Mimic",
+    "load_urdf",
+    "neutral",
+    "random_configuration",
+    "integrate",
+    "difference",
+    "normalize",
+]

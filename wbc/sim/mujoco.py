@@ -1,0 +1,739 @@
+"""Simulation bridge: a MuJoCo model built from a :class:`wbc.Model`, and exact state conversion.
+
+MuJoCo is optional (the ``sim`` extra, ``pip install 'wbc[sim]'``); ``import wbc`` never imports it,
+this module does.
+
+**What is built.** :class:`MujocoSim` generates the MuJoCo model from the wbc model itself through
+``mujoco.MjSpec`` (no meshes): one MuJoCo body per wbc joint, in wbc's depth-first order, carrying
+that joint's merged inertia (mass, centre of mass, principal axes computed here in float64 from the
+6x6 spatial inertia); a free joint for a free-flyer root, hinges for revolute joints (continuous ones
+unlimited), slides for prismatic joints; position limits as joint ranges where finite (optional);
+no damping, armature, friction loss or springs, so the smooth dynamics are exactly wbc's; a torque
+motor (gear 1) on every actuated joint, in ``model.actuated`` order, unlimited or clamped to the
+effort limits (optional); gravity ``model.gravity``; a floor plane at z = 0 (floating-base models by
+default); and thin collision boxes under the given soles. Only the sole boxes collide, and only
+with the floor: every other body has no geometry at all.
+
+**Coordinates.** MuJoCo and wbc agree on everything but these, which the converters handle:
+
+==========================  =====================================  ====================================
+quantity                    wbc (Pinocchio)                        MuJoCo
+==========================  =====================================  ====================================
+free-flyer quaternion       ``[qx qy qz qw]``                      ``[qw qx qy qz]``
+free-flyer linear velocity  base-origin velocity, **base** axes    base-origin velocity, **world** axes
+free-flyer angular vel.     base axes                              base axes
+continuous joint            ``q = (cos θ, sin θ)``, one velocity   ``qpos = θ``
+==========================  =====================================  ====================================
+
+With ``R`` the base rotation, ``v_mj = T v`` with ``T = diag(R, I₃, I)``. Generalized forces map
+with ``Tᵀ`` (power is invariant), so ``M = Tᵀ M_mj T`` and, since ``Ṫ v = [R (ω × v_lin); 0]``
+(``d/dt (R v_lin) = R (v̇_lin + ω × v_lin)``), ``h = Tᵀ (h_mj + M_mj Ṫ v)`` and
+``q̈_mj = T v̇ + Ṫ v``. Actuator torques map one to one.
+
+**Contacts.** Defaults (:class:`ContactParameters`) are chosen for a standing humanoid at 1 ms:
+elliptic friction cones with ``impratio = 10`` (little creeping slip), ``condim = 3`` (each box
+touches the floor at up to four corners, so the foot resists torsion through the corner forces),
+friction 1, ``solref = (0.005, 1)`` (5 ms critically damped contact, ≥ 2 time steps as MuJoCo
+requires for stability) and ``solimp = (0.95, 0.99, 0.001)``: a 75 kg robot sinks by micrometres.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+import numpy as np
+
+try:
+    import mujoco
+except ImportError as _e:  # pragma: no cover - exercised only without mujoco
+    raise ImportError(
+        "wbc.mujoco_bridge needs MuJoCo, which is optional: install the 'sim' extra (pip install 'wbc[sim]')"
+    ) from _e
+
+from ..errors import FrameError, InputError, ModelError, SimulationDiverged
+from ..model import checks
+from ..model.configuration import neutral, rotation_from_quaternion
+from ..model.model import JointType, Model
+
+__all__ = [
+    "ContactBox",
+    "ContactParameters",
+    "MujocoSim",
+    "SimulationDiverged",
+    "build_spec",
+    "qpos_from_q",
+    "q_from_qpos",
+    "velocity_map",
+    "qvel_from_v",
+    "v_from_qvel",
+    "mass_matrix_to_wbc",
+    "bias_to_wbc",
+    "acceleration_to_wbc",
+]
+
+#: Name of the floor geom.
+FLOOR = "floor"
+
+#: MuJoCo's mjMAXVAL: larger controls are zeroed, larger states flag an unstable simulation.
+_MAX_VALUE = 1e10
+_BAD_STATE = ("mjWARN_BADQPOS", "mjWARN_BADQVEL", "mjWARN_BADQACC")
+
+
+# ===================================================================================== inputs
+@dataclasses.dataclass(frozen=True)
+class ContactBox:
+    """A rectangular sole: a thin box whose bottom face is the sole plane of ``frame``.
+
+    Attributes:
+        frame: a frame of the model; its origin is the sole centre, its z axis the contact normal
+            (pointing from the ground into the foot). The box lies on the frame's positive z side,
+            its bottom face in the frame's xy plane, so the frame origin rests on the floor.
+        length: extent along the frame's x axis, m.
+        width: extent along the frame's y axis, m.
+        thickness: box height, m (it only matters for collision robustness).
+    """
+
+    frame: str
+    length: float
+    width: float
+    thickness: float = 0.02
+
+    def __post_init__(self) -> None:
+        for name in ("length", "width", "thickness"):
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value > 0):
+                raise InputError(f"contact box {self.frame!r}: {name} must be positive and finite, got {value!r}")
+
+
+BoxLike = ContactBox | tuple
+
+
+@dataclasses.dataclass(frozen=True)
+class ContactParameters:
+    """MuJoCo contact settings of the sole boxes and the floor (see the module docstring).
+
+    Attributes:
+        friction: sliding friction coefficient μ.
+        torsional: torsional friction (m), used when ``condim`` is 4 or 6.
+        rolling: rolling friction (m), used when ``condim`` is 6.
+        condim: 1 (frictionless), 3 (point friction), 4 (+ torsion) or 6 (+ rolling).
+        solref: (time constant s, damping ratio) of the contact.
+        solimp: (d0, dwidth, width m, midpoint, power) impedance.
+        cone: ``"elliptic"`` or ``"pyramidal"``.
+        impratio: frictional-to-normal impedance ratio (elliptic cones only).
+    """
+
+    friction: float = 1.0
+    torsional: float = 0.005
+    rolling: float = 0.0001
+    condim: int = 3
+    solref: tuple[float, float] = (0.005, 1.0)
+    solimp: tuple[float, float, float, float, float] = (0.95, 0.99, 0.001, 0.5, 2.0)
+    cone: str = "elliptic"
+    impratio: float = 10.0
+
+    def __post_init__(self) -> None:
+        if self.condim not in (1, 3, 4, 6):
+            raise InputError(f"condim must be 1, 3, 4 or 6, got {self.condim!r}")
+        if self.cone not in ("elliptic", "pyramidal"):
+            raise InputError(f"cone must be 'elliptic' or 'pyramidal', got {self.cone!r}")
+        if not self.friction >= 0:
+            raise InputError(f"friction must be non-negative, got {self.friction!r}")
+
+
+def _contact_box(box: BoxLike) -> ContactBox:
+    if isinstance(box, ContactBox):
+        return box
+    try:
+        return ContactBox(*box)
+    except TypeError:
+        raise InputError(f"a contact box is a ContactBox or (frame, length, width[, thickness]), got {box!r}") from None
+
+
+# ===================================================================================== rotations
+def _matrix_to_quat_wxyz(R: np.ndarray) -> np.ndarray:
+    quat = np.zeros(4)
+    mujoco.mju_mat2Quat(quat, np.ascontiguousarray(R, dtype=float).reshape(9))
+    return quat
+
+
+def _free_joint(model: Model):
+    """The free-flyer joint of ``model`` (always joint 1) or None."""
+    return model.joints[1] if model.floating_base else None
+
+
+def _base_rotation(model: Model, q: np.ndarray) -> np.ndarray:
+    """Rotation (3, 3) of the free-flyer base in the world, identity for fixed-base models."""
+    j = _free_joint(model)
+    if j is None:
+        return np.eye(3)
+    return rotation_from_quaternion(q[j.idx_q + 3 : j.idx_q + 7])
+
+
+# ===================================================================================== states
+def _qpos_layout(model: Model) -> tuple[np.ndarray, int]:
+    """MuJoCo qpos address of each wbc joint (njoints,) (-1 for the universe) and MuJoCo's nq."""
+    adr = np.full(model.njoints, -1, dtype=int)
+    n = 0
+    for i, j in enumerate(model.joints[1:], start=1):
+        adr[i] = n
+        n += 7 if j.type is JointType.FREE_FLYER else 1
+    return adr, n
+
+
+def qpos_from_q(model: Model, q, reference: np.ndarray | None = None) -> np.ndarray:
+    """MuJoCo ``qpos`` of a wbc configuration.
+
+    Args:
+        q: wbc configuration (nq,).
+        reference: a MuJoCo ``qpos`` (nq_mj,) whose continuous-joint angles are kept within ±π of
+            the result (so setting a state does not unwind a continuous joint); None: angles in
+            (-π, π].
+
+    Returns:
+        qpos (nq_mj,): wbc order; quaternions [w x y z]; continuous joints as angles (rad).
+    """
+    q = checks.configuration(model, q)
+    adr, nq_mj = _qpos_layout(model)
+    if reference is not None:
+        reference = checks.vector(reference, nq_mj, "reference")
+    qpos = np.zeros(nq_mj)
+    for i, j in enumerate(model.joints[1:], start=1):
+        a, s = adr[i], j.idx_q
+        if j.type is JointType.FREE_FLYER:
+            qpos[a : a + 3] = q[s : s + 3]
+            qpos[a + 3] = q[s + 6]
+            qpos[a + 4 : a + 7] = q[s + 3 : s + 6]
+        elif j.type is JointType.REVOLUTE_UNBOUNDED:
+            theta = np.arctan2(q[s + 1], q[s])
+            if reference is not None:
+                ref = float(reference[a])
+                theta = ref + np.arctan2(np.sin(theta - ref), np.cos(theta - ref))
+            qpos[a] = theta
+        else:
+            qpos[a] = q[s]
+    return qpos
+
+
+def q_from_qpos(model: Model, qpos) -> np.ndarray:
+    """wbc configuration (nq,) of a MuJoCo ``qpos`` (nq_mj,) (inverse of :func:`qpos_from_q`)."""
+    adr, nq_mj = _qpos_layout(model)
+    qpos = checks.vector(qpos, nq_mj, "qpos")
+    q = np.zeros(model.nq)
+    for i, j in enumerate(model.joints[1:], start=1):
+        a, s = adr[i], j.idx_q
+        if j.type is JointType.FREE_FLYER:
+            q[s : s + 3] = qpos[a : a + 3]
+            q[s + 3 : s + 6] = qpos[a + 4 : a + 7]
+            q[s + 6] = qpos[a + 3]
+        elif j.type is JointType.REVOLUTE_UNBOUNDED:
+            q[s : s + 2] = np.cos(qpos[a]), np.sin(qpos[a])
+        else:
+            q[s] = qpos[a]
+    return q
+
+
+def velocity_map(model: Model, q) -> np.ndarray:
+    """``T`` (nv, nv) with ``qvel = T v``: the base rotation on the free-flyer linear block, else I."""
+    q = checks.configuration(model, q)
+    T = np.eye(model.nv)
+    j = _free_joint(model)
+    if j is not None:
+        T[j.idx_v : j.idx_v + 3, j.idx_v : j.idx_v + 3] = _base_rotation(model, q)
+    return T
+
+
+def _rotate_base(model: Model, q: np.ndarray, x: np.ndarray, transpose: bool) -> np.ndarray:
+    """``x`` (nv, ...) with its free-flyer linear block multiplied by R (or Rᵀ)."""
+    out = np.array(x, dtype=float)
+    j = _free_joint(model)
+    if j is not None:
+        R = _base_rotation(model, q)
+        s = slice(j.idx_v, j.idx_v + 3)
+        out[s] = (R.T if transpose else R) @ out[s]
+    return out
+
+
+def qvel_from_v(model: Model, q, v) -> np.ndarray:
+    """MuJoCo ``qvel`` (nv,) of a wbc velocity ``v`` (nv,) at configuration ``q`` (nq,)."""
+    q = checks.configuration(model, q)
+    return _rotate_base(model, q, checks.velocity(model, v), transpose=False)
+
+
+def v_from_qvel(model: Model, q, qvel) -> np.ndarray:
+    """wbc velocity (nv,) of a MuJoCo ``qvel`` (nv,) at wbc configuration ``q`` (nq,)."""
+    q = checks.configuration(model, q)
+    return _rotate_base(model, q, checks.vector(qvel, model.nv, "qvel"), transpose=True)
+
+
+def _tdot_v(model: Model, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``Ṫ v`` (nv,): ``R (ω × v_lin)`` on the free-flyer linear block, zero elsewhere (m/s²)."""
+    out = np.zeros(model.nv)
+    j = _free_joint(model)
+    if j is not None:
+        s = j.idx_v
+        out[s : s + 3] = _base_rotation(model, q) @ np.cross(v[s + 3 : s + 6], v[s : s + 3])
+    return out
+
+
+def mass_matrix_to_wbc(model: Model, q, M_mj) -> np.ndarray:
+    """wbc's ``M(q)`` (nv, nv) from MuJoCo's dense mass matrix ``M_mj`` (nv, nv): ``Tᵀ M_mj T``."""
+    q = checks.configuration(model, q)
+    M_mj = np.asarray(M_mj, dtype=float)
+    if M_mj.shape != (model.nv, model.nv):
+        raise InputError(f"M_mj must have shape ({model.nv}, {model.nv}), got {M_mj.shape}")
+    T = velocity_map(model, q)
+    return T.T @ M_mj @ T
+
+
+def bias_to_wbc(model: Model, q, v, M_mj, h_mj) -> np.ndarray:
+    """wbc's ``h(q, v)`` (nv,) from MuJoCo's ``M_mj`` (nv, nv) and ``qfrc_bias`` ``h_mj`` (nv,), N / N m.
+
+    ``h = Tᵀ (h_mj + M_mj Ṫ v)``: MuJoCo's bias is the force at zero *MuJoCo* acceleration, where
+    the base's world-frame linear velocity is constant; wbc's is at zero base-frame acceleration.
+    """
+    q = checks.configuration(model, q)
+    v = checks.velocity(model, v)
+    h_mj = checks.vector(h_mj, model.nv, "h_mj")
+    M_mj = np.asarray(M_mj, dtype=float)
+    return _rotate_base(model, q, h_mj + M_mj @ _tdot_v(model, q, v), transpose=True)
+
+
+def acceleration_to_wbc(model: Model, q, v, qacc) -> np.ndarray:
+    """wbc's ``v̇`` (nv,) from MuJoCo's ``qacc`` (nv,): ``T⁻¹ (qacc − Ṫ v)``."""
+    q = checks.configuration(model, q)
+    v = checks.velocity(model, v)
+    qacc = checks.vector(qacc, model.nv, "qacc")
+    return _rotate_base(model, q, qacc - _tdot_v(model, q, v), transpose=True)
+
+
+# ===================================================================================== model
+def _body_inertial(I6: np.ndarray, where: str) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+    """Mass (kg), COM (3,) m, principal-axes quaternion [w x y z] and principal moments (3,) kg m²
+    of a spatial inertia (6, 6) about the body frame origin, [linear; angular] ordering."""
+    m = float(I6[0, 0])
+    if not m > 0:
+        raise ModelError(f"{where}: MuJoCo needs a positive mass for every moving body, got {m!r}")
+    mC = I6[3:6, 0:3]  # m [c]x
+    c = np.array([mC[2, 1], mC[0, 2], mC[1, 0]]) / m
+    C = np.array([[0.0, -c[2], c[1]], [c[2], 0.0, -c[0]], [-c[1], c[0], 0.0]])
+    Ic = I6[3:6, 3:6] + m * C @ C
+    Ic = 0.5 * (Ic + Ic.T)
+    moments, axes = np.linalg.eigh(Ic)
+    if np.linalg.det(axes) < 0:
+        axes[:, 2] = -axes[:, 2]
+    return m, c, _matrix_to_quat_wxyz(axes), moments
+
+
+def _add_body(spec, parent_body, model: Model, i: int, position_limits: bool):
+    j = model.joints[i]
+    body = parent_body.add_body(name=j.link)
+    where = f"model {model.name!r}, joint {j.name!r}"
+    m, c, iquat, moments = _body_inertial(np.asarray(model.inertias[i]), where)
+    body.explicitinertial = True
+    body.mass, body.ipos, body.iquat, body.inertia = m, c, iquat, moments
+    R = np.asarray(j.placement.R, dtype=float)
+    p = np.asarray(j.placement.p, dtype=float).reshape(3)
+    if j.type is JointType.FREE_FLYER:
+        if not (np.allclose(R, np.eye(3), atol=1e-12) and np.allclose(p, 0.0, atol=1e-12)):
+            raise ModelError(f"{where}: a free-flyer with a non-identity placement is not supported")
+        body.add_freejoint(name=j.name)
+        return body
+    body.pos, body.quat = p, _matrix_to_quat_wxyz(R)
+    kind = mujoco.mjtJoint.mjJNT_SLIDE if j.type is JointType.PRISMATIC else mujoco.mjtJoint.mjJNT_HINGE
+    joint = body.add_joint(name=j.name, type=kind, axis=np.asarray(j.axis, dtype=float))
+    joint.armature, joint.frictionloss = 0.0, 0.0  # exact rigid-body dynamics: no added terms
+    joint.damping, joint.stiffness = np.zeros_like(joint.damping), np.zeros_like(joint.stiffness)
+    lo, hi = float(j.lower[0]), float(j.upper[0])
+    finite = j.type is not JointType.REVOLUTE_UNBOUNDED and np.isfinite(lo) and np.isfinite(hi)
+    if position_limits and finite:
+        joint.limited, joint.range = mujoco.mjtLimited.mjLIMITED_TRUE, [lo, hi]
+    else:
+        joint.limited = mujoco.mjtLimited.mjLIMITED_FALSE
+    return body
+
+
+def _add_actuators(spec, model: Model, torque_limits: bool) -> None:
+    for i in model.actuated:
+        j = model.joints[i]
+        if j.nv != 1:
+            raise ModelError(
+                f"model {model.name!r}: joint {j.name!r} is actuated but the bridge only drives 1-dof joints"
+            )
+        act = spec.add_actuator(name=j.name, target=j.name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
+        act.gear = [1.0, 0, 0, 0, 0, 0]
+        act.gaintype, act.biastype = mujoco.mjtGain.mjGAIN_FIXED, mujoco.mjtBias.mjBIAS_NONE
+        act.dyntype = mujoco.mjtDyn.mjDYN_NONE
+        act.gainprm[:3] = [1.0, 0.0, 0.0]
+        effort = float(j.effort[0])
+        if torque_limits and np.isfinite(effort) and effort > 0:
+            act.ctrllimited, act.ctrlrange = mujoco.mjtLimited.mjLIMITED_TRUE, [-effort, effort]
+        else:
+            act.ctrllimited = mujoco.mjtLimited.mjLIMITED_FALSE
+
+
+def _set_contact(geom, contact: ContactParameters) -> None:
+    geom.friction = [contact.friction, contact.torsional, contact.rolling]
+    geom.condim = contact.condim
+    geom.solref = list(contact.solref)
+    geom.solimp = list(contact.solimp)
+
+
+def _add_contact_box(body, model: Model, box: ContactBox, contact: ContactParameters) -> None:
+    frame = model.frames[model.frame_id(box.frame)]
+    R = np.asarray(frame.placement.R, dtype=float)
+    p = np.asarray(frame.placement.p, dtype=float).reshape(3)
+    half = np.array([box.length, box.width, box.thickness]) / 2
+    geom = body.add_geom(
+        name=f"{box.frame}_contact",
+        type=mujoco.mjtGeom.mjGEOM_BOX,
+        size=half,
+        pos=p + R @ np.array([0.0, 0.0, half[2]]),
+        quat=_matrix_to_quat_wxyz(R),
+        rgba=[0.8, 0.3, 0.3, 1.0],
+    )
+    geom.contype, geom.conaffinity = 1, 0  # touches the floor (conaffinity 1), not other soles
+    geom.mass = 0.0
+    _set_contact(geom, contact)
+
+
+def build_spec(
+    model: Model,
+    contact_boxes: Iterable[BoxLike] = (),
+    *,
+    timestep: float = 1e-3,
+    floor: bool | None = None,
+    position_limits: bool = True,
+    torque_limits: bool = False,
+    contact: ContactParameters = ContactParameters(),
+):
+    """A ``mujoco.MjSpec`` of ``model`` (see the module docstring); arguments as :class:`MujocoSim`."""
+    if not isinstance(model, Model):
+        raise InputError(f"model must be a wbc.Model, got {type(model).__name__}")
+    if not (np.isfinite(timestep) and timestep > 0):
+        raise InputError(f"timestep must be positive and finite, got {timestep!r}")
+    boxes = [_contact_box(b) for b in contact_boxes]
+    spec = mujoco.MjSpec()
+    spec.modelname = model.name
+    spec.compiler.degree = False
+    spec.compiler.alignfree = False
+    spec.compiler.balanceinertia = False
+    spec.compiler.inertiafromgeom = mujoco.mjtInertiaFromGeom.mjINERTIAFROMGEOM_FALSE
+    spec.option.timestep = float(timestep)
+    spec.option.gravity = np.asarray(model.gravity, dtype=float)
+    spec.option.integrator = mujoco.mjtIntegrator.mjINT_EULER
+    spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC if contact.cone == "elliptic" else mujoco.mjtCone.mjCONE_PYRAMIDAL
+    spec.option.impratio = contact.impratio
+    spec.option.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_AUTORESET)
+    bodies = {0: spec.worldbody}
+    for i in range(1, model.njoints):
+        bodies[i] = _add_body(spec, bodies[model.joints[i].parent], model, i, position_limits)
+    for box in boxes:
+        joint = model.frames[model.frame_id(box.frame)].joint
+        if joint == 0:
+            raise FrameError(f"contact box frame {box.frame!r} is attached to the ground, not to a moving body")
+        _add_contact_box(bodies[joint], model, box, contact)
+    if model.floating_base if floor is None else floor:
+        plane = spec.worldbody.add_geom(name=FLOOR, type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05])
+        plane.contype, plane.conaffinity = 0, 1
+        _set_contact(plane, contact)
+    _add_actuators(spec, model, torque_limits)
+    return spec
+
+
+# ===================================================================================== simulator
+@dataclasses.dataclass
+class _Push:
+    body: int
+    point: np.ndarray  # in the body frame, m
+    force: np.ndarray  # world frame, N
+    steps_left: int
+
+
+class MujocoSim:
+    """A MuJoCo simulation of a :class:`wbc.Model`, driven in wbc coordinates.
+
+    Every query (:meth:`mass_matrix`, :meth:`bias_forces`, :meth:`acceleration`,
+    :meth:`contact_forces`, :meth:`frame_placement`) refers to the *current* state, commands and
+    pushes: after a :meth:`step`, MuJoCo's derived quantities belong to the state before the step,
+    so the first query after it reruns ``mj_forward`` (tens of µs).
+
+    Args:
+        model: the robot.
+        contact_boxes: soles, each a :class:`ContactBox` or ``(frame, length, width[, thickness])``.
+        timestep: integration step, s (MuJoCo's semi-implicit Euler: ``v += dt a; q ⊕= dt v``).
+        floor: add a floor plane at z = 0 (default: for floating-base models).
+        position_limits: joint ranges from the model's finite position limits.
+        torque_limits: clamp actuator commands to the model's effort limits.
+        contact: contact settings of soles and floor.
+
+    Raises:
+        InputError: bad arguments. FrameError: a contact-box frame the model does not have.
+        ModelError: a body MuJoCo cannot simulate (zero mass, actuated free-flyer).
+
+    Attributes:
+        model: the wbc model. spec: the ``mujoco.MjSpec``. mjmodel, mjdata: MuJoCo's model and
+        data (raw access; writing ``mjdata.qpos`` / ``qvel`` directly bypasses the conversions).
+        contact_boxes: the soles.
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        contact_boxes: Iterable[BoxLike] = (),
+        *,
+        timestep: float = 1e-3,
+        floor: bool | None = None,
+        position_limits: bool = True,
+        torque_limits: bool = False,
+        contact: ContactParameters = ContactParameters(),
+    ) -> None:
+        self.contact_boxes = tuple(_contact_box(b) for b in contact_boxes)
+        self.model = model
+        self.spec = build_spec(
+            model,
+            self.contact_boxes,
+            timestep=timestep,
+            floor=floor,
+            position_limits=position_limits,
+            torque_limits=torque_limits,
+            contact=contact,
+        )
+        try:
+            self.mjmodel = self.spec.compile()
+        except ValueError as e:
+            raise ModelError(f"MuJoCo rejected the model {model.name!r}: {e}") from None
+        self.mjdata = mujoco.MjData(self.mjmodel)
+        self._check_layout()
+        self._box_geoms = {b.frame: self.mjmodel.geom(f"{b.frame}_contact").id for b in self.contact_boxes}
+        self._pushes: list[_Push] = []
+        self._M = np.zeros((model.nv, model.nv))
+        self._stale = True
+        self.reset(neutral(model))
+
+    def _check_layout(self) -> None:
+        adr, nq_mj = _qpos_layout(self.model)
+        m = self.mjmodel
+        if m.nq != nq_mj or m.nv != self.model.nv or m.nu != self.model.n_actuated:
+            raise ModelError(f"MuJoCo model of {self.model.name!r} has an unexpected size (internal error)")
+        for i, j in enumerate(self.model.joints[1:], start=1):
+            mj = m.joint(j.name)
+            if mj.qposadr[0] != adr[i] or mj.dofadr[0] != j.idx_v:
+                raise ModelError(f"joint {j.name!r}: MuJoCo laid it out differently from wbc (internal error)")
+
+    # ------------------------------------------------------------------------------- state
+    @property
+    def time(self) -> float:
+        """Simulated time, s."""
+        return float(self.mjdata.time)
+
+    @property
+    def timestep(self) -> float:
+        """Integration step, s."""
+        return float(self.mjmodel.opt.timestep)
+
+    def reset(self, q, v=None) -> None:
+        """Time 0, zero torques, no pushes, state ``(q, v)`` (``v`` default zero)."""
+        mujoco.mj_resetData(self.mjmodel, self.mjdata)
+        self._warnings = dict.fromkeys(_BAD_STATE, 0)
+        self._pushes.clear()
+        self.set_state(q, v, time=0.0)
+
+    def get_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """The current wbc state: ``q`` (nq,), ``v`` (nv,)."""
+        q = q_from_qpos(self.model, self.mjdata.qpos)
+        return q, v_from_qvel(self.model, q, self.mjdata.qvel)
+
+    def set_state(self, q, v=None, time: float | None = None) -> None:
+        """Set the state from wbc's ``q`` (nq,) and ``v`` (nv,) (default zero); optionally the time, s.
+
+        Continuous joints keep their winding (the angle nearest the current one is used). Torque
+        commands and pushes are kept.
+
+        Raises:
+            InputError: wrong sizes, non-finite values, non-unit quaternions or (cos, sin) pairs.
+        """
+        q = checks.configuration(self.model, q)
+        v = np.zeros(self.model.nv) if v is None else checks.velocity(self.model, v)
+        self.mjdata.qpos[:] = qpos_from_q(self.model, q, reference=np.array(self.mjdata.qpos))
+        self.mjdata.qvel[:] = qvel_from_v(self.model, q, v)
+        self.mjdata.qacc_warmstart[:] = 0.0
+        if time is not None:
+            self.mjdata.time = float(time)
+        self.forward()
+
+    def set_torques(self, tau) -> None:
+        """Actuator torques (n_actuated,), N m or N, in ``model.actuated`` order; held until changed.
+
+        With ``torque_limits`` MuJoCo clamps them to the effort limits.
+
+        Raises:
+            InputError: wrong size, non-finite entries or entries beyond 1e10.
+        """
+        tau = checks.vector(tau, self.model.n_actuated, "tau")
+        if np.any(np.abs(tau) >= _MAX_VALUE):
+            raise InputError(f"tau has entries beyond {_MAX_VALUE:g}, which MuJoCo would replace by zero")
+        self.mjdata.ctrl[:] = tau
+        self._stale = True
+
+    def step(self, n: int = 1) -> None:
+        """Advance ``n`` time steps with the current torques, applying the active pushes."""
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise InputError(f"n must be a non-negative integer, got {n!r}")
+        for _ in range(int(n)):
+            if self._pushes:
+                mujoco.mj_step1(self.mjmodel, self.mjdata)
+                self._apply_pushes()
+                mujoco.mj_step2(self.mjmodel, self.mjdata)
+                self._expire_pushes()
+            else:
+                mujoco.mj_step(self.mjmodel, self.mjdata)
+            self._stale = True
+            self._check_finite()
+
+    def _check_finite(self) -> None:
+        for name in _BAD_STATE:
+            w = self.mjdata.warning[int(getattr(mujoco.mjtWarning, name))]
+            if w.number > self._warnings[name]:
+                self._warnings[name] = w.number
+                what = {"mjWARN_BADQPOS": "position", "mjWARN_BADQVEL": "velocity"}.get(name, "acceleration")
+                vector = "MuJoCo qpos" if name == "mjWARN_BADQPOS" else "v"
+                raise SimulationDiverged(
+                    f"MuJoCo simulation of {self.model.name!r} diverged at t = {self.time:.4f} s: bad {what} "
+                    f"(index {int(w.lastinfo)} of {vector}); lower the gains or the time step"
+                )
+
+    def forward(self) -> None:
+        """Recompute MuJoCo's derived quantities (``mj_forward``) at the current state and commands."""
+        if self._pushes:
+            mujoco.mj_kinematics(self.mjmodel, self.mjdata)
+            mujoco.mj_comPos(self.mjmodel, self.mjdata)
+            self._apply_pushes()
+        mujoco.mj_forward(self.mjmodel, self.mjdata)
+        self._stale = False
+
+    def _fresh(self) -> None:
+        if self._stale:
+            self.forward()
+
+    # ------------------------------------------------------------------------------- pushes
+    def apply_push(self, frame: str, force, duration: float, point=None) -> None:
+        """Push the body carrying ``frame`` during the next ``duration`` s of simulation.
+
+        Args:
+            frame: a model frame.
+            force: force (3,), N, world axes, constant during the push.
+            duration: s; rounded to a whole number of steps, at least one.
+            point: point of application (3,) in ``frame`` coordinates, m (default the frame
+                origin); it moves with the body.
+
+        Pushes go through ``mjdata.xfrc_applied`` (the force at the body's centre of mass plus the
+        moment of the offset), which :meth:`step` overwrites while pushes are active.
+
+        Raises:
+            FrameError: unknown frame, or a frame on the fixed ground. InputError: bad force,
+                point or duration.
+        """
+        fr = self.model.frames[self.model.frame_id(frame)]
+        if fr.joint == 0:
+            raise FrameError(f"frame {frame!r} is attached to the ground; pushing it does nothing")
+        force = checks.vector(force, 3, "force")
+        offset = np.zeros(3) if point is None else checks.vector(point, 3, "point")
+        if not (isinstance(duration, (int, float, np.floating)) and np.isfinite(duration) and duration > 0):
+            raise InputError(f"duration must be positive and finite, s; got {duration!r}")
+        R = np.asarray(fr.placement.R, dtype=float)
+        p_body = np.asarray(fr.placement.p, dtype=float).reshape(3) + R @ offset
+        body = self.mjmodel.body(self.model.joints[fr.joint].link).id
+        steps = max(1, int(round(duration / self.timestep)))
+        self._pushes.append(_Push(body, p_body, force.copy(), steps))
+        self._stale = True
+
+    def clear_pushes(self) -> None:
+        """Cancel every push and zero ``mjdata.xfrc_applied``."""
+        self._pushes.clear()
+        self.mjdata.xfrc_applied[:] = 0.0
+        self._stale = True
+
+    def _apply_pushes(self) -> None:
+        d = self.mjdata
+        d.xfrc_applied[:] = 0.0
+        for push in self._pushes:
+            b = push.body
+            point = d.xpos[b] + d.xmat[b].reshape(3, 3) @ push.point
+            d.xfrc_applied[b, 0:3] += push.force
+            d.xfrc_applied[b, 3:6] += np.cross(point - d.xipos[b], push.force)
+
+    def _expire_pushes(self) -> None:
+        for push in self._pushes:
+            push.steps_left -= 1
+        self._pushes = [p for p in self._pushes if p.steps_left > 0]
+        if not self._pushes:
+            self.mjdata.xfrc_applied[:] = 0.0
+
+    # ------------------------------------------------------------------------------- dynamics
+    def mass_matrix(self) -> np.ndarray:
+        """MuJoCo's mass matrix at the current state, in wbc coordinates: ``M(q)`` (nv, nv)."""
+        self._fresh()
+        q, _ = self.get_state()
+        return mass_matrix_to_wbc(self.model, q, self._mj_mass_matrix())
+
+    def bias_forces(self) -> np.ndarray:
+        """MuJoCo's bias forces at the current state, in wbc coordinates: ``h(q, v)`` (nv,), N / N m."""
+        self._fresh()
+        q, v = self.get_state()
+        return bias_to_wbc(self.model, q, v, self._mj_mass_matrix(), self.mjdata.qfrc_bias)
+
+    def acceleration(self) -> np.ndarray:
+        """MuJoCo's acceleration ``v̇`` (nv,) at the current state, torques, pushes and contacts, in
+        wbc coordinates (m/s², rad/s²)."""
+        self._fresh()
+        q, v = self.get_state()
+        return acceleration_to_wbc(self.model, q, v, self.mjdata.qacc)
+
+    def _mj_mass_matrix(self) -> np.ndarray:
+        mujoco.mj_fullM(self.mjmodel, self.mjdata, self._M)
+        return self._M.copy()
+
+    # ------------------------------------------------------------------------------- readout
+    def contact_forces(self) -> dict[str, np.ndarray]:
+        """Total contact force (3,) the floor exerts on each sole box, N, world axes."""
+        self._fresh()
+        out = {name: np.zeros(3) for name in self._box_geoms}
+        owner = {g: name for name, g in self._box_geoms.items()}
+        f6 = np.zeros(6)
+        d = self.mjdata
+        for k in range(d.ncon):
+            con = d.contact[k]
+            # the contact frame's first row is the normal, from geom1 to geom2; f6 acts on geom2
+            for geom, sign in ((con.geom2, 1.0), (con.geom1, -1.0)):
+                if geom in owner:
+                    mujoco.mj_contactForce(self.mjmodel, d, k, f6)
+                    out[owner[geom]] += sign * (con.frame.reshape(3, 3).T @ f6[0:3])
+        return out
+
+    def normal_forces(self) -> dict[str, float]:
+        """Vertical (world z) contact force on each sole box, N."""
+        return {name: float(f[2]) for name, f in self.contact_forces().items()}
+
+    def frame_placement(self, frame: str) -> np.ndarray:
+        """Homogeneous transform (4, 4) of a model frame in the world, from MuJoCo's kinematics."""
+        fr = self.model.frames[self.model.frame_id(frame)]
+        self._fresh()
+        if fr.joint == 0:
+            R0, p0 = np.eye(3), np.zeros(3)
+        else:
+            b = self.mjmodel.body(self.model.joints[fr.joint].link).id
+            R0, p0 = self.mjdata.xmat[b].reshape(3, 3), self.mjdata.xpos[b]
+        T = np.eye(4)
+        T[0:3, 0:3] = R0 @ np.asarray(fr.placement.R, dtype=float)
+        T[0:3, 3] = p0 + R0 @ np.asarray(fr.placement.p, dtype=float).reshape(3)
+        return T
+
+    def to_xml(self) -> str:
+        """The generated model as MJCF text, to inspect it or open it in MuJoCo's viewer.
+
+        MuJoCo prints numbers with 6 significant digits, so a model reloaded from this text is not
+        exactly wbc's; the simulation itself uses the compiled spec at full precision.
+        """
+        return self.spec.to_xml()

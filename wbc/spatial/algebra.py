@@ -1,0 +1,257 @@
+"""Spatial algebra, written once against CasADi's matrix API.
+
+**Ordering.** Every spatial vector in wbc is ordered ``[linear; angular]``, as in Pinocchio:
+a motion (twist, spatial acceleration) is ``[v; ω]`` and a force (wrench) is ``[f; n]``.
+No other ordering is used anywhere in the package.
+
+**Placements.** A placement ``M = SE3(R, p)`` of a child frame in a parent frame maps child
+coordinates to parent coordinates, ``x_parent = R x_child + p`` (Pinocchio's ``SE3``).
+``act_*`` expresses a child-frame quantity in the parent frame, ``act_inv_*`` the reverse.
+
+Every function accepts CasADi ``DM`` (numbers, eager evaluation), ``SX`` (symbols, tracing) or
+numpy arrays for constants, and returns CasADi matrices. Matrix arguments of shape ``(6, k)`` are
+transformed column by column, so the same functions move single vectors and the matrix-valued
+quantities of the IIM and the Delassus algorithms. Functions avoid forming 6x6 transforms: they
+work on the 3x3 blocks, which keeps traced kernels small.
+
+Glossary (Featherstone's names, used in the algorithms):
+  ``X``  placement / Plücker transform   ``I``  spatial inertia (6, 6)
+  ``×m`` motion cross product            ``×*`` force cross product
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import casadi as ca
+import numpy as np
+
+Matrix = ca.SX | ca.DM | ca.MX | np.ndarray
+
+__all__ = [
+    "SE3",
+    "identity",
+    "compose",
+    "inverse",
+    "skew",
+    "act_motion",
+    "act_inv_motion",
+    "act_force",
+    "act_inv_force",
+    "act_inertia",
+    "act_inv_inertia",
+    "cross_motion",
+    "cross_force",
+    "rigid_inertia",
+    "first_moment",
+    "symmetric",
+    "rotation_about_axis",
+    "quaternion_to_rotation",
+    "log3",
+]
+
+
+class SE3(NamedTuple):
+    """A rigid placement: rotation ``R`` (3, 3) and translation ``p`` (3, 1), in metres."""
+
+    R: Matrix
+    p: Matrix
+
+
+def identity() -> SE3:
+    """The identity placement, as numpy constants."""
+    return SE3(np.eye(3), np.zeros((3, 1)))
+
+
+def compose(a: SE3, b: SE3) -> SE3:
+    """``a * b``: placement of frame c in frame a, given c in b (``b``) and b in a (``a``)."""
+    return SE3(ca.mtimes(a.R, b.R), a.p + ca.mtimes(a.R, b.p))
+
+
+def inverse(m: SE3) -> SE3:
+    """The inverse placement (parent in child)."""
+    Rt = m.R.T
+    return SE3(Rt, -ca.mtimes(Rt, m.p))
+
+
+def skew(p: Matrix) -> ca.SX:
+    """The cross-product matrix ``[p]×`` (3, 3) of a 3-vector, so that ``[p]× x = p × x``."""
+    p = ca.vec(p) if not isinstance(p, np.ndarray) else ca.DM(np.asarray(p, float).reshape(3, 1))
+    z = 0
+    return ca.vertcat(
+        ca.horzcat(z, -p[2], p[1]),
+        ca.horzcat(p[2], z, -p[0]),
+        ca.horzcat(-p[1], p[0], z),
+    )
+
+
+def _cross(p: Matrix, X: Matrix) -> Matrix:
+    """``p × X`` column by column, for ``X`` of shape (3, k)."""
+    if X.shape[1] == 1:
+        return ca.cross(_as_ca(p), _as_ca(X))
+    return ca.mtimes(skew(p), X)
+
+
+def _as_ca(x: Matrix) -> Matrix:
+    return ca.DM(x) if isinstance(x, np.ndarray) else x
+
+
+def act_motion(m: SE3, V: Matrix) -> Matrix:
+    """Express motion(s) ``V`` (6, k), given in the child frame, in the parent frame."""
+    w = ca.mtimes(m.R, V[3:6, :])
+    return ca.vertcat(ca.mtimes(m.R, V[0:3, :]) + _cross(m.p, w), w)
+
+
+def act_inv_motion(m: SE3, V: Matrix) -> Matrix:
+    """Express motion(s) ``V`` (6, k), given in the parent frame, in the child frame."""
+    Rt = m.R.T
+    return ca.vertcat(ca.mtimes(Rt, V[0:3, :] - _cross(m.p, V[3:6, :])), ca.mtimes(Rt, V[3:6, :]))
+
+
+def act_force(m: SE3, F: Matrix) -> Matrix:
+    """Express force(s) ``F`` (6, k), given in the child frame, in the parent frame."""
+    f = ca.mtimes(m.R, F[0:3, :])
+    return ca.vertcat(f, ca.mtimes(m.R, F[3:6, :]) + _cross(m.p, f))
+
+
+def act_inv_force(m: SE3, F: Matrix) -> Matrix:
+    """Express force(s) ``F`` (6, k), given in the parent frame, in the child frame."""
+    Rt = m.R.T
+    return ca.vertcat(ca.mtimes(Rt, F[0:3, :]), ca.mtimes(Rt, F[3:6, :] - _cross(m.p, F[0:3, :])))
+
+
+def cross_motion(v: Matrix, M: Matrix) -> Matrix:
+    """``v ×m M``: the motion cross product of a motion ``v`` (6,) with motion(s) ``M`` (6, k)."""
+    lin, ang = v[0:3], v[3:6]
+    return ca.vertcat(_cross(ang, M[0:3, :]) + _cross(lin, M[3:6, :]), _cross(ang, M[3:6, :]))
+
+
+def cross_force(v: Matrix, F: Matrix) -> Matrix:
+    """``v ×* F``: the force cross product of a motion ``v`` (6,) with force(s) ``F`` (6, k)."""
+    lin, ang = v[0:3], v[3:6]
+    return ca.vertcat(_cross(ang, F[0:3, :]), _cross(ang, F[3:6, :]) + _cross(lin, F[0:3, :]))
+
+
+def symmetric(S: Matrix) -> Matrix:
+    """The symmetric matrix whose upper triangle is that of ``S``.
+
+    When tracing, the entries below the diagonal are then never computed: use it on results
+    known to be symmetric (inertias, Delassus blocks) to save operations.
+    """
+    if isinstance(S, np.ndarray):
+        return np.triu(S) + np.triu(S, 1).T
+    return ca.triu2symm(ca.triu(S))
+
+
+def _blocks(I: Matrix) -> tuple[Matrix, Matrix, Matrix]:
+    return I[0:3, 0:3], I[0:3, 3:6], I[3:6, 3:6]
+
+
+def _assemble(A: Matrix, B: Matrix, C: Matrix) -> Matrix:
+    return ca.vertcat(ca.horzcat(symmetric(A), B), ca.horzcat(B.T, symmetric(C)))
+
+
+def act_inertia(m: SE3, I: Matrix) -> Matrix:
+    """Express a spatial inertia ``I`` (6, 6), given in the child frame, in the parent frame.
+
+    Any symmetric 6x6 inertia-like matrix (rigid, composite or articulated): ``X* I X⁻¹``.
+    """
+    A, B, C = _blocks(_as_ca(I))
+    R, Rt = m.R, m.R.T
+    A = ca.mtimes(ca.mtimes(R, A), Rt)
+    B = ca.mtimes(ca.mtimes(R, B), Rt)
+    C = ca.mtimes(ca.mtimes(R, C), Rt)
+    P = skew(m.p)
+    AP = ca.mtimes(A, P)
+    PB = ca.mtimes(P, B)
+    return _assemble(A, B - AP, C + PB + PB.T - ca.mtimes(P, AP))
+
+
+def act_inv_inertia(m: SE3, I: Matrix) -> Matrix:
+    """Express a spatial inertia ``I`` (6, 6), given in the parent frame, in the child frame."""
+    A, B, C = _blocks(_as_ca(I))
+    P = skew(m.p)
+    AP = ca.mtimes(A, P)
+    PB = ca.mtimes(P, B)
+    B = B + AP
+    C = C - PB - PB.T - ca.mtimes(P, AP)
+    R, Rt = m.R, m.R.T
+    A = ca.mtimes(ca.mtimes(Rt, A), R)
+    B = ca.mtimes(ca.mtimes(Rt, B), R)
+    C = ca.mtimes(ca.mtimes(Rt, C), R)
+    return _assemble(A, B, C)
+
+
+def rigid_inertia(mass: float, com: np.ndarray, inertia_com: np.ndarray) -> np.ndarray:
+    """The spatial inertia (6, 6) of a rigid body about the frame origin, numpy.
+
+    Args:
+        mass: kg.
+        com: centre of mass in the frame, (3,), m.
+        inertia_com: rotational inertia about the centre of mass in the frame axes, (3, 3), kg m².
+    """
+    c = np.asarray(com, float).reshape(3)
+    C = np.array([[0.0, -c[2], c[1]], [c[2], 0.0, -c[0]], [-c[1], c[0], 0.0]])
+    I = np.zeros((6, 6))
+    I[0:3, 0:3] = mass * np.eye(3)
+    I[0:3, 3:6] = -mass * C
+    I[3:6, 0:3] = mass * C
+    I[3:6, 3:6] = np.asarray(inertia_com, float) - mass * C @ C
+    return I
+
+
+def first_moment(I: np.ndarray) -> np.ndarray:
+    """``m c`` (3, 1) of a rigid spatial inertia (numpy): mass times centre of mass, kg m."""
+    return np.array([I[5, 1], I[3, 2], I[4, 0]], dtype=float).reshape(3, 1)
+
+
+def rotation_about_axis(axis: np.ndarray, c: Matrix, s: Matrix) -> Matrix:
+    """Rotation (3, 3) by the angle with cosine ``c`` and sine ``s`` about a unit ``axis`` (constant).
+
+    Axis-aligned axes give matrices with constant zeros and ones, which fold away when tracing.
+    """
+    a = np.asarray(axis, float).reshape(3)
+    K = np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
+    aa = np.outer(a, a)
+    rows = []
+    for i in range(3):
+        row = []
+        for j in range(3):
+            # Rodrigues: R = c I + s [a]x + (1 - c) a aᵀ, written entry by entry so zeros fold.
+            entry = 0
+            if aa[i, j] != 0.0:
+                entry = aa[i, j] * (1 - c) if i != j else aa[i, j] + (1 - aa[i, j]) * c
+            elif i == j:
+                entry = c
+            if K[i, j] != 0.0:
+                entry = entry + K[i, j] * s
+            row.append(entry)
+        rows.append(ca.horzcat(*row))
+    return ca.vertcat(*rows)
+
+
+def log3(R: Matrix) -> Matrix:
+    """The rotation vector (3, 1) of a rotation matrix: axis × angle, angle in [0, π).
+
+    Exact away from π (the axis is ill-conditioned there); smooth through the identity.
+    """
+    c = ca.fmin(ca.fmax((R[0, 0] + R[1, 1] + R[2, 2] - 1) / 2, -1), 1)
+    theta = ca.acos(c)
+    w = ca.vertcat(R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]) / 2  # sin(θ) · axis
+    small = theta < 1e-4
+    factor = ca.if_else(small, 1 + theta**2 / 6, theta / ca.sin(ca.if_else(small, 1, theta)))
+    return factor * w
+
+
+def quaternion_to_rotation(quat: Matrix) -> Matrix:
+    """Rotation (3, 3) of a quaternion ``(x, y, z, w)``, assumed unit (Eigen's formula)."""
+    x, y, z, w = quat[0], quat[1], quat[2], quat[3]
+    tx, ty, tz = 2 * x, 2 * y, 2 * z
+    twx, twy, twz = tx * w, ty * w, tz * w
+    txx, txy, txz = tx * x, ty * x, tz * x
+    tyy, tyz, tzz = ty * y, tz * y, tz * z
+    return ca.vertcat(
+        ca.horzcat(1 - (tyy + tzz), txy - twz, txz + twy),
+        ca.horzcat(txy + twz, 1 - (txx + tzz), tyz - twx),
+        ca.horzcat(txz - twy, tyz + twx, 1 - (txx + tyy)),
+    )
