@@ -79,7 +79,7 @@ class Circle:
 
 def rotation_error(R_ref: np.ndarray, R: np.ndarray) -> np.ndarray:
     """``log(R_ref Rᵀ)`` (3,), world axes."""
-    return wbc.model.configuration._log3(R_ref @ R.T)
+    return wbc.spatial.log3(R_ref @ R.T)
 
 
 def osc_kernel(model: wbc.Model):

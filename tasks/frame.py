@@ -11,7 +11,7 @@ from wbc.algorithms.constraints import PointConstraint, WeldConstraint, resolve
 from wbc.control.task import Gain, Task, TaskContext
 from wbc.errors import InputError
 from wbc.model.model import Model
-from wbc.spatial.algebra import log3
+from wbc.spatial.lie import log3
 
 __all__ = ["FrameTask", "PositionTask", "OrientationTask"]
 

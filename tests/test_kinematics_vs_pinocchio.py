@@ -85,14 +85,6 @@ def test_random_tree_frames_vs_pinocchio(seed, n, floating_base):
 
 
 # ----------------------------------------------------------------------------- finite differences
-def _log3(R: np.ndarray) -> np.ndarray:
-    """Rotation vector of a rotation close to the identity (small angles only)."""
-    c = np.clip((np.trace(R) - 1.0) / 2.0, -1.0, 1.0)
-    t = np.arccos(c)
-    w = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
-    return 0.5 * w if t < 1e-12 else t / (2.0 * np.sin(t)) * w
-
-
 def _tree_for_fd():
     return tree_case(4, 10, True)
 
@@ -117,7 +109,7 @@ def test_jacobians_vs_finite_differences():
             for k, (qp, qm) in enumerate(steps):
                 Tp, Tm = wbc.frame_placement(m, qp, f.name), wbc.frame_placement(m, qm, f.name)
                 fd[0:3, k] = (Tp[0:3, 3] - Tm[0:3, 3]) / (2 * eps)
-                fd[3:6, k] = _log3(Tp[0:3, 0:3] @ Tm[0:3, 0:3].T) / (2 * eps)
+                fd[3:6, k] = pin.log3(Tp[0:3, 0:3] @ Tm[0:3, 0:3].T) / (2 * eps)
             assert_close(J, fd, tol=1e-9, what=f"LWA Jacobian of {f.name} vs finite differences")
             T = wbc.frame_placement(m, q, f.name)
             R, p = T[0:3, 0:3], T[0:3, 3]

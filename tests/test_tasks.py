@@ -53,7 +53,7 @@ def _fd_velocity(task, model, q, v):
     if not isinstance(a, tuple):
         return (a - b) / (2 * H)
     linear = (a[0] - b[0]) / (2 * H)
-    angular = wbc.model.configuration._log3(a[1] @ b[1].T) / (2 * H)
+    angular = wbc.spatial.log3(a[1] @ b[1].T) / (2 * H)
     if isinstance(task, tasks.OrientationTask):
         return angular
     return np.concatenate([linear, angular])

@@ -28,7 +28,7 @@ import numpy as np
 from ..errors import InputError
 from ..model import checks
 from ..model.model import Model
-from ..spatial.algebra import skew
+from ..spatial.lie import skew
 from .kinematics import ReferenceFrame, TreeKinematics
 
 __all__ = [

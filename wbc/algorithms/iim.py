@@ -31,7 +31,8 @@ import numpy as np
 from ..errors import InputError
 from ..model import checks
 from ..model.model import Model
-from ..spatial.algebra import SE3, act_force, act_motion, compose, skew
+from ..spatial.algebra import SE3, act_force, act_motion, compose
+from ..spatial.lie import skew
 from .constraints import Constraint, ResolvedConstraint, evaluate_eagerly
 from .dynamics import ArticulatedBodies, aba, crba
 from .kinematics import TreeKinematics

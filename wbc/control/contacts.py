@@ -35,7 +35,7 @@ from ..algorithms.constraints import LinkConstraint, PointConstraint
 from ..algorithms.kinematics import ReferenceFrame, TreeKinematics
 from ..errors import InputError
 from ..model.model import Model
-from ..spatial.algebra import skew
+from ..spatial.lie import skew
 
 __all__ = ["Contact", "PointContact", "SurfaceContact", "friction_pyramid"]
 

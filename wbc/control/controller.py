@@ -42,7 +42,7 @@ from ..codegen import Kernel, compile_function, trace
 from ..errors import InputError
 from ..model import checks
 from ..model.model import Model
-from ..spatial.algebra import skew
+from ..spatial.lie import skew
 from .contacts import Contact, SurfaceContact
 from .qp import (
     DEFAULT_SOLVER,

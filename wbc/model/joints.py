@@ -11,7 +11,8 @@ from __future__ import annotations
 import casadi as ca
 import numpy as np
 
-from ..spatial.algebra import SE3, compose, quaternion_to_rotation, rotation_about_axis
+from ..spatial.algebra import SE3, compose, rotation_about_axis
+from ..spatial.lie import quaternion_to_rotation
 from .model import Joint, JointType
 
 __all__ = ["joint_motion", "joint_transform", "motion_subspace"]

@@ -53,8 +53,9 @@ except ImportError as _e:  # pragma: no cover - exercised only without mujoco
 
 from ..errors import FrameError, InputError, ModelError, SimulationDiverged
 from ..model import checks
-from ..model.configuration import neutral, rotation_from_quaternion
+from ..model.configuration import neutral
 from ..model.model import JointType, Model
+from ..spatial.lie import quaternion_to_rotation, rotation_to_quaternion
 
 __all__ = [
     "ContactBox",
@@ -153,9 +154,9 @@ def _contact_box(box: BoxLike) -> ContactBox:
 
 # ===================================================================================== rotations
 def _matrix_to_quat_wxyz(R: np.ndarray) -> np.ndarray:
-    quat = np.zeros(4)
-    mujoco.mju_mat2Quat(quat, np.ascontiguousarray(R, dtype=float).reshape(9))
-    return quat
+    """MuJoCo's quaternion order ``(w, x, y, z)`` of a rotation."""
+    x, y, z, w = rotation_to_quaternion(R)
+    return np.array([w, x, y, z])
 
 
 def _free_joint(model: Model):
@@ -168,7 +169,7 @@ def _base_rotation(model: Model, q: np.ndarray) -> np.ndarray:
     j = _free_joint(model)
     if j is None:
         return np.eye(3)
-    return rotation_from_quaternion(q[j.idx_q + 3 : j.idx_q + 7])
+    return quaternion_to_rotation(q[j.idx_q + 3 : j.idx_q + 7])
 
 
 # ===================================================================================== states

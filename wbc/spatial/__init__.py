@@ -1,4 +1,10 @@
-"""Spatial algebra: placements, motion and force transforms, inertias (``[linear; angular]``)."""
+"""Spatial algebra and the Lie groups SO(3) / SE(3), each written once.
+
+* :mod:`.lie`: ``skew``, ``exp3`` / ``log3``, ``exp6`` / ``log6``, quaternions: numpy or CasADi in,
+  the same kind out;
+* :mod:`.algebra`: placements (:class:`SE3`), motion / force / inertia transforms and cross
+  products on CasADi matrices, ordered ``[linear; angular]`` (the only ordering in wbc).
+"""
 
 from __future__ import annotations
 
@@ -13,10 +19,11 @@ from .algebra import (
     compose,
     cross_force,
     cross_motion,
+    inverse,
     rigid_inertia,
-    skew,
     symmetric,
 )
+from .lie import exp3, exp6, is_rotation, log3, log6, quaternion_to_rotation, rotation_to_quaternion, skew, vee
 
 __all__ = [
     "SE3",
@@ -29,7 +36,16 @@ __all__ = [
     "compose",
     "cross_force",
     "cross_motion",
+    "inverse",
     "rigid_inertia",
-    "skew",
     "symmetric",
+    "skew",
+    "vee",
+    "exp3",
+    "log3",
+    "exp6",
+    "log6",
+    "quaternion_to_rotation",
+    "rotation_to_quaternion",
+    "is_rotation",
 ]

@@ -26,6 +26,8 @@ from typing import NamedTuple
 import casadi as ca
 import numpy as np
 
+from .lie import skew
+
 Matrix = ca.SX | ca.DM | ca.MX | np.ndarray
 
 __all__ = [
@@ -33,7 +35,6 @@ __all__ = [
     "identity",
     "compose",
     "inverse",
-    "skew",
     "act_motion",
     "act_inv_motion",
     "act_force",
@@ -46,8 +47,6 @@ __all__ = [
     "first_moment",
     "symmetric",
     "rotation_about_axis",
-    "quaternion_to_rotation",
-    "log3",
 ]
 
 
@@ -72,17 +71,6 @@ def inverse(m: SE3) -> SE3:
     """The inverse placement (parent in child)."""
     Rt = m.R.T
     return SE3(Rt, -ca.mtimes(Rt, m.p))
-
-
-def skew(p: Matrix) -> ca.SX:
-    """The cross-product matrix ``[p]×`` (3, 3) of a 3-vector, so that ``[p]× x = p × x``."""
-    p = ca.vec(p) if not isinstance(p, np.ndarray) else ca.DM(np.asarray(p, float).reshape(3, 1))
-    z = 0
-    return ca.vertcat(
-        ca.horzcat(z, -p[2], p[1]),
-        ca.horzcat(p[2], z, -p[0]),
-        ca.horzcat(-p[1], p[0], z),
-    )
 
 
 def _cross(p: Matrix, X: Matrix) -> Matrix:
@@ -190,8 +178,7 @@ def rigid_inertia(mass: float, com: np.ndarray, inertia_com: np.ndarray) -> np.n
         com: centre of mass in the frame, (3,), m.
         inertia_com: rotational inertia about the centre of mass in the frame axes, (3, 3), kg m².
     """
-    c = np.asarray(com, float).reshape(3)
-    C = np.array([[0.0, -c[2], c[1]], [c[2], 0.0, -c[0]], [-c[1], c[0], 0.0]])
+    C = skew(np.asarray(com, float).reshape(3))
     I = np.zeros((6, 6))
     I[0:3, 0:3] = mass * np.eye(3)
     I[0:3, 3:6] = -mass * C
@@ -211,7 +198,7 @@ def rotation_about_axis(axis: np.ndarray, c: Matrix, s: Matrix) -> Matrix:
     Axis-aligned axes give matrices with constant zeros and ones, which fold away when tracing.
     """
     a = np.asarray(axis, float).reshape(3)
-    K = np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
+    K = skew(a)
     aa = np.outer(a, a)
     rows = []
     for i in range(3):
@@ -228,30 +215,3 @@ def rotation_about_axis(axis: np.ndarray, c: Matrix, s: Matrix) -> Matrix:
             row.append(entry)
         rows.append(ca.horzcat(*row))
     return ca.vertcat(*rows)
-
-
-def log3(R: Matrix) -> Matrix:
-    """The rotation vector (3, 1) of a rotation matrix: axis × angle, angle in [0, π).
-
-    Exact away from π (the axis is ill-conditioned there); smooth through the identity.
-    """
-    c = ca.fmin(ca.fmax((R[0, 0] + R[1, 1] + R[2, 2] - 1) / 2, -1), 1)
-    theta = ca.acos(c)
-    w = ca.vertcat(R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]) / 2  # sin(θ) · axis
-    small = theta < 1e-4
-    factor = ca.if_else(small, 1 + theta**2 / 6, theta / ca.sin(ca.if_else(small, 1, theta)))
-    return factor * w
-
-
-def quaternion_to_rotation(quat: Matrix) -> Matrix:
-    """Rotation (3, 3) of a quaternion ``(x, y, z, w)``, assumed unit (Eigen's formula)."""
-    x, y, z, w = quat[0], quat[1], quat[2], quat[3]
-    tx, ty, tz = 2 * x, 2 * y, 2 * z
-    twx, twy, twz = tx * w, ty * w, tz * w
-    txx, txy, txz = tx * x, ty * x, tz * x
-    tyy, tyz, tzz = ty * y, tz * y, tz * z
-    return ca.vertcat(
-        ca.horzcat(1 - (tyy + tzz), txy - twz, txz + twy),
-        ca.horzcat(txy + twz, 1 - (txx + tzz), tyz - twx),
-        ca.horzcat(txz - twy, tyz + twx, 1 - (txx + tyy)),
-    )
