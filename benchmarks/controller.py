@@ -32,6 +32,9 @@ import numpy as np
 import wbc
 from wbc import robots, tasks
 
+#: The two force models of a rectangular sole, by their command-line names.
+CONTACT_MODELS = {"wrench": wbc.SurfaceContact, "corners": wbc.SurfaceCornersContact}
+
 ANCHORS = Path(__file__).resolve().parents[2] / "shared" / "anchors"
 
 
@@ -41,9 +44,7 @@ def build(
     """The anchors' standing controller on Talos."""
     spec = robots.load("talos")
     model = spec.model
-    contacts = [
-        wbc.SurfaceContact(f, spec.sole.length, spec.sole.width, mu=0.3, model=contact_model) for f in spec.feet
-    ]
+    contacts = [CONTACT_MODELS[contact_model](f, spec.sole.length, spec.sole.width, mu=0.3) for f in spec.feet]
     com = tasks.CoMTask(weight=1.0, kp=20.0)
     posture = tasks.PostureTask(model, weight=1e-3, kp=10.0)
     ctrl = wbc.WholeBodyController(model, [com, posture], contacts, solver=solver)
@@ -53,7 +54,7 @@ def build(
     return ctrl, spec, com, posture
 
 
-def run(steps: int = 2000, solver: str = wbc.control.qp.DEFAULT_SOLVER, contact_model: str = "wrench") -> dict:
+def run(steps: int = 2000, solver: str = wbc.Solver.DAQP.value, contact_model: str = "wrench") -> dict:
     """Stand for ``steps`` ms, timing every step; returns the JSON record."""
     ctrl, spec, _, _ = build(solver, contact_model)
     model, dt = spec.model, 1e-3
@@ -116,9 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print JSON lines only")
     parser.add_argument("--steps", type=int, default=2000, help="control steps (1 ms each)")
-    parser.add_argument(
-        "--solver", default=wbc.control.qp.DEFAULT_SOLVER, help="QP solver (daqp, proxqp, quadprog, osqp)"
-    )
+    parser.add_argument("--solver", default=wbc.Solver.DAQP.value, help="QP solver (daqp, proxqp, quadprog, osqp)")
     parser.add_argument("--contact-model", default="wrench", choices=["wrench", "corners"])
     parser.add_argument("--anchors", action="store_true", help="also run TSID and placo right after, and report ratios")
     parser.add_argument(

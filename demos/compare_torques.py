@@ -20,7 +20,7 @@ from humanoid_balance import DEFAULTS, Balance, Push, Scenario
 
 import wbc
 
-REFERENCE = ("iim", wbc.control.qp.DEFAULT_SOLVER)
+REFERENCE = ("iim", wbc.Solver.DAQP.value)
 
 
 def scenario(robot: str, duration: float) -> Scenario:
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--robot", default="talos", choices=sorted(DEFAULTS))
     parser.add_argument("--duration", type=float, default=3.0, help="simulated time, s")
     parser.add_argument(
-        "--solvers", default=",".join(wbc.control.qp.SOLVERS), help="comma-separated QP solvers to compare"
+        "--solvers", default=",".join(s.value for s in wbc.Solver), help="comma-separated QP solvers to compare"
     )
     parser.add_argument("--out", type=Path, default=Path("out") / "compare_torques")
     parser.add_argument("--no-plots", action="store_true")

@@ -111,7 +111,11 @@ class Balance:
     """The simulator, the controller and the per-step bookkeeping of one run."""
 
     def __init__(
-        self, robot: str, scenario: Scenario, solver: str = wbc.control.qp.DEFAULT_SOLVER, input_matrix: str = "iim"
+        self,
+        robot: str,
+        scenario: Scenario,
+        solver: wbc.Solver | str = wbc.Solver.DAQP,
+        input_matrix: wbc.InputMatrixMethod = wbc.InputMatrixMethod.IIM,
     ) -> None:
         self.spec = robots.load(robot)
         self.model = self.spec.model

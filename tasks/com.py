@@ -5,8 +5,11 @@ from __future__ import annotations
 import casadi as ca
 import numpy as np
 
-from wbc.control.task import Gain, Task, TaskContext
+from wbc.control.context import StepContext
+from wbc.control.task import Gain, Task
 from wbc.errors import InputError
+from wbc.model.model import Model
+from wbc.numeric import center_of_mass
 
 __all__ = ["CoMTask"]
 
@@ -18,24 +21,22 @@ class CoMTask(Task):
 
     Args:
         axes: the controlled axes, e.g. ``"xyz"`` (default) or ``"xy"``.
-        weight, kp, kd, name: see :class:`wbc.task.Task`.
+        weight, kp, kd, name: see :class:`wbc.control.task.Task` (default name ``"com"``).
 
     For a floating base the task acceleration is taken from Newton's law, ``m c̈ = Σ f + m g``
     (internal torques cannot move the CoM): exact, and cheaper than ``J_com B̂``.
     """
 
     def __init__(
-        self,
-        axes: str = "xyz",
-        weight: Gain = 1.0,
-        kp: Gain = 0.0,
-        kd: Gain | None = None,
-        name: str | None = None,
+        self, axes: str = "xyz", weight: Gain = 1.0, kp: Gain = 0.0, kd: Gain | None = None, name: str | None = None
     ) -> None:
-        if not axes or any(a not in _AXES for a in axes) or len(set(axes)) != len(axes):
+        if not isinstance(axes, str) or not axes or any(a not in _AXES for a in axes) or len(set(axes)) != len(axes):
             raise InputError(f"CoMTask axes must be distinct letters among 'xyz', got {axes!r}")
         self.axes = [_AXES[a] for a in axes]
-        super().__init__(len(self.axes), weight, kp, kd, name or "com")
+        super().__init__(len(self.axes), weight, kp, kd, name)
+
+    def default_name(self) -> str:
+        return "com"
 
     @property
     def target_size(self) -> int:
@@ -49,20 +50,27 @@ class CoMTask(Task):
             self._select(np.zeros(3) if acceleration is None else acceleration, "acceleration")
         )
 
+    def set_target_from_configuration(self, model: Model, q) -> None:
+        """Target the CoM of configuration ``q`` (nq,), at rest."""
+        self.set_target(center_of_mass(model, q))
+
     def _select(self, value, what: str) -> np.ndarray:
-        arr = np.asarray(value, float).reshape(-1)
+        try:
+            arr = np.asarray(value, float).reshape(-1)
+        except (TypeError, ValueError):
+            raise InputError(f"task {self.name!r}: CoM {what} must be 3 numbers, got {value!r}") from None
         if arr.shape != (3,):
             raise InputError(f"task {self.name!r}: CoM {what} must have 3 entries, got {arr.shape}")
         return arr[self.axes]
 
-    def measure(self, ctx: TaskContext):
+    def measure(self, ctx: StepContext):
         J = ctx.kin.com_jacobian()[self.axes, :]
         return J, ctx.kin.com_drift()[self.axes], ca.mtimes(J, ctx.kin.v)
 
-    def error(self, ctx: TaskContext, target):
+    def error(self, ctx: StepContext, target):
         return target - ctx.kin.center_of_mass()[self.axes]
 
-    def input_rows(self, ctx: TaskContext, J, drift):
+    def input_rows(self, ctx: StepContext, J, drift):
         if not ctx.model.floating_base:
             return super().input_rows(ctx, J, drift)
         mass = ctx.kin.total_mass

@@ -5,7 +5,9 @@ from __future__ import annotations
 import casadi as ca
 import numpy as np
 
-from wbc.control.task import Gain, Task, TaskContext
+from wbc.control.context import StepContext
+from wbc.control.task import Gain, Task
+from wbc.model.model import Model
 
 __all__ = ["MomentumTask"]
 
@@ -16,12 +18,17 @@ class MomentumTask(Task):
     Rows are ``[linear; angular]`` (or angular only). The desired rate is
     ``ḣ* = ḣ_ref + K_p (h_ref − h)``: the target is a momentum ``h_ref`` (kg m/s, kg m²/s), ``kp`` the
     damping rate (1/s); ``kd`` is unused. For a floating base the rate comes from the contact
-    wrenches about the CoM plus gravity (exact, cheaper than ``A_g B̂``).
+    wrenches about the CoM plus gravity (exact, cheaper than ``A_g B̂``). Default name
+    ``"momentum"`` (``"angular_momentum"`` without the linear part).
     """
 
     def __init__(self, linear: bool = False, weight: Gain = 1.0, kp: Gain = 0.0, name: str | None = None) -> None:
+        self.linear = bool(linear)
         self.rows_ = [0, 1, 2, 3, 4, 5] if linear else [3, 4, 5]
-        super().__init__(len(self.rows_), weight, kp, 0.0, name or "momentum")
+        super().__init__(len(self.rows_), weight, kp, 0.0, name)
+
+    def default_name(self) -> str:
+        return "momentum" if self.linear else "angular_momentum"
 
     @property
     def target_size(self) -> int:
@@ -32,14 +39,18 @@ class MomentumTask(Task):
         self._set_target_parameters(np.zeros(self.dim) if momentum is None else momentum)
         self.set_reference_acceleration(np.zeros(self.dim) if rate is None else rate)
 
-    def measure(self, ctx: TaskContext):
+    def set_target_from_configuration(self, model: Model, q) -> None:
+        """At rest in any configuration the momentum is zero: target zero momentum and rate."""
+        self.set_target()
+
+    def measure(self, ctx: StepContext):
         Ag = ctx.kin.centroidal_map()[self.rows_, :]
         return Ag, ctx.kin.centroidal_drift()[self.rows_], ca.DM.zeros(self.dim, 1)
 
-    def error(self, ctx: TaskContext, target):
+    def error(self, ctx: StepContext, target):
         return target - ctx.kin.centroidal_momentum()[self.rows_]
 
-    def input_rows(self, ctx: TaskContext, J, drift):
+    def input_rows(self, ctx: StepContext, J, drift):
         if not ctx.model.floating_base:
             return super().input_rows(ctx, J, drift)
         c = ctx.kin.center_of_mass()

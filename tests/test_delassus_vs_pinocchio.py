@@ -27,7 +27,7 @@ from tests.helpers import (
     robot_case,
     tree_case,
 )
-from wbc.algorithms.delassus import METHODS
+from wbc.algorithms.delassus import DelassusMethod
 
 RF = wbc.ReferenceFrame
 N_STATES = 5
@@ -55,15 +55,15 @@ def _check_delassus(case: Case, constraints_at, seed: int, dense_states: int = N
         expected = J @ oracle.minverse(case.pin_model, q) @ J.T
         where = f"{case.name} state {i} ({len(constraints)} constraints, {J.shape[0]} rows)"
         results = {}
-        for method in METHODS:
-            if method == "dense" and i >= dense_states:
+        for method in DelassusMethod:
+            if method is DelassusMethod.DENSE and i >= dense_states:
                 continue
             D = wbc.delassus(m, q, constraints, method)
             np.testing.assert_array_equal(D, D.T, err_msg=f"{where}: {method} is not symmetric")
             assert_close(D, expected, what=f"{where}: {method} vs Pinocchio J M⁻¹ Jᵀ")
             results[method] = D
         for method, D in results.items():
-            assert_close(D, results["pv-osimr"], what=f"{where}: {method} vs pv-osimr")
+            assert_close(D, results[DelassusMethod.PV_OSIMR], what=f"{where}: {method} vs pv-osimr")
 
 
 @pytest.mark.parametrize("name,which,dense_states", CATALOG, ids=[f"{n}-{w}" for n, w, _ in CATALOG])
@@ -147,7 +147,7 @@ def test_talos_delassus_vs_pinocchio_compute_delassus_matrix(which):
         q = wbc.random_configuration(m, rng)
         expected = _pin_delassus(case, q, constraints)
         where = f"talos {which} state {i}"
-        for method in ("pv-osimr", "pv-osim", "efpa", "ltl"):
+        for method in (DelassusMethod.PV_OSIMR, DelassusMethod.PV_OSIM, DelassusMethod.EFPA, DelassusMethod.LTL):
             assert_close(
                 wbc.delassus(m, q, local, method),
                 expected,
@@ -176,7 +176,7 @@ def test_constraint_order_and_repeats():
     q = wbc.random_configuration(m, np.random.default_rng(321))
     J = oracle.constraint_jacobian(case.pin_model, q, constraints)
     expected = J @ oracle.minverse(case.pin_model, q) @ J.T
-    for method in ("pv-osimr", "pv-osim", "efpa"):
+    for method in (DelassusMethod.PV_OSIMR, DelassusMethod.PV_OSIM, DelassusMethod.EFPA):
         D = wbc.delassus(m, q, constraints, method)
         assert_close(D, expected, what=f"{method} vs Pinocchio")
         assert_close(D[:3], D[-3:], tol=1e-12, what=f"{method}: the rows of a repeated constraint")

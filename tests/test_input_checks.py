@@ -242,7 +242,8 @@ def test_error_hierarchy():
     """Every wbc error derives from WbcError; input errors are ValueErrors, frame errors KeyErrors."""
     assert issubclass(wbc.InputError, wbc.WbcError) and issubclass(wbc.InputError, ValueError)
     assert issubclass(wbc.FrameError, wbc.WbcError) and issubclass(wbc.FrameError, KeyError)
-    for cls in (wbc.ModelError, wbc.CompileError, wbc.InfeasibleProblem):
+    assert issubclass(wbc.MissingDependency, ImportError)
+    for cls in (wbc.ModelError, wbc.CompileError, wbc.MissingDependency):
         assert issubclass(cls, wbc.WbcError)
     assert str(wbc.FrameError("no frame 'x'")) == "no frame 'x'"  # not quoted like a KeyError
 

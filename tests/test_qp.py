@@ -6,6 +6,11 @@ import numpy as np
 import pytest
 
 from wbc.control import qp
+from wbc.control.pieces import Group, Kind
+from wbc.control.solvers import make_solver
+
+FRICTION = Group(Kind.FRICTION, "foot")
+LIMITS = Group(Kind.TORQUE_LIMIT, "torque_limit")
 
 
 def random_problem(rng, n=12, k=9, m_eq=4, m_in=10, bounds=True, spd_block=True) -> qp.QPProblem:
@@ -23,9 +28,12 @@ def random_problem(rng, n=12, k=9, m_eq=4, m_in=10, bounds=True, spd_block=True)
     h = rng.uniform(0.5, 2.0, m_in)
     lb = np.full(n, -np.inf)
     ub = np.full(n, np.inf)
+    bound_groups = [None] * n
     if bounds:
         lb[: n // 2], ub[: n // 2] = -5.0, 5.0
-    return qp.QPProblem(A, b, r, A_eq, b_eq, G, h, lb, ub, {}, [], ["friction"] * m_in)
+        bound_groups[: n // 2] = [LIMITS] * (n // 2)
+    eq_groups = [Group(Kind.CONTACT, "foot")] * m_eq
+    return qp.QPProblem(A, b, r, A_eq, b_eq, G, h, lb, ub, {}, eq_groups, [FRICTION] * m_in, bound_groups)
 
 
 def kkt_reference(p: qp.QPProblem) -> np.ndarray:
@@ -59,7 +67,7 @@ def test_elimination_through_the_spd_block_gives_the_same_minimizer():
 def test_eliminate_equalities_preserves_the_qp():
     """Solving the reduced QP and recovering gives the full QP's solution (constraints active)."""
     rng = np.random.default_rng(2)
-    solver = qp.make_solver("quadprog")
+    solver = make_solver("quadprog")
     for _ in range(10):
         p = random_problem(rng, m_in=14)
         reduced, elimination = qp.eliminate_equalities(p)
@@ -92,8 +100,8 @@ def test_jacobi_scaling_gives_a_unit_diagonal_and_the_same_solution():
 @pytest.mark.parametrize("name", ["daqp", "proxqp", "quadprog", "osqp"])
 def test_solvers_agree_with_quadprog_with_active_constraints(name):
     rng = np.random.default_rng(5)
-    reference = qp.make_solver("quadprog")
-    solver = qp.make_solver(name)
+    reference = make_solver("quadprog")
+    solver = make_solver(name)
     for _ in range(5):
         p = random_problem(rng, m_in=16)
         ref = reference.solve(p, shortcut=False)
@@ -108,11 +116,11 @@ def test_shortcut_is_taken_exactly_when_no_inequality_binds():
     rng = np.random.default_rng(6)
     p = random_problem(rng, m_in=4, bounds=False)
     p.h[:] = 1e6  # nothing can bind
-    sol = qp.make_solver("daqp").solve(p)
+    sol = make_solver("daqp").solve(p)
     assert sol.found and sol.unconstrained
     x_free = sol.x
     p.h[0] = p.G[0] @ x_free - 0.5  # now the free minimizer violates row 0
-    sol = qp.make_solver("daqp").solve(p)
+    sol = make_solver("daqp").solve(p)
     assert sol.found and not sol.unconstrained
     assert abs(p.G[0] @ sol.x - p.h[0]) < 1e-8, "the violated row becomes active"
 
@@ -123,14 +131,16 @@ def test_infeasible_problem_is_reported_not_solved():
     p.G = np.vstack([p.G[0], -p.G[0]])
     p.h = np.array([-1.0, -1.0])  # g·u ≤ −1 and −g·u ≤ −1: empty
     for name in ("daqp", "quadprog"):
-        assert not qp.make_solver(name).solve(p).found, name
+        assert not make_solver(name).solve(p).found, name
 
 
 def test_without_and_soften_equalities():
     rng = np.random.default_rng(8)
     p = random_problem(rng)
-    relaxed = p.without("torque_limits", "friction")
-    assert relaxed.G.shape[0] == 0 and np.all(np.isinf(relaxed.lb))
+    relaxed = p.without(Kind.TORQUE_LIMIT, Kind.FRICTION)
+    assert relaxed.G.shape[0] == 0 and np.all(np.isinf(relaxed.lb)) and relaxed.A_eq.shape == p.A_eq.shape
+    assert p.without(FRICTION).G.shape[0] == 0 and np.array_equal(p.without(FRICTION).lb, p.lb), "by group"
+    assert p.without(Kind.CONTACT).A_eq.shape[0] == 0, "an equality kind drops the equalities"
     soft = p.soften_equalities(1e6)
     x = qp.equality_constrained_least_squares(soft.A, soft.b, soft.r, soft.A_eq, soft.b_eq)
     assert soft.A_eq.shape[0] == 0 and np.abs(p.A_eq @ x - p.b_eq).max() < 1e-3
@@ -140,4 +150,5 @@ def test_unknown_solver_is_a_clear_error():
     import wbc
 
     with pytest.raises(wbc.InputError, match="unknown solver"):
-        qp.make_solver("simplex-from-1947")
+        make_solver("simplex-from-1947")
+    assert make_solver(wbc.Solver.DAQP).name == make_solver("daqp").name == "daqp"

@@ -9,25 +9,15 @@ import pytest
 import wbc
 from tests.helpers import assert_close, robot_case, tree_case
 from wbc import tasks
-from wbc.algorithms.constraints import resolve
-from wbc.algorithms.dynamics import aba
-from wbc.algorithms.iim import iim
 from wbc.algorithms.kinematics import TreeKinematics
-from wbc.control.task import TaskContext
+from wbc.control.context import StepContext
 
 H = 1e-6  # central differences: truncation ~1e-12 · |third derivative|, rounding ~1e-10
 
 
 def _ctx(model, q, v, contacts=()):
-    kin = TreeKinematics(model, ca.DM(q), ca.DM(v))
-    motion = resolve(model, [c.motion_constraint() for c in contacts])
-    a0 = aba(model, kin.q, kin.v, ca.DM.zeros(model.nv, 1), kin=kin)
-    B = iim(model, kin, motion)
-    wrenches, col = [], model.n_actuated
-    for c in contacts:
-        wrenches.append((slice(col, col + c.dim), c.wrench_map(kin)))
-        col += c.dim
-    return TaskContext(model, kin, a0, B, col, wrenches)
+    """The controller's step context, evaluated on numbers."""
+    return StepContext(model, ca.DM(q), ca.DM(v), contacts, wbc.InputMatrixMethod.IIM)
 
 
 def _np(x):
@@ -119,21 +109,16 @@ def test_newton_fast_paths_equal_the_general_input_rows(contact_model):
     """CoM and momentum rows from the contact wrenches equal J B̂ and J a₀ + J̇ v (floating base)."""
     case = robot_case("talos")
     model, spec = case.model, case.spec
-    contacts = [wbc.SurfaceContact(f, spec.sole.length, spec.sole.width, model=contact_model) for f in spec.feet]
+    model_class = {"wrench": wbc.SurfaceContact, "corners": wbc.SurfaceCornersContact}[contact_model]
+    contacts = [model_class(f, spec.sole.length, spec.sole.width) for f in spec.feet]
     contacts.append(wbc.PointContact(spec.hands[0], offset=(0.0, 0.0, 0.1)))
     rng = np.random.default_rng(6)
     q, v = wbc.random_configuration(model, rng, scale=0.3), rng.normal(size=model.nv)
-    ctx = _ctx(model, q, v, contacts)
-    gammas = [wbc.WholeBodyController._gamma(c) for c in contacts]
-    blocks, col = [ctx.Bhat[:, 0 : model.n_actuated]], model.n_actuated
-    for c, G in zip(contacts, gammas):
-        blocks.append(ca.mtimes(ctx.Bhat[:, col : col + c.equality_dim], G))
-        col += c.equality_dim
-    ctx.Bhat = ca.horzcat(*blocks)  # in force variables, as the controller builds it
+    ctx = _ctx(model, q, v, contacts)  # B̂ in the contacts' force variables, as the controller builds it
     for task in (tasks.CoMTask(), tasks.CoMTask(axes="yz"), tasks.MomentumTask(), tasks.MomentumTask(linear=True)):
         J, drift, _ = task.measure(ctx)
         fast = [_np(x) for x in task.input_rows(ctx, J, drift)]
-        general = [_np(x) for x in wbc.control.task.Task.input_rows(task, ctx, J, drift)]
+        general = [_np(x) for x in wbc.control.Task.input_rows(task, ctx, J, drift)]
         scale = max(1.0, np.abs(general[0]).max())
         assert_close(fast[0], general[0], 1e-9 * scale, f"{task.name}: A_u")
         assert_close(fast[1], general[1], 1e-9, f"{task.name}: drift")

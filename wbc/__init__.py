@@ -1,24 +1,39 @@
 """wbc: an operational-space whole-body controller framework.
 
 Exact rigid-body dynamics written once against CasADi, compiled to C for the control loop,
-checked against Pinocchio. See the README for the tour.
+checked against Pinocchio. See the README for the tour and ``docs/`` for the architecture.
+
+The numeric API (numpy in, numpy out) is re-exported here from :mod:`wbc.numeric`; the same
+functions on CasADi symbols are in :mod:`wbc.symbolic`.
 """
 
 from __future__ import annotations
 
-from . import codegen
+from . import codegen, numeric, symbolic
 from .algorithms.constraints import LinkConstraint, PointConstraint, WeldConstraint
-from .algorithms.delassus import delassus
-from .algorithms.iim import free_acceleration, inertia_weighted_input_matrix
+from .algorithms.delassus import DelassusMethod
+from .algorithms.iim import InputMatrixMethod
 from .algorithms.kinematics import ReferenceFrame
+from .algorithms.workspace import Workspace
 from .codegen import kernels
-from .control.contacts import PointContact, SurfaceContact
-from .control.controller import Command, StepStatus, WholeBodyController
+from .control import (
+    Command,
+    Contact,
+    Group,
+    Kind,
+    PointContact,
+    Solver,
+    StepStatus,
+    SurfaceContact,
+    SurfaceCornersContact,
+    TorqueLimit,
+    WholeBodyController,
+)
 from .errors import (
     CompileError,
     FrameError,
-    InfeasibleProblem,
     InputError,
+    MissingDependency,
     ModelError,
     SimulationDiverged,
     WbcError,
@@ -33,13 +48,17 @@ from .numeric import (
     center_of_mass,
     centroidal_drift,
     centroidal_map,
+    centroidal_momentum,
     com_drift,
     com_jacobian,
     crba,
+    delassus,
     frame_drift,
     frame_jacobian,
     frame_placement,
     frame_velocity,
+    free_acceleration,
+    inertia_weighted_input_matrix,
     nonlinear_effects,
     rnea,
 )
@@ -47,20 +66,32 @@ from .numeric import (
 __version__ = "0.1.0"
 
 __all__ = [
+    # modules
     "checks",
     "codegen",
     "kernels",
+    "numeric",
+    "symbolic",
+    # model
     "Model",
     "Joint",
     "Frame",
     "JointType",
     "FrameKind",
-    "ReferenceFrame",
     "load_urdf",
+    "neutral",
+    "random_configuration",
+    "integrate",
+    "difference",
+    "normalize",
+    # numeric API
+    "ReferenceFrame",
+    "Workspace",
     "rnea",
     "nonlinear_effects",
     "crba",
     "aba",
+    "free_acceleration",
     "frame_placement",
     "frame_jacobian",
     "frame_velocity",
@@ -70,28 +101,33 @@ __all__ = [
     "com_drift",
     "centroidal_map",
     "centroidal_drift",
-    "WholeBodyController",
-    "Command",
-    "StepStatus",
-    "PointContact",
-    "SurfaceContact",
+    "centroidal_momentum",
     "PointConstraint",
     "WeldConstraint",
     "LinkConstraint",
+    "InputMatrixMethod",
+    "DelassusMethod",
     "inertia_weighted_input_matrix",
-    "free_acceleration",
     "delassus",
-    "neutral",
-    "random_configuration",
-    "integrate",
-    "difference",
-    "normalize",
+    # control
+    "WholeBodyController",
+    "Command",
+    "StepStatus",
+    "Contact",
+    "PointContact",
+    "SurfaceContact",
+    "SurfaceCornersContact",
+    "TorqueLimit",
+    "Solver",
+    "Kind",
+    "Group",
+    # errors
     "WbcError",
     "ModelError",
     "FrameError",
     "InputError",
     "CompileError",
-    "InfeasibleProblem",
+    "MissingDependency",
     "SimulationDiverged",
     "WbcPerformanceWarning",
 ]

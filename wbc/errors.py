@@ -32,12 +32,9 @@ class CompileError(WbcError):
     """Generating or compiling a kernel failed (the compiler's message is attached)."""
 
 
-class InfeasibleProblem(WbcError):
-    """A control problem has no solution; ``conflict`` names the constraint groups involved."""
-
-    def __init__(self, message: str, conflict: tuple[str, ...] = ()) -> None:
-        super().__init__(message)
-        self.conflict = conflict
+class MissingDependency(WbcError, ImportError):
+    """An optional dependency is not installed; the message names the extra that provides it
+    (e.g. ``pip install 'wbc[proxqp]'``)."""
 
 
 class SimulationDiverged(WbcError):

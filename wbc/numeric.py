@@ -1,9 +1,11 @@
-"""The public eager API: numpy in, numpy out.
+"""The numeric API: numpy in, numpy out.
 
-Each function checks its arguments (:mod:`wbc.checks`), evaluates the algorithm on numbers
-(CasADi ``DM``) and returns numpy arrays. This is the readable, debuggable path, meant for
-scripts, tests and one-off queries (milliseconds per call); a control loop uses compiled kernels
-instead (:mod:`wbc.codegen`).
+Each function checks its arguments (:mod:`wbc.model.checks`: sizes, finiteness, unit quaternions,
+frame names), evaluates the algorithm on numbers (CasADi ``DM``) through a
+:class:`~wbc.algorithms.workspace.Workspace` and returns numpy arrays. This is the readable,
+debuggable path, meant for scripts, tests and one-off queries (milliseconds per call); a control
+loop uses compiled kernels instead (:mod:`wbc.codegen`). :mod:`wbc.symbolic` has the same functions
+with the same signatures on CasADi symbols.
 
 External forces ``fext`` are given as ``{frame name: wrench (6,)}``, each wrench ``[f; n]``
 (N, N m) acting on the frame's body, expressed in the frame (LOCAL) about its origin.
@@ -11,23 +13,26 @@ External forces ``fext`` are given as ``{frame name: wrench (6,)}``, each wrench
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import casadi as ca
 import numpy as np
 
-from .algorithms import dynamics as dyn
-from .algorithms.kinematics import ReferenceFrame, TreeKinematics
+from .algorithms.constraints import Constraint
+from .algorithms.delassus import DelassusMethod
+from .algorithms.iim import InputMatrixMethod
+from .algorithms.kinematics import ReferenceFrame
+from .algorithms.workspace import Workspace
 from .errors import InputError
 from .model import checks
 from .model.model import Model
-from .spatial.algebra import act_force
 
 __all__ = [
     "rnea",
     "nonlinear_effects",
     "crba",
     "aba",
+    "free_acceleration",
     "frame_placement",
     "frame_jacobian",
     "frame_velocity",
@@ -37,6 +42,9 @@ __all__ = [
     "com_drift",
     "centroidal_map",
     "centroidal_drift",
+    "centroidal_momentum",
+    "inertia_weighted_input_matrix",
+    "delassus",
 ]
 
 ExternalForces = Mapping[str, object] | None
@@ -54,70 +62,53 @@ def _mat(x) -> np.ndarray:
     return np.array(ca.DM(x), dtype=float)
 
 
-def _reference(reference: ReferenceFrame) -> ReferenceFrame:
-    if not isinstance(reference, ReferenceFrame):
-        raise InputError(
-            f"reference must be a wbc.ReferenceFrame (LOCAL, WORLD or LOCAL_WORLD_ALIGNED), got {reference!r}"
-        )
-    return reference
+def _workspace(model: Model, q, v=None, needs_v: bool = False) -> Workspace:
+    if not isinstance(model, Model):
+        raise InputError(f"model must be a wbc.Model, got {type(model).__name__}")
+    q = checks.configuration(model, q)
+    if needs_v:
+        v = _dm(checks.velocity(model, v))
+    return Workspace(model, _dm(q), v)
 
 
-def _external_forces(model: Model, fext: ExternalForces) -> dict[int, ca.DM] | None:
+def _forces(model: Model, fext: ExternalForces) -> dict | None:
     if not fext:
         return None
     if not isinstance(fext, Mapping):
         raise InputError("fext must be a mapping {frame name: wrench (6,)}")
-    out: dict[int, ca.DM] = {}
-    for name, wrench in fext.items():
-        f = model.frames[checks.frame_index(model, name)]
-        w = checks.vector(wrench, 6, f"fext[{name!r}]")
-        body_force = act_force(f.placement, _dm(w))
-        out[f.joint] = out[f.joint] + body_force if f.joint in out else body_force
-    out.pop(0, None)  # a force on the ground does nothing
-    return out
-
-
-_POSITION_ONLY = object()
-
-
-def _state(model: Model, q, v=_POSITION_ONLY):
-    q = checks.configuration(model, q)
-    if v is _POSITION_ONLY:
-        return TreeKinematics(model, _dm(q)), q, None
-    v = checks.velocity(model, v)
-    return TreeKinematics(model, _dm(q), _dm(v)), q, v
+    return {name: _dm(checks.vector(w, 6, f"fext[{name!r}]")) for name, w in fext.items()}
 
 
 def rnea(model: Model, q, v, a, fext: ExternalForces = None) -> np.ndarray:
     """Inverse dynamics: ``τ = M(q) a + h(q, v) − Σ Jᵀ fext`` (nv,)."""
-    kin, q, v = _state(model, q, v)
-    a = checks.vector(a, model.nv, "a")
-    return _vec(dyn.rnea(model, kin.q, kin.v, _dm(a), _external_forces(model, fext), kin=kin))
+    ws = _workspace(model, q, v, needs_v=True)
+    return _vec(ws.rnea(_dm(checks.vector(a, model.nv, "a")), _forces(model, fext)))
 
 
 def nonlinear_effects(model: Model, q, v) -> np.ndarray:
     """``h(q, v)`` (nv,): Coriolis, centrifugal and gravity terms."""
-    kin, q, v = _state(model, q, v)
-    return _vec(dyn.nonlinear_effects(model, kin.q, kin.v, kin=kin))
+    return _vec(_workspace(model, q, v, needs_v=True).nonlinear_effects())
 
 
 def crba(model: Model, q) -> np.ndarray:
     """The joint-space inertia matrix ``M(q)`` (nv, nv)."""
-    kin, q, _ = _state(model, q)
-    return _mat(dyn.crba(model, kin.q, kin=kin))
+    return _mat(_workspace(model, q).crba())
 
 
 def aba(model: Model, q, v, tau, fext: ExternalForces = None) -> np.ndarray:
     """Forward dynamics: ``q̈`` (nv,) with ``M q̈ + h = τ + Σ Jᵀ fext``; ``tau`` is (nv,)."""
-    kin, q, v = _state(model, q, v)
-    tau = checks.vector(tau, model.nv, "tau")
-    return _vec(dyn.aba(model, kin.q, kin.v, _dm(tau), _external_forces(model, fext), kin=kin))
+    ws = _workspace(model, q, v, needs_v=True)
+    return _vec(ws.aba(_dm(checks.vector(tau, model.nv, "tau")), _forces(model, fext)))
+
+
+def free_acceleration(model: Model, q, v) -> np.ndarray:
+    """``a₀ = −M⁻¹ h(q, v)`` (nv,): the acceleration with zero inputs (the drift of ``q̈ = a₀ + B̂ u``)."""
+    return _vec(_workspace(model, q, v, needs_v=True).free_acceleration())
 
 
 def frame_placement(model: Model, q, frame: str) -> np.ndarray:
     """The homogeneous transform (4, 4) of ``frame`` in the world."""
-    kin, q, _ = _state(model, q)
-    M = kin.frame_placement(checks.frame_index(model, frame))
+    M = _workspace(model, q).frame_placement(checks.frame_index(model, frame))
     T = np.eye(4)
     T[0:3, 0:3] = _mat(M.R)
     T[0:3, 3] = _vec(M.p)
@@ -126,47 +117,76 @@ def frame_placement(model: Model, q, frame: str) -> np.ndarray:
 
 def frame_jacobian(model: Model, q, frame: str, reference: ReferenceFrame = ReferenceFrame.LOCAL) -> np.ndarray:
     """The Jacobian (6, nv) of ``frame`` in ``reference`` (rows [linear; angular])."""
-    kin, q, _ = _state(model, q)
-    return _mat(kin.frame_jacobian(checks.frame_index(model, frame), _reference(reference)))
+    return _mat(_workspace(model, q).frame_jacobian(checks.frame_index(model, frame), reference))
 
 
 def frame_velocity(model: Model, q, v, frame: str, reference: ReferenceFrame = ReferenceFrame.LOCAL) -> np.ndarray:
     """The spatial velocity (6,) of ``frame`` in ``reference``."""
-    kin, q, v = _state(model, q, v)
-    return _vec(kin.frame_velocity(checks.frame_index(model, frame), _reference(reference)))
+    return _vec(_workspace(model, q, v, needs_v=True).frame_velocity(checks.frame_index(model, frame), reference))
 
 
 def frame_drift(model: Model, q, v, frame: str, reference: ReferenceFrame = ReferenceFrame.LOCAL) -> np.ndarray:
     """The classical acceleration drift ``J̇ v`` (6,) of ``frame`` in ``reference``."""
-    kin, q, v = _state(model, q, v)
-    return _vec(kin.frame_drift(checks.frame_index(model, frame), _reference(reference)))
+    return _vec(_workspace(model, q, v, needs_v=True).frame_drift(checks.frame_index(model, frame), reference))
 
 
 def center_of_mass(model: Model, q) -> np.ndarray:
     """Position (3,) of the centre of mass in the world, m."""
-    kin, q, _ = _state(model, q)
-    return _vec(kin.center_of_mass())
+    return _vec(_workspace(model, q).center_of_mass())
 
 
 def com_jacobian(model: Model, q) -> np.ndarray:
     """Jacobian (3, nv) of the centre of mass, world axes."""
-    kin, q, _ = _state(model, q)
-    return _mat(kin.com_jacobian())
+    return _mat(_workspace(model, q).com_jacobian())
 
 
 def com_drift(model: Model, q, v) -> np.ndarray:
     """CoM acceleration (3,) at zero joint acceleration, world axes, m/s²."""
-    kin, q, v = _state(model, q, v)
-    return _vec(kin.com_drift())
+    return _vec(_workspace(model, q, v, needs_v=True).com_drift())
 
 
 def centroidal_map(model: Model, q) -> np.ndarray:
     """Centroidal momentum matrix (6, nv): [linear; angular] momentum about the CoM, world axes."""
-    kin, q, _ = _state(model, q)
-    return _mat(kin.centroidal_map())
+    return _mat(_workspace(model, q).centroidal_map())
 
 
 def centroidal_drift(model: Model, q, v) -> np.ndarray:
     """``Ȧ_g v`` (6,): centroidal momentum rate at zero joint acceleration (no gravity)."""
-    kin, q, v = _state(model, q, v)
-    return _vec(kin.centroidal_drift())
+    return _vec(_workspace(model, q, v, needs_v=True).centroidal_drift())
+
+
+def centroidal_momentum(model: Model, q, v) -> np.ndarray:
+    """Centroidal momentum (6,) about the CoM, world axes: [kg m/s; kg m²/s]."""
+    return _vec(_workspace(model, q, v, needs_v=True).centroidal_momentum())
+
+
+def inertia_weighted_input_matrix(
+    model: Model, q, constraints: Sequence[Constraint] = (), method: InputMatrixMethod = InputMatrixMethod.IIM
+) -> np.ndarray:
+    """``B̂ = M⁻¹ [Sᵀ, Kᵀ]`` (nv, n_actuated + m) at configuration ``q``.
+
+    Args:
+        constraints: :class:`~wbc.algorithms.constraints.PointConstraint`, ``WeldConstraint`` or
+            ``LinkConstraint`` objects; their rows follow the actuated columns.
+        method: an :class:`~wbc.algorithms.iim.InputMatrixMethod` (default the IIM; its value, e.g.
+            ``"dense"``, also works).
+    """
+    method = checks.option(InputMatrixMethod, method, "method")
+    return _mat(_workspace(model, q).input_matrix(constraints, method))
+
+
+def delassus(
+    model: Model, q, constraints: Sequence[Constraint], method: DelassusMethod = DelassusMethod.PV_OSIMR
+) -> np.ndarray:
+    """The Delassus matrix ``K M⁻¹ Kᵀ`` (m, m) of ``constraints`` at ``q``, rows in the order given.
+
+    Args:
+        method: a :class:`~wbc.algorithms.delassus.DelassusMethod` (default PV-OSIMr; its value, e.g.
+            ``"efpa"``, also works).
+
+    Raises:
+        InputError: no constraints, an unknown method or a bad configuration.
+        FrameError: a constraint on an unknown frame.
+    """
+    method = checks.option(DelassusMethod, method, "method")
+    return _mat(_workspace(model, q).delassus(constraints, method))

@@ -26,7 +26,6 @@ import casadi as ca
 import numpy as np
 
 from ..errors import InputError
-from ..model import checks
 from ..model.model import Model
 from ..spatial.lie import skew
 from .kinematics import ReferenceFrame, TreeKinematics
@@ -38,7 +37,6 @@ __all__ = [
     "Constraint",
     "resolve",
     "ResolvedConstraint",
-    "evaluate_eagerly",
 ]
 
 
@@ -181,18 +179,6 @@ def _as_float_array(x) -> np.ndarray | None:
         return np.asarray(x, float)
     except (TypeError, ValueError):
         return None
-
-
-def evaluate_eagerly(
-    model: Model, q, constraints: Sequence[Constraint], method: str, methods: Sequence[str], compute
-) -> np.ndarray:
-    """``compute(model, kin, resolved, method)`` on numbers at ``q``, as numpy, after checking everything."""
-    if method not in methods:
-        raise InputError(f"unknown method {method!r}; choose one of {', '.join(methods)}")
-    q = checks.configuration(model, q)
-    resolved = resolve(model, constraints)
-    kin = TreeKinematics(model, ca.DM(q))
-    return np.array(ca.DM(compute(model, kin, resolved, method)), dtype=float)
 
 
 def resolve(model: Model, constraints: Sequence[Constraint]) -> list[ResolvedConstraint]:

@@ -26,21 +26,23 @@ rows propagated to a link (constraint-space motion propagators, CEMP).
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Sequence
 
 import casadi as ca
 import numpy as np
 
 from ..errors import InputError
+from ..model import checks
 from ..model.model import Model
 from ..spatial.algebra import act_force, act_inv_motion, symmetric
-from .constraints import Constraint, ResolvedConstraint, evaluate_eagerly
+from .constraints import ResolvedConstraint
 from .dynamics import ArticulatedBodies, crba
 from .kinematics import TreeKinematics
 from .linalg import ldlt, ldlt_solve
 
 __all__ = [
-    "METHODS",
+    "DelassusMethod",
     "ConstraintTree",
     "pv_osimr",
     "pv_osim",
@@ -48,10 +50,17 @@ __all__ = [
     "ltl_osim",
     "dense",
     "delassus_matrix",
-    "delassus",
 ]
 
-METHODS = ("pv-osimr", "pv-osim", "efpa", "ltl", "dense")
+
+class DelassusMethod(enum.Enum):
+    """How the Delassus matrix is computed (see the module docstring)."""
+
+    PV_OSIMR = "pv-osimr"  #: PV-OSIMr, Algorithm 3 (production)
+    PV_OSIM = "pv-osim"  #: PV-OSIM, Algorithm 1
+    EFPA = "efpa"  #: extended force propagator algorithm, Algorithm 2
+    LTL = "ltl"  #: LTL-OSIM, eqs. 4-6
+    DENSE = "dense"  #: CRBA, LDLᵀ, J M⁻¹ Jᵀ
 
 
 @dataclasses.dataclass(frozen=True)
@@ -364,30 +373,17 @@ def delassus_matrix(
     model: Model,
     kin: TreeKinematics,
     constraints: Sequence[ResolvedConstraint],
-    method: str = "pv-osimr",
+    method: DelassusMethod = DelassusMethod.PV_OSIMR,
     bodies: ArticulatedBodies | None = None,
 ):
-    """``Λ⁻¹`` (m, m) by ``method`` (one of :data:`METHODS`), as a CasADi expression."""
-    if method == "pv-osimr":
+    """``Λ⁻¹`` (m, m) by ``method`` (a :class:`DelassusMethod`), as a CasADi expression."""
+    method = checks.option(DelassusMethod, method, "method")
+    if method is DelassusMethod.PV_OSIMR:
         return pv_osimr(model, kin, constraints, bodies)
-    if method == "pv-osim":
+    if method is DelassusMethod.PV_OSIM:
         return pv_osim(model, kin, constraints, bodies)
-    if method == "efpa":
+    if method is DelassusMethod.EFPA:
         return efpa(model, kin, constraints, bodies)
-    if method == "ltl":
+    if method is DelassusMethod.LTL:
         return ltl_osim(model, kin, constraints)
-    if method == "dense":
-        return dense(model, kin, constraints)
-    raise InputError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
-
-
-def delassus(model: Model, q, constraints: Sequence[Constraint], method: str = "pv-osimr") -> np.ndarray:
-    """The Delassus matrix ``K M⁻¹ Kᵀ`` (m, m) of ``constraints`` at ``q`` (numpy in, numpy out).
-
-    Rows and columns follow the constraints in the order given.
-
-    Raises:
-        InputError: no constraints, an unknown method or a bad configuration.
-        FrameError: a constraint on an unknown frame.
-    """
-    return evaluate_eagerly(model, q, constraints, method, METHODS, delassus_matrix)
+    return dense(model, kin, constraints)

@@ -23,33 +23,37 @@ Glossary: ``P`` input bias forces (6, n_inputs) per body, ``u`` their joint-spac
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
 
 import casadi as ca
 import numpy as np
 
-from ..errors import InputError
 from ..model import checks
 from ..model.model import Model
 from ..spatial.algebra import SE3, act_force, act_motion, compose
 from ..spatial.lie import skew
-from .constraints import Constraint, ResolvedConstraint, evaluate_eagerly
+from .constraints import ResolvedConstraint
 from .dynamics import ArticulatedBodies, aba, crba
 from .kinematics import TreeKinematics
 from .linalg import ldlt, ldlt_solve
 
 __all__ = [
-    "METHODS",
+    "InputMatrixMethod",
     "n_inputs",
     "iim",
     "eufm",
     "dense",
     "input_matrix",
-    "inertia_weighted_input_matrix",
-    "free_acceleration",
 ]
 
-METHODS = ("iim", "eufm", "dense")
+
+class InputMatrixMethod(enum.Enum):
+    """How ``B̂ = M⁻¹B`` is computed (see the module docstring)."""
+
+    IIM = "iim"  #: the Implicit Inversion Method (production)
+    EUFM = "eufm"  #: extended unit force method, m + 1 forward-dynamics runs (baseline)
+    DENSE = "dense"  #: CRBA, LDLᵀ, solves (baseline)
 
 
 def _zeros(like, rows: int, cols: int):
@@ -249,33 +253,17 @@ def dense(model: Model, kin: TreeKinematics, constraints: Sequence[ResolvedConst
     return ldlt_solve(ldlt(M), ca.horzcat(*B))
 
 
-def input_matrix(model: Model, kin: TreeKinematics, constraints: Sequence[ResolvedConstraint], method: str = "iim"):
-    """``B̂`` by ``method`` (one of :data:`METHODS`), as a CasADi expression."""
-    if method == "iim":
+def input_matrix(
+    model: Model,
+    kin: TreeKinematics,
+    constraints: Sequence[ResolvedConstraint],
+    method: InputMatrixMethod = InputMatrixMethod.IIM,
+):
+    """``B̂`` by ``method`` (an :class:`InputMatrixMethod`), as a CasADi expression."""
+    method = checks.option(InputMatrixMethod, method, "method")
+    if method is InputMatrixMethod.IIM:
         return iim(model, kin, constraints)
-    if method == "eufm":
+    if method is InputMatrixMethod.EUFM:
         v = kin.v if kin.v is not None else _zeros(kin.q, model.nv, 1)
         return eufm(model, kin.q, v, constraints)
-    if method == "dense":
-        return dense(model, kin, constraints)
-    raise InputError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
-
-
-def inertia_weighted_input_matrix(
-    model: Model, q, constraints: Sequence[Constraint] = (), method: str = "iim"
-) -> np.ndarray:
-    """``B̂ = M⁻¹ [Sᵀ, Kᵀ]`` (nv, n_actuated + m) at configuration ``q`` (numpy in, numpy out).
-
-    Args:
-        constraints: :class:`~wbc.constraints.PointConstraint`, :class:`~wbc.constraints.WeldConstraint`
-            or :class:`~wbc.constraints.LinkConstraint` objects; their rows follow the actuated columns.
-        method: ``"iim"`` (default), ``"eufm"`` or ``"dense"``.
-    """
-    return evaluate_eagerly(model, q, constraints, method, METHODS, input_matrix)
-
-
-def free_acceleration(model: Model, q, v) -> np.ndarray:
-    """``a₀ = −M⁻¹ h(q, v)`` (nv,): the acceleration with zero inputs (the drift of ``q̈ = a₀ + B̂ u``)."""
-    q = checks.configuration(model, q)
-    v = checks.velocity(model, v)
-    return np.array(ca.DM(aba(model, ca.DM(q), ca.DM(v), ca.DM.zeros(model.nv, 1))), dtype=float).reshape(-1)
+    return dense(model, kin, constraints)

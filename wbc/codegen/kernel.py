@@ -75,6 +75,25 @@ class Kernel:
         rows, cols = size
         return flat if cols == 1 else flat.reshape((rows, cols), order="F")
 
+    def bind_input(self, index: int, array: np.ndarray) -> None:
+        """Make ``array`` (float64, contiguous, as many entries as input ``index``) the storage the
+        kernel reads input ``index`` from: later changes to ``array`` are seen by :meth:`run` with no
+        copy. The kernel keeps a reference to it."""
+        size = self._in_flat[index].size
+        if not (
+            isinstance(array, np.ndarray)
+            and array.dtype == np.float64
+            and array.size == size
+            and array.flags.c_contiguous
+        ):
+            raise CompileError(
+                f"kernel {self.name}: input {self.input_names[index]!r} can only be bound to a contiguous "
+                f"float64 array of {size} entries"
+            )
+        self._in_flat[index] = array
+        self.inputs[index] = array
+        self._buffer.set_arg(index, memoryview(array))
+
     def run(self) -> list[np.ndarray]:
         """Evaluate with the current contents of :attr:`inputs`; returns :attr:`outputs`."""
         self._eval()

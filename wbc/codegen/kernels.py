@@ -13,16 +13,18 @@ where inputs come from users.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
 
 import casadi as ca
 
 from ..algorithms import dynamics as dyn
 from ..algorithms.constraints import Constraint, resolve
-from ..algorithms.delassus import delassus_matrix
-from ..algorithms.iim import input_matrix
+from ..algorithms.delassus import DelassusMethod, delassus_matrix
+from ..algorithms.iim import InputMatrixMethod, input_matrix
 from ..algorithms.kinematics import ReferenceFrame, TreeKinematics
 from ..errors import InputError
+from ..model import checks
 from ..model.model import Model
 from .kernel import Kernel, compile_function
 from .trace import trace
@@ -94,17 +96,13 @@ def frame_jacobians_function(model: Model, frames: Sequence[str], reference: Ref
     )
 
 
-def _tag(method: str) -> str:
-    return method.replace("-", "")
-
-
 def _constraint_function(
-    model: Model, constraints: Sequence[Constraint], method: str, what: str, compute, output: str, cse: bool
+    model: Model, constraints: Sequence[Constraint], method: enum.Enum, what: str, compute, output: str, cse: bool
 ) -> ca.Function:
     resolved = resolve(model, constraints)
     m = sum(c.dim for c in resolved)
     return trace(
-        _name(model, f"{what}_{_tag(method)}_{len(resolved)}c{m}"),
+        _name(model, f"{what}_{method.name.lower()}_{len(resolved)}c{m}"),
         [("q", model.nq)],
         lambda q: [compute(model, TreeKinematics(model, q), resolved, method)],
         [output],
@@ -113,16 +111,24 @@ def _constraint_function(
 
 
 def delassus_function(
-    model: Model, constraints: Sequence[Constraint], method: str = "pv-osimr", cse: bool = True
+    model: Model,
+    constraints: Sequence[Constraint],
+    method: DelassusMethod = DelassusMethod.PV_OSIMR,
+    cse: bool = True,
 ) -> ca.Function:
     """``q -> Λ⁻¹``: the Delassus matrix (m, m) of ``constraints`` by ``method``."""
+    method = checks.option(DelassusMethod, method, "method")
     return _constraint_function(model, constraints, method, "delassus", delassus_matrix, "delassus", cse)
 
 
 def input_matrix_function(
-    model: Model, constraints: Sequence[Constraint] = (), method: str = "iim", cse: bool = True
+    model: Model,
+    constraints: Sequence[Constraint] = (),
+    method: InputMatrixMethod = InputMatrixMethod.IIM,
+    cse: bool = True,
 ) -> ca.Function:
     """``q -> B̂``: the inertia-weighted input matrix (nv, n_actuated + m) by ``method``."""
+    method = checks.option(InputMatrixMethod, method, "method")
     return _constraint_function(model, constraints, method, "bhat", input_matrix, "Bhat", cse)
 
 

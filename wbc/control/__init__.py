@@ -1,9 +1,47 @@
 """The control layer: tasks, contacts and limits contribute typed pieces to one QP in the inputs
-``u = (τ, f)``, which the controller builds and solves every step."""
+``u = (τ, f)``, which the controller builds and solves every step.
+
+* :mod:`.pieces` — the typed pieces (Cost, Equality, Inequality, Bounds) and their groups;
+* :mod:`.contributor` — what every contributor is; :mod:`.task` — the task interface;
+* :mod:`.contacts` — point and rectangular contacts; :mod:`.limits` — torque limits (and more);
+* :mod:`.context` — the traced dynamics contributors share (a₀, B̂, contact rows);
+* :mod:`.builder` — stacks pieces into the kernel and selects each step's active rows;
+* :mod:`.qp`, :mod:`.solvers` — the problem, its exact reductions, the backends;
+* :mod:`.schedule`, :mod:`.fallback`, :mod:`.controller` — contact activation, infeasibility, the step.
+"""
 
 from __future__ import annotations
 
-from .contacts import PointContact, SurfaceContact
+from .contacts import Contact, PointContact, RectangularContact, SurfaceContact, SurfaceCornersContact
+from .contributor import Contributor, Runtime
 from .controller import Command, StepStatus, WholeBodyController
+from .limits import TorqueLimit
+from .pieces import Bounds, Cost, Equality, Group, Inequality, Kind
+from .qp import QPProblem
+from .solvers import QPSolver, Solver, make_solver
+from .task import Task
 
-__all__ = ["WholeBodyController", "Command", "StepStatus", "PointContact", "SurfaceContact"]
+__all__ = [
+    "WholeBodyController",
+    "Command",
+    "StepStatus",
+    "Contributor",
+    "Runtime",
+    "Task",
+    "Contact",
+    "PointContact",
+    "RectangularContact",
+    "SurfaceContact",
+    "SurfaceCornersContact",
+    "TorqueLimit",
+    "Kind",
+    "Group",
+    "Cost",
+    "Equality",
+    "Inequality",
+    "Bounds",
+    "QPProblem",
+    "QPSolver",
+    "Solver",
+    "make_solver",
+]

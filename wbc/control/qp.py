@@ -1,56 +1,43 @@
-"""The reduced QP in the inputs ``u = (τ, f)`` and the solvers behind it.
+"""The reduced QP in the inputs ``u = (τ, f)`` and its exact reductions.
 
 Building the problem is separate from solving it, so a user can inspect it::
 
-    minimize    ½ ‖A u − b‖² + ½ Σᵢ rᵢ uᵢ²   (the stacked weighted task rows; r a small regularization)
-    subject to  A_eq u = b_eq                (active contacts do not accelerate)
-                G u ≤ h                      (friction cones, CoP, normal-force limits)
-                lb ≤ u ≤ ub                  (torque limits on τ; f unbounded here)
+    minimize    ½ ‖A u − b‖² + ½ Σᵢ rᵢ uᵢ²   (the stacked weighted cost rows; r a small regularization)
+    subject to  A_eq u = b_eq                (e.g. active contacts do not accelerate)
+                G u ≤ h                      (e.g. friction cones, CoP, normal-force limits)
+                lb ≤ u ≤ ub                  (e.g. torque limits on τ)
 
-so ``H = AᵀA + diag(r)`` and ``g = −Aᵀb`` (:attr:`QPProblem.H`, :attr:`QPProblem.g`).
+so ``H = AᵀA + diag(r)`` and ``g = −Aᵀb`` (:attr:`QPProblem.H`, :attr:`QPProblem.g`). Every row and
+bound keeps the :class:`~wbc.control.pieces.Group` of the piece it came from.
 
-Every solver goes through the same exact reductions (:meth:`QPSolver.solve`): the equalities are
-solved for the trailing variables when their block is square and invertible (the contact forces,
-whose block is the Delassus matrix: :func:`eliminate_equalities`) and the variables are scaled to
-a unit-diagonal Hessian (:func:`jacobi_scaled`). Before that, the minimizer under the equalities
-alone is tried: a convex QP whose equality-constrained minimizer satisfies every inequality has it
-as its solution (the usual case when standing: no friction, CoP or torque limit active; one KKT
-solve, :func:`equality_constrained_least_squares`). Otherwise the backend solves:
-``"daqp"`` (dual active set, exact; the default, by measurement: README, controller section),
-``"proxqp"`` (ProxSuite dense, warm-started), ``"quadprog"`` (Goldfarb-Idnani), ``"osqp"`` (ADMM, via
-qpsolvers; slow and ~1e-5 accurate on these ill-conditioned problems), or any qpsolvers backend
-as ``"qpsolvers:<name>"``.
+Exact reductions used by every solver (:mod:`wbc.control.solvers`): the minimizer under the
+equalities alone (:func:`equality_constrained_least_squares`, or :func:`least_squares_by_elimination`
+through the Delassus matrix), which is the QP's solution when it satisfies every inequality; the
+elimination of the equalities through a symmetric positive-definite block
+(:func:`eliminate_equalities`); Jacobi scaling to a unit-diagonal Hessian (:func:`jacobi_scaled`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import warnings
+import enum
 from functools import cached_property
 
 import numpy as np
 from scipy.linalg.lapack import dpotrf as _dpotrf
 from scipy.linalg.lapack import dpotrs as _dpotrs
 
-from ..errors import InputError
+from .pieces import Group
 
 __all__ = [
     "QPProblem",
-    "QPSolution",
-    "QPSolver",
-    "make_solver",
     "eliminate_equalities",
+    "Elimination",
     "jacobi_scaled",
     "equality_constrained_least_squares",
     "least_squares_by_elimination",
     "feasible",
-    "SOLVERS",
-    "DEFAULT_SOLVER",
 ]
-
-SOLVERS = ("proxqp", "daqp", "quadprog", "osqp")
-DEFAULT_SOLVER = "daqp"
-_INF = 1e20
 
 
 @dataclasses.dataclass
@@ -61,11 +48,12 @@ class QPProblem:
         A, b: cost rows (k, n), (k,): minimize ``½ ‖A u − b‖² + ½ Σ rᵢ uᵢ²``.
         r: diagonal regularization (n,) (> 0).
         A_eq, b_eq: equalities (m_eq, n), (m_eq,).
-        G, h: inequalities (m_in, n), (m_in,).
+        G, h: inequalities (m_in, n), (m_in,) (``h`` may hold ``+inf``: a row that never binds).
         lb, ub: bounds (n,) (±inf where unbounded).
         variables: name -> slice of ``u`` (``"tau"`` and each active contact's name).
-        eq_groups: name of the contact each equality row belongs to (m_eq,).
-        in_groups: group of each inequality row, e.g. ``"friction:left_sole_link"`` (m_in,).
+        eq_groups: the group of each equality row (m_eq,).
+        in_groups: the group of each inequality row (m_in,).
+        bound_groups: the group of each variable's bounds, or None (n,).
     """
 
     A: np.ndarray
@@ -80,6 +68,11 @@ class QPProblem:
     variables: dict
     eq_groups: list
     in_groups: list
+    bound_groups: list = dataclasses.field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.bound_groups:
+            self.bound_groups = [None] * self.n
 
     @property
     def n(self) -> int:
@@ -102,7 +95,9 @@ class QPProblem:
         return float(0.5 * res @ res + 0.5 * self.r @ (u * u))
 
     def violation(self, u: np.ndarray) -> float:
-        """Largest constraint violation of ``u`` (0 when feasible)."""
+        """Largest constraint violation of ``u`` (0 when feasible; inf for a non-finite ``u``)."""
+        if not np.all(np.isfinite(u)):
+            return np.inf
         worst = max(0.0, float(np.max(self.lb - u, initial=0.0)), float(np.max(u - self.ub, initial=0.0)))
         if self.A_eq.shape[0]:
             worst = max(worst, float(np.max(np.abs(self.A_eq @ u - self.b_eq))))
@@ -110,26 +105,39 @@ class QPProblem:
             worst = max(worst, float(np.max(self.G @ u - self.h)))
         return worst
 
-    def without(self, *groups: str) -> QPProblem:
-        """A copy without the constraints of ``groups``: ``"torque_limits"`` (bounds), ``"contacts"``
-        (equalities), or an inequality kind (``"friction"``, ``"cop"``, ``"normal_force"``)."""
-        keep = [i for i, gname in enumerate(self.in_groups) if gname.split(":")[0] not in groups]
-        lb, ub = self.lb, self.ub
-        if "torque_limits" in groups:
-            lb, ub = np.full_like(lb, -np.inf), np.full_like(ub, np.inf)
-        A_eq, b_eq, eq_groups = self.A_eq, self.b_eq, self.eq_groups
-        if "contacts" in groups:
-            A_eq, b_eq, eq_groups = A_eq[:0], b_eq[:0], []
+    @property
+    def kinds(self) -> list[enum.Enum]:
+        """The kinds of constraint groups present (inequalities, then bounds), in order of appearance."""
+        out: list[enum.Enum] = []
+        for g in [*self.in_groups, *self.bound_groups]:
+            if g is not None and g.kind not in out:
+                out.append(g.kind)
+        return out
+
+    def without(self, *drop: Group | enum.Enum) -> QPProblem:
+        """A copy without the inequalities and bounds of the given groups or kinds (an equality kind
+        or group drops those equalities)."""
+
+        def dropped(g: Group | None) -> bool:
+            return g is not None and (g in drop or g.kind in drop)
+
+        keep = [i for i, g in enumerate(self.in_groups) if not dropped(g)]
+        free = np.array([dropped(g) for g in self.bound_groups], dtype=bool)
+        lb, ub = self.lb.copy(), self.ub.copy()
+        lb[free], ub[free] = -np.inf, np.inf
+        bound_groups = [None if f else g for f, g in zip(free, self.bound_groups)]
+        keep_eq = [i for i, g in enumerate(self.eq_groups) if not dropped(g)]
         return dataclasses.replace(
             self,
-            A_eq=A_eq,
-            b_eq=b_eq,
+            A_eq=self.A_eq[keep_eq],
+            b_eq=self.b_eq[keep_eq],
             G=self.G[keep],
             h=self.h[keep],
             lb=lb,
             ub=ub,
-            eq_groups=eq_groups,
+            eq_groups=[self.eq_groups[i] for i in keep_eq],
             in_groups=[self.in_groups[i] for i in keep],
+            bound_groups=bound_groups,
         )
 
     def soften_equalities(self, weight: float) -> QPProblem:
@@ -143,16 +151,6 @@ class QPProblem:
             b_eq=self.b_eq[:0],
             eq_groups=[],
         )
-
-
-@dataclasses.dataclass
-class QPSolution:
-    """A solver's answer: ``x`` (n,) when ``found``; ``unconstrained`` when no constraint was active."""
-
-    x: np.ndarray | None
-    found: bool
-    solver: str
-    unconstrained: bool = False
 
 
 def jacobi_scaled(problem: QPProblem) -> tuple[QPProblem, np.ndarray]:
@@ -220,12 +218,13 @@ def eliminate_equalities(problem: QPProblem) -> tuple[QPProblem, Elimination | N
     G2 = problem.G[:, k:]
     G, h = [problem.G[:, :k] + G2 @ F], [problem.h - G2 @ f0]
     groups = list(problem.in_groups)
+    eliminated_groups = problem.bound_groups[k:]
     for sign, bound in ((1.0, problem.ub[k:]), (-1.0, -problem.lb[k:])):
         finite = np.isfinite(bound)
         if finite.any():
             G.append(sign * F[finite])
             h.append(bound[finite] - sign * f0[finite])
-            groups += ["normal_force"] * int(finite.sum())
+            groups += [eliminated_groups[i] for i in np.flatnonzero(finite)]
     reduced = QPProblem(
         A,
         b,
@@ -239,6 +238,7 @@ def eliminate_equalities(problem: QPProblem) -> tuple[QPProblem, Elimination | N
         problem.variables,
         [],
         groups,
+        problem.bound_groups[:k],
     )
     return reduced, Elimination(F, f0)
 
@@ -305,219 +305,7 @@ def least_squares_by_elimination(A_x, A_f, b, E_x, Lam, b_eq, regularization: fl
 
 
 def feasible(x: np.ndarray, G: np.ndarray, h: np.ndarray, lb: np.ndarray, ub: np.ndarray, tol: float) -> bool:
-    """``G x ≤ h`` and ``lb ≤ x ≤ ub`` within ``tol``."""
-    if (x < lb - tol).any() or (x > ub + tol).any():
+    """``x`` is finite, ``G x ≤ h`` and ``lb ≤ x ≤ ub`` within ``tol``."""
+    if not np.isfinite(x).all() or (x < lb - tol).any() or (x > ub + tol).any():
         return False
     return not (G.shape[0] and (G @ x > h + tol).any())
-
-
-class QPSolver:
-    """Interface of the solvers: ``solve(problem) -> QPSolution``; ``reset()`` drops warm starts.
-
-    :meth:`solve` first solves the equality-constrained least squares and returns it when every
-    inequality and bound holds there (``try_unconstrained``): then it is the QP's solution. Otherwise
-    it eliminates the equalities where it can (``eliminate``), scales the variables and calls the
-    backend (``_solve``); the solution it returns is in the original problem's variables and units.
-    """
-
-    name = "?"
-    eliminate = True
-    try_unconstrained = True
-    #: how far (problem units: N, N m) the shortcut's solution may exceed an inequality
-    unconstrained_tolerance = 1e-9
-
-    def solve(self, problem: QPProblem, shortcut: bool | None = None) -> QPSolution:
-        """Solve ``problem``; ``shortcut`` overrides ``try_unconstrained`` for this call."""
-        if self.try_unconstrained if shortcut is None else shortcut:
-            x = equality_constrained_least_squares(problem.A, problem.b, problem.r, problem.A_eq, problem.b_eq)
-            if x is not None and feasible(
-                x, problem.G, problem.h, problem.lb, problem.ub, self.unconstrained_tolerance
-            ):
-                return QPSolution(x, True, self.name, unconstrained=True)
-        reduced, elimination = eliminate_equalities(problem) if self.eliminate else (problem, None)
-        scaled, inv = jacobi_scaled(reduced)
-        sol = self._solve(scaled)
-        if sol.found and sol.x is not None:
-            x = sol.x * inv
-            sol.x = elimination.recover(x) if elimination is not None else x
-        return sol
-
-    def _solve(self, problem: QPProblem) -> QPSolution:
-        raise NotImplementedError
-
-    def reset(self) -> None:
-        """Forget warm-start information."""
-
-
-def _finite_or_big(x: np.ndarray) -> np.ndarray:
-    return np.clip(x, -_INF, _INF)
-
-
-class ProxQPSolver(QPSolver):
-    """ProxSuite's dense ProxQP, warm-started from the previous solution when the sizes repeat."""
-
-    name = "proxqp"
-
-    def __init__(self, eps_abs: float = 1e-9, max_iter: int = 20000) -> None:
-        from proxsuite import proxqp
-
-        self._proxqp = proxqp
-        self.eps_abs = eps_abs
-        self.max_iter = max_iter
-        self._qp = None
-        self._dims: tuple[int, int, int] | None = None
-
-    def reset(self) -> None:
-        self._qp, self._dims = None, None
-
-    def _solve(self, problem: QPProblem) -> QPSolution:
-        proxqp = self._proxqp
-        n, m_eq, m_in = problem.n, problem.A_eq.shape[0], problem.G.shape[0]
-        args = (
-            problem.H,
-            problem.g,
-            problem.A_eq,
-            problem.b_eq,
-            problem.G,
-            np.full(m_in, -_INF),
-            problem.h,
-            _finite_or_big(problem.lb),
-            _finite_or_big(problem.ub),
-        )
-        if self._dims != (n, m_eq, m_in):
-            qp = proxqp.dense.QP(n, m_eq, m_in, True)
-            qp.settings.eps_abs = self.eps_abs
-            qp.settings.eps_rel = 0.0
-            qp.settings.max_iter = self.max_iter
-            qp.settings.verbose = False
-            # The default infeasibility thresholds (1e-4) misfire on these ill-conditioned QPs.
-            qp.settings.eps_primal_inf = 1e-12
-            qp.settings.eps_dual_inf = 1e-12
-            qp.init(*args)
-            qp.solve()  # a first solve before any warm start (ProxSuite 0.8 may crash otherwise)
-            qp.settings.initial_guess = proxqp.InitialGuess.WARM_START_WITH_PREVIOUS_RESULT
-            self._qp, self._dims = qp, (n, m_eq, m_in)
-        else:
-            self._qp.update(*args)
-            self._qp.solve()
-        found = self._qp.results.info.status == proxqp.QPSolverOutput.PROXQP_SOLVED
-        if not found:
-            self.reset()
-        return QPSolution(self._qp.results.x.copy() if found else None, found, self.name)
-
-
-class DaqpSolver(QPSolver):
-    """DAQP, a dual active-set solver (exact to round-off); bounds are given as simple bounds."""
-
-    name = "daqp"
-
-    def __init__(self) -> None:
-        import daqp
-
-        self._daqp = daqp
-        from ctypes import c_int
-
-        self._c_int = c_int
-
-    def _solve(self, problem: QPProblem) -> QPSolution:
-        n = problem.n
-        m_eq, m_in = problem.A_eq.shape[0], problem.G.shape[0]
-        A = np.vstack([problem.G, problem.A_eq]) if m_eq else problem.G
-        upper = np.concatenate([_finite_or_big(problem.ub), problem.h, problem.b_eq])
-        lower = np.concatenate([_finite_or_big(problem.lb), np.full(m_in, -_INF), problem.b_eq])
-        sense = np.zeros(n + m_in + m_eq, dtype=self._c_int)
-        sense[n + m_in :] = 5  # equality
-        x, _, exitflag, _ = self._daqp.solve(problem.H, problem.g, A, upper, lower, sense)
-        found = exitflag > 0
-        return QPSolution(np.asarray(x) if found else None, found, self.name)
-
-
-class QuadprogSolver(QPSolver):
-    """quadprog (Goldfarb-Idnani dual method); needs a positive-definite ``H``."""
-
-    name = "quadprog"
-
-    def __init__(self) -> None:
-        import quadprog
-
-        self._quadprog = quadprog
-
-    def _solve(self, problem: QPProblem) -> QPSolution:
-        n = problem.n
-        rows, rhs = [problem.A_eq, -problem.G], [problem.b_eq, -problem.h]
-        lo, up = np.isfinite(problem.lb), np.isfinite(problem.ub)
-        rows += [np.eye(n)[lo], -np.eye(n)[up]]
-        rhs += [problem.lb[lo], -problem.ub[up]]
-        C = np.vstack(rows)
-        try:
-            x = self._quadprog.solve_qp(problem.H, -problem.g, C.T, np.concatenate(rhs), problem.A_eq.shape[0])[0]
-        except ValueError:
-            return QPSolution(None, False, self.name)
-        return QPSolution(x, True, self.name)
-
-
-class QpsolversSolver(QPSolver):
-    """Any qpsolvers backend (e.g. ``"osqp"``), with its options; warm-started where it supports it."""
-
-    def __init__(self, backend: str, **options) -> None:
-        import qpsolvers
-
-        if backend not in qpsolvers.available_solvers:
-            raise InputError(
-                f"qpsolvers has no solver {backend!r}; available: {', '.join(qpsolvers.available_solvers)}"
-            )
-        self._qpsolvers = qpsolvers
-        self.name = backend
-        self.options = options
-        self._last: np.ndarray | None = None
-
-    def reset(self) -> None:
-        self._last = None
-
-    def _solve(self, problem: QPProblem) -> QPSolution:
-        qp = self._qpsolvers.Problem(
-            problem.H,
-            problem.g,
-            problem.G if problem.G.size else None,
-            problem.h if problem.G.size else None,
-            problem.A_eq if problem.A_eq.size else None,
-            problem.b_eq if problem.A_eq.size else None,
-            problem.lb,
-            problem.ub,
-        )
-        last = self._last if self._last is not None and self._last.shape == (problem.n,) else None
-        with warnings.catch_warnings():  # dense-to-sparse conversion notices of sparse backends
-            warnings.simplefilter("ignore")
-            sol = self._qpsolvers.solve_problem(qp, solver=self.name, initvals=last, **self.options)
-        found = bool(sol.found) and sol.x is not None and np.all(np.isfinite(sol.x))
-        self._last = sol.x if found else None
-        return QPSolution(np.asarray(sol.x) if found else None, found, self.name)
-
-
-def make_solver(name: str = DEFAULT_SOLVER, **options) -> QPSolver:
-    """A solver by name: one of :data:`SOLVERS` or ``"qpsolvers:<backend>"``.
-
-    ``"osqp"`` defaults to tight tolerances (``eps_abs = eps_rel = 1e-8``) so that its
-    answer matches the exact solvers; pass options to change them.
-    """
-    if name == "proxqp":
-        return ProxQPSolver(**options)
-    if name == "daqp":
-        return DaqpSolver(**options)
-    if name == "quadprog":
-        return QuadprogSolver(**options)
-    if name == "osqp":
-        opts = {
-            "eps_abs": 1e-8,
-            "eps_rel": 1e-8,
-            "eps_prim_inf": 1e-12,
-            "eps_dual_inf": 1e-12,
-            "polishing": False,
-            "max_iter": 200000,
-            "verbose": False,
-        }
-        opts.update(options)
-        return QpsolversSolver("osqp", **opts)
-    if name.startswith("qpsolvers:"):
-        return QpsolversSolver(name.split(":", 1)[1], **options)
-    raise InputError(f"unknown solver {name!r}; choose one of {', '.join(SOLVERS)} or 'qpsolvers:<name>'")

@@ -1,18 +1,19 @@
 """The task interface: what a task is to the controller.
 
-A task produces, inside the compiled kernel, ``dim`` weighted least-squares rows in the inputs
-``u = (τ, f)``:
+A task contributes one :class:`~wbc.control.pieces.Cost` piece: ``dim`` weighted least-squares rows
+in the inputs ``u = (τ, f)``,
 
-    minimize ‖ W^½ (A_u u + d − ẍ*) ‖²,   ẍ* = ẍ_ref + K_d (ẋ_ref − ẋ) + K_p e
+    minimize ‖ W^½ (A_u u + d − ẍ*) ‖²,   ẍ* = ẍ_ref + K_d (ẋ_ref − ẋ) + K_p e,
 
 where ``ẍ = A_u u + d`` is the task acceleration as a function of the inputs (by default
 ``A_u = J B̂`` and ``d = J a₀ + J̇ v``, since ``q̈ = a₀ + B̂ u``), ``e`` the task error and ``ẋ`` the
-task velocity. References, gains and weights are kernel *inputs* (a parameter vector the task
-writes into), so changing them never recompiles.
+task velocity. References, gains and weights are kernel *parameters*: the compiled kernel reads
+them from the task's own parameter array every step, so changing them never recompiles, and the
+controller never writes to the task.
 
-Concrete tasks live in the top-level ``tasks`` package; a new task subclasses :class:`Task` and
-implements :meth:`Task.target_size`, :meth:`Task.measure` and :meth:`Task.error` (plus
-:meth:`Task.input_rows` when it knows a cheaper exact map than ``J B̂``).
+Concrete tasks live in :mod:`wbc.tasks`. A new task subclasses :class:`Task` and implements
+:attr:`Task.target_size`, :meth:`Task.measure` and :meth:`Task.error` (plus :meth:`Task.input_rows`
+when it knows a cheaper exact map than ``J B̂``, and :meth:`Task.set_target_from_configuration`).
 
 Parameter layout of a task (its slice of the controller's parameter vector)::
 
@@ -21,56 +22,32 @@ Parameter layout of a task (its slice of the controller's parameter vector)::
 
 from __future__ import annotations
 
-import dataclasses
-import itertools
+import abc
+import weakref
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import casadi as ca
 import numpy as np
 
-from ..algorithms.kinematics import TreeKinematics
 from ..errors import InputError
 from ..model.model import Model
+from .contributor import Contributor, Runtime
+from .pieces import Cost, Group, Kind
 
-__all__ = ["Task", "TaskContext", "TaskRows", "Gain"]
+if TYPE_CHECKING:
+    from .context import StepContext
+
+__all__ = ["Task", "Gain"]
 
 Gain = float | Sequence[float] | np.ndarray
-_ids = itertools.count()
-
-
-@dataclasses.dataclass
-class TaskContext:
-    """What a task may use when it builds its rows (all CasADi expressions of the kernel inputs).
-
-    Attributes:
-        model: the robot model.
-        kin: kinematics of the current state (``kin.q``, ``kin.v``).
-        a0: free acceleration ``−M⁻¹ h`` (nv, 1).
-        Bhat: ``M⁻¹ B`` (nv, n_u); columns: actuated joints, then every declared contact's force variables.
-        n_u: number of inputs.
-        contact_wrenches: per declared contact, ``(columns, W)``: the input columns of its force
-            variables and ``W`` (6, k), the world wrench about the world origin per unit variable.
-    """
-
-    model: Model
-    kin: TreeKinematics
-    a0: object
-    Bhat: object
-    n_u: int
-    contact_wrenches: list
-
-
-@dataclasses.dataclass
-class TaskRows:
-    """A task's contribution: weighted rows ``A u ≈ b`` (dim, n_u), (dim,), and its error (dim,)."""
-
-    A: object
-    b: object
-    error: object
 
 
 def _per_axis(value: Gain, dim: int, what: str, name: str) -> np.ndarray:
-    arr = np.asarray(value, dtype=float)
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise InputError(f"task {name!r}: {what} must be numbers, got {value!r}") from None
     if arr.ndim == 0:
         arr = np.full(dim, float(arr))
     if arr.shape != (dim,):
@@ -80,7 +57,7 @@ def _per_axis(value: Gain, dim: int, what: str, name: str) -> np.ndarray:
     return arr
 
 
-class Task:
+class Task(Contributor):
     """Base class of all tasks (see the module docstring).
 
     Args:
@@ -88,44 +65,64 @@ class Task:
         weight: scalar or per-axis weight (dim,) of the rows in the cost.
         kp: proportional gain(s), 1/s².
         kd: derivative gain(s), 1/s; default ``2 √kp`` (critically damped).
-        name: a readable name (default: class name and a number).
+        name: a readable name; default derived from the class (and frame), e.g. ``"com"``.
     """
 
-    def __init__(
-        self, dim: int, weight: Gain = 1.0, kp: Gain = 0.0, kd: Gain | None = None, name: str | None = None
-    ) -> None:
+    def __init__(self, dim: int, weight: Gain = 1.0, kp: Gain = 0.0, kd: Gain | None = None, name: str | None = None):
+        if not isinstance(dim, int) or dim < 1:
+            raise InputError(f"a task needs a positive integer dimension, got {dim!r}")
         self.dim = dim
-        self.name = name or f"{type(self).__name__.lower()}{next(_ids)}"
-        self._params = np.zeros(self.parameter_size)
-        self._bound = False
+        self.name = name if name is not None else self.default_name()
+        if not isinstance(self.name, str) or not self.name:
+            raise InputError(f"a task name must be a non-empty string, got {self.name!r}")
+        self._params_storage: np.ndarray | None = None
+        self._owner: weakref.ref | None = None
         self.set_gains(kp, kd)
         self.set_weight(weight)
 
+    def default_name(self) -> str:
+        """The name used when none is given: the class name without ``Task``, lower case."""
+        return type(self).__name__.removesuffix("Task").lower() or "task"
+
     # ----------------------------------------------------------------------------- to override
     @property
+    @abc.abstractmethod
     def target_size(self) -> int:
         """Number of parameters that describe the target (e.g. 3 for a position)."""
-        raise NotImplementedError
 
-    def measure(self, ctx: TaskContext):
+    @abc.abstractmethod
+    def measure(self, ctx: StepContext):
         """``(J, drift, velocity)``: Jacobian (dim, nv), ``J̇ v`` (dim, 1) and ``ẋ = J v`` (dim, 1)."""
-        raise NotImplementedError
 
-    def error(self, ctx: TaskContext, target) -> object:
+    @abc.abstractmethod
+    def error(self, ctx: StepContext, target) -> Any:
         """The task error ``e`` (dim, 1) towards ``target`` (target_size, 1), e.g. ``x_ref − x``."""
-        raise NotImplementedError
 
-    def input_rows(self, ctx: TaskContext, J, drift):
+    def input_rows(self, ctx: StepContext, J, drift):
         """``(A_u, d)`` with task acceleration ``ẍ = A_u u + d``; default ``(J B̂, J a₀ + J̇ v)``."""
         return ca.mtimes(J, ctx.Bhat), ca.mtimes(J, ctx.a0) + drift
 
-    def check(self, model: Model) -> None:
-        """Raise a clear error if the task does not fit ``model`` (unknown frame, ...)."""
+    def set_target_from_configuration(self, model: Model, q) -> None:
+        """Set the target to what the task measures at configuration ``q`` (nq,), at rest."""
+        raise NotImplementedError(f"{type(self).__name__} has no target to take from a configuration")
 
     # ----------------------------------------------------------------------------- parameters
     @property
+    def _params(self) -> np.ndarray:
+        """The task's parameter vector (parameter_size,), allocated on first use (sizes are known
+        only once the subclass is fully built)."""
+        if self._params_storage is None:
+            self._params_storage = np.zeros(self.parameter_size)
+            self.set_gains(*self._gains)
+            self.set_weight(self._weight)
+        return self._params_storage
+
+    @property
     def parameter_size(self) -> int:
         return self.target_size + 5 * self.dim
+
+    def parameters(self, runtime: Runtime) -> np.ndarray:
+        return self._params
 
     def _slice(self, k: int) -> slice:
         start = self.target_size + k * self.dim
@@ -136,11 +133,14 @@ class Task:
         """The target parameters (target_size,) (a copy)."""
         return self._params[: self.target_size].copy()
 
-    def _set_target_parameters(self, values: np.ndarray) -> None:
-        values = np.asarray(values, dtype=float).reshape(-1)
+    def _set_target_parameters(self, values) -> None:
+        try:
+            values = np.asarray(values, dtype=float).reshape(-1)
+        except (TypeError, ValueError):
+            raise InputError(f"task {self.name!r}: target must be {self.target_size} numbers, got {values!r}") from None
         if values.shape != (self.target_size,) or not np.all(np.isfinite(values)):
             raise InputError(
-                f"task {self.name!r}: target must be {self.target_size} finite numbers, got {values.shape}"
+                f"task {self.name!r}: target must be {self.target_size} finite numbers, got shape {values.shape}"
             )
         self._params[: self.target_size] = values
 
@@ -156,12 +156,17 @@ class Task:
         """Set ``K_p`` (1/s²) and ``K_d`` (1/s), scalar or per axis; ``K_d`` defaults to ``2 √K_p``."""
         kp_arr = _per_axis(kp, self.dim, "kp", self.name)
         kd_arr = 2.0 * np.sqrt(kp_arr) if kd is None else _per_axis(kd, self.dim, "kd", self.name)
-        self._params[self._slice(2)] = kp_arr
-        self._params[self._slice(3)] = kd_arr
+        self._gains = (kp_arr, kd_arr)
+        if self._params_storage is not None:
+            self._params[self._slice(2)] = kp_arr
+            self._params[self._slice(3)] = kd_arr
 
     def set_weight(self, weight: Gain) -> None:
         """Set the weight(s) of the task rows in the cost (scalar or per axis, ≥ 0)."""
-        self._params[self._slice(4)] = np.sqrt(_per_axis(weight, self.dim, "weight", self.name))
+        w = _per_axis(weight, self.dim, "weight", self.name)
+        self._weight = w
+        if self._params_storage is not None:
+            self._params[self._slice(4)] = np.sqrt(w)
 
     @property
     def kp(self) -> np.ndarray:
@@ -176,24 +181,31 @@ class Task:
         return self._params[self._slice(4)] ** 2
 
     def _vector(self, value, what: str) -> np.ndarray:
-        arr = np.asarray(value, dtype=float).reshape(-1)
+        try:
+            arr = np.asarray(value, dtype=float).reshape(-1)
+        except (TypeError, ValueError):
+            raise InputError(f"task {self.name!r}: {what} must be {self.dim} numbers, got {value!r}") from None
         if arr.shape != (self.dim,) or not np.all(np.isfinite(arr)):
             raise InputError(f"task {self.name!r}: {what} must be {self.dim} finite numbers, got shape {arr.shape}")
         return arr
 
-    def _bind(self, view: np.ndarray) -> None:
-        """Make the controller's parameter vector slice ``view`` the storage of this task's parameters."""
-        view[:] = self._params
-        self._params = view
-        self._bound = True
+    # ----------------------------------------------------------------------------- ownership
+    def _claim(self, controller: object) -> None:
+        """Record that ``controller`` uses this task; a task serves one controller at a time."""
+        owner = self._owner() if self._owner is not None else None
+        if owner is not None and owner is not controller:
+            raise InputError(
+                f"task {self.name!r} already belongs to another controller; remove it there first "
+                "(controller.remove_task) or create a second task"
+            )
+        self._owner = weakref.ref(controller)
 
-    def _unbind(self) -> None:
-        self._params = self._params.copy()
-        self._bound = False
+    def _release(self) -> None:
+        self._owner = None
 
-    # ----------------------------------------------------------------------------- the rows
-    def rows(self, ctx: TaskContext, p) -> TaskRows:
-        """The weighted rows of this task from its parameters ``p`` (parameter_size, 1) (traced)."""
+    # ----------------------------------------------------------------------------- the piece
+    def pieces(self, ctx: StepContext, p) -> list[Cost]:
+        """The task's weighted rows from its parameters ``p`` (parameter_size, 1) (traced)."""
         ts, d = self.target_size, self.dim
         target = p[0:ts]
         vel_ref, acc_ref = p[ts : ts + d], p[ts + d : ts + 2 * d]
@@ -202,7 +214,7 @@ class Task:
         e = self.error(ctx, target)
         desired = acc_ref + kd * (vel_ref - velocity) + kp * e
         A_u, d0 = self.input_rows(ctx, J, drift)
-        return TaskRows(ca.mtimes(ca.diag(sw), A_u), sw * (desired - d0), e)
+        return [Cost(ca.mtimes(ca.diag(sw), A_u), sw * (desired - d0), Group(Kind.TASK, self.name), error=e)]
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, dim={self.dim})"

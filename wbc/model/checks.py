@@ -7,15 +7,16 @@ bad input becomes an :class:`~wbc.errors.InputError` (a ``ValueError``) or a
 
 from __future__ import annotations
 
+import enum
 import functools
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from ..errors import InputError
 from .model import JointType, Model
 
-__all__ = ["UNIT_TOLERANCE", "vector", "configuration", "velocity", "frame_index"]
+__all__ = ["UNIT_TOLERANCE", "vector", "configuration", "velocity", "frame_index", "option"]
 
 #: How far from 1 the norm of a free-flyer quaternion or of a continuous joint's (cos, sin) may be.
 UNIT_TOLERANCE = 1e-6
@@ -24,8 +25,16 @@ UNIT_TOLERANCE = 1e-6
 def vector(x: Any, n: int, name: str) -> np.ndarray:
     """``x`` as a float array of shape (n,), or :class:`InputError` naming ``name``.
 
-    A column (n, 1) or row (1, n) is accepted and flattened.
+    A column (n, 1) or row (1, n) is accepted and flattened. Complex input is refused (its imaginary
+    part would be lost silently).
     """
+    if type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (n,):  # the control loop's case
+        if not np.isfinite(x).all():
+            bad = np.flatnonzero(~np.isfinite(x))
+            raise InputError(f"{name} has non-finite entries at indices {bad.tolist()}")
+        return x
+    if np.iscomplexobj(x):
+        raise InputError(f"{name} must be real numbers, got complex values")
     try:
         a = np.asarray(x, dtype=float)
     except (TypeError, ValueError):
@@ -74,3 +83,18 @@ def velocity(model: Model, v: Any, name: str = "v") -> np.ndarray:
 def frame_index(model: Model, frame: Any) -> int:
     """The index of ``frame`` (a frame name); :class:`~wbc.errors.FrameError` if unknown."""
     return model.frame_id(frame)
+
+
+E = TypeVar("E", bound=enum.Enum)
+
+
+def option(kind: type[E], value: Any, name: str) -> E:
+    """``value`` as a member of the enum ``kind``: a member, or its value as a convenience (resolved
+    here, once); :class:`InputError` naming ``name`` and the choices otherwise."""
+    if isinstance(value, kind):
+        return value
+    try:
+        return kind(value)
+    except ValueError:
+        choices = ", ".join(f"{kind.__name__}.{m.name} ({m.value!r})" for m in kind)
+        raise InputError(f"{name} must be one of {choices}; got {value!r}") from None

@@ -1,0 +1,169 @@
+"""A workspace: one state's kinematics and articulated-body quantities, computed lazily, shared.
+
+For users who write their own kernels (as Pinocchio's ``Data`` for one state): build it from
+CasADi symbols (``SX``) to trace, or from numbers (``DM``) to evaluate, and ask it for any quantity;
+everything it computes once (placements, velocities, articulated-body inertias) is reused::
+
+    q, v = ca.SX.sym("q", model.nq), ca.SX.sym("v", model.nv)
+    ws = Workspace(model, q, v)
+    J = ws.frame_jacobian("left_sole_link", ReferenceFrame.LOCAL_WORLD_ALIGNED)   # (6, nv)
+    a0 = ws.free_acceleration()                                                  # (nv, 1)
+    Bhat = ws.input_matrix([WeldConstraint("left_sole_link")])                   # (nv, n_act + 6)
+    f = wbc.codegen.compile_function(wbc.codegen.trace(...))                     # as usual
+
+The same methods back :mod:`wbc.numeric` (numpy in, numpy out) and :mod:`wbc.symbolic` (CasADi in,
+CasADi out). Frames are given by name or index; external forces ``fext`` as ``{frame name: wrench}``,
+each wrench ``[f; n]`` (N, N m) acting on the frame's body, expressed in the frame (LOCAL) about its
+origin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import cached_property
+
+import casadi as ca
+
+from ..errors import InputError
+from ..model import checks
+from ..model.model import Model
+from ..spatial.algebra import SE3, act_force
+from . import dynamics
+from .constraints import Constraint, resolve
+from .delassus import DelassusMethod, delassus_matrix
+from .iim import InputMatrixMethod, input_matrix
+from .kinematics import ReferenceFrame, TreeKinematics
+
+__all__ = ["Workspace"]
+
+
+class Workspace:
+    """The kinematics and articulated-body quantities of ``model`` at ``q`` (nq, 1) and ``v`` (nv, 1)
+    (``v`` may be omitted for position-level quantities). Inputs are CasADi column vectors."""
+
+    def __init__(self, model: Model, q, v=None) -> None:
+        self.model = model
+        self.kinematics = TreeKinematics(model, q, v)
+
+    @property
+    def q(self):
+        return self.kinematics.q
+
+    @property
+    def v(self):
+        if self.kinematics.v is None:
+            raise InputError("this quantity needs a velocity: build the Workspace with v")
+        return self.kinematics.v
+
+    @cached_property
+    def bodies(self) -> dynamics.ArticulatedBodies:
+        """Articulated-body inertias and their factors (configuration only), shared by the ABA, the
+        IIM and the Delassus algorithms."""
+        return dynamics.ArticulatedBodies.compute(self.model, self.kinematics)
+
+    def frame(self, frame: str | int) -> int:
+        """The index of ``frame`` (a name or an index)."""
+        if isinstance(frame, int) and not isinstance(frame, bool):
+            if not 0 <= frame < len(self.model.frames):
+                raise InputError(
+                    f"frame index {frame} out of range (model {self.model.name!r} has {len(self.model.frames)} frames)"
+                )
+            return frame
+        return self.model.frame_id(frame)
+
+    def external_forces(self, fext: Mapping[str, object] | None) -> dict[int, object] | None:
+        """``{frame: LOCAL wrench (6,)}`` as spatial forces on the bodies, in their joint frames."""
+        if not fext:
+            return None
+        if not isinstance(fext, Mapping):
+            raise InputError("fext must be a mapping {frame name: wrench (6,)}")
+        out: dict[int, object] = {}
+        for name, wrench in fext.items():
+            f = self.model.frames[self.frame(name)]
+            body_force = act_force(f.placement, wrench)
+            out[f.joint] = out[f.joint] + body_force if f.joint in out else body_force
+        out.pop(0, None)  # a force on the ground does nothing
+        return out
+
+    # ----------------------------------------------------------------------------- kinematics
+    def frame_placement(self, frame: str | int) -> SE3:
+        """The world placement of ``frame``."""
+        return self.kinematics.frame_placement(self.frame(frame))
+
+    def frame_jacobian(self, frame: str | int, reference: ReferenceFrame = ReferenceFrame.LOCAL):
+        """The Jacobian (6, nv) of ``frame`` in ``reference`` (rows [linear; angular])."""
+        return self.kinematics.frame_jacobian(self.frame(frame), _reference(reference))
+
+    def frame_velocity(self, frame: str | int, reference: ReferenceFrame = ReferenceFrame.LOCAL):
+        """The spatial velocity (6, 1) of ``frame`` in ``reference``."""
+        return self.kinematics.frame_velocity(self.frame(frame), _reference(reference))
+
+    def frame_drift(self, frame: str | int, reference: ReferenceFrame = ReferenceFrame.LOCAL):
+        """The classical acceleration drift ``J̇ v`` (6, 1) of ``frame`` in ``reference``."""
+        return self.kinematics.frame_drift(self.frame(frame), _reference(reference))
+
+    def center_of_mass(self):
+        """Position (3, 1) of the centre of mass in the world, m."""
+        return self.kinematics.center_of_mass()
+
+    def com_jacobian(self):
+        """Jacobian (3, nv) of the centre of mass, world axes."""
+        return self.kinematics.com_jacobian()
+
+    def com_drift(self):
+        """CoM acceleration (3, 1) at zero joint acceleration, world axes, m/s²."""
+        return self.kinematics.com_drift()
+
+    def centroidal_map(self):
+        """Centroidal momentum matrix (6, nv): [linear; angular] momentum about the CoM, world axes."""
+        return self.kinematics.centroidal_map()
+
+    def centroidal_drift(self):
+        """``Ȧ_g v`` (6, 1): centroidal momentum rate at zero joint acceleration (no gravity)."""
+        return self.kinematics.centroidal_drift()
+
+    def centroidal_momentum(self):
+        """Centroidal momentum (6, 1) about the CoM, world axes."""
+        return self.kinematics.centroidal_momentum()
+
+    # ----------------------------------------------------------------------------- dynamics
+    def rnea(self, a, fext: Mapping[str, object] | None = None):
+        """Inverse dynamics ``τ = M a + h − Σ Jᵀ fext`` (nv, 1)."""
+        return dynamics.rnea(self.model, self.q, self.v, a, self.external_forces(fext), kin=self.kinematics)
+
+    def nonlinear_effects(self):
+        """``h(q, v)`` (nv, 1): Coriolis, centrifugal and gravity terms."""
+        return dynamics.nonlinear_effects(self.model, self.q, self.v, kin=self.kinematics)
+
+    def crba(self):
+        """The joint-space inertia matrix ``M(q)`` (nv, nv)."""
+        return dynamics.crba(self.model, self.q, kin=self.kinematics)
+
+    def aba(self, tau, fext: Mapping[str, object] | None = None):
+        """Forward dynamics ``q̈`` (nv, 1) with ``M q̈ + h = τ + Σ Jᵀ fext``."""
+        return dynamics.aba(
+            self.model, self.q, self.v, tau, self.external_forces(fext), kin=self.kinematics, bodies=self.bodies
+        )
+
+    def free_acceleration(self):
+        """``a₀ = −M⁻¹ h`` (nv, 1): the acceleration with zero inputs."""
+        return self.aba(ca.DM.zeros(self.model.nv, 1))
+
+    def input_matrix(self, constraints: Sequence[Constraint] = (), method=InputMatrixMethod.IIM):
+        """``B̂ = M⁻¹ [Sᵀ, Kᵀ]`` (nv, n_actuated + m) by ``method`` (an :class:`InputMatrixMethod`)."""
+        return input_matrix(self.model, self.kinematics, resolve(self.model, constraints), method)
+
+    def delassus(self, constraints: Sequence[Constraint], method=DelassusMethod.PV_OSIMR):
+        """The Delassus matrix ``K M⁻¹ Kᵀ`` (m, m) of ``constraints`` by ``method`` (a :class:`DelassusMethod`)."""
+        method = checks.option(DelassusMethod, method, "method")
+        resolved = resolve(self.model, constraints)
+        recursive = method in (DelassusMethod.PV_OSIMR, DelassusMethod.PV_OSIM, DelassusMethod.EFPA)
+        return delassus_matrix(self.model, self.kinematics, resolved, method, self.bodies if recursive else None)
+
+
+def _reference(reference) -> ReferenceFrame:
+    if not isinstance(reference, ReferenceFrame):
+        raise InputError(
+            f"reference must be a wbc.ReferenceFrame (LOCAL, WORLD or LOCAL_WORLD_ALIGNED), got {reference!r}"
+        )
+    return reference

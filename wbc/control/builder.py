@@ -1,0 +1,378 @@
+"""The QP builder: stacks the contributors' pieces into one traced step function, then, each step,
+selects the rows and columns of the active contributors and hands out the QP.
+
+Tracing (once per contributor set): every contributor's pieces are placed over the QP variables
+and stacked by type into the kernel's outputs
+
+    A, b        cost rows              (n_cost, n_u), (n_cost,)
+    A_eq, b_eq  equality rows          (n_eq, n_u), (n_eq,)
+    G, h        inequality rows        (n_traced, n_u), (n_in,): only the rows whose matrix depends on
+                                       the state or the parameters (e.g. joint limits); constant rows
+                                       (friction cones) stay numpy constants of the structure
+    lb, ub      variable bounds        (n_u,), (n_u,)   (±inf where unbounded)
+    a0, Bhat    q̈ = a0 + Bhat u        (nv,), (nv, n_u)
+    errors      the cost pieces' reported errors (e.g. task errors)
+    d           [h; ub_b; −lb_b] + tolerance over the inequality rows and the bounded variables:
+                the right-hand side of the one-product feasibility check ``C x ≤ d`` of a step
+
+and a :class:`Structure` remembers which rows belong to which contributor and group. A variable
+block bounded twice keeps its first :class:`~wbc.control.pieces.Bounds` as bounds; later ones
+become inequality rows.
+
+Each step, a :class:`Layout` (cached per set of active contributors) keeps the active variables
+and rows; :meth:`Layout.select` returns views of the kernel's buffers when everything is active
+(the common case: no copies) and :meth:`Layout.problem` assembles a :class:`~wbc.control.qp.QPProblem`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Sequence
+
+import casadi as ca
+import numpy as np
+
+from ..algorithms.iim import InputMatrixMethod
+from ..codegen.trace import trace
+from ..errors import InputError
+from ..model.model import Model
+from .context import StepContext, Variables
+from .contributor import Contributor
+from .pieces import TAU, Bounds, Cost, Equality, Group, Inequality
+from .qp import QPProblem
+
+__all__ = ["Structure", "Layout", "trace_step", "OUTPUTS"]
+
+#: The step function's outputs, in order.
+OUTPUTS = ("A", "b", "A_eq", "b_eq", "G", "h", "lb", "ub", "a0", "Bhat", "errors", "d")
+
+
+@dataclasses.dataclass(frozen=True)
+class RowBlock:
+    """Rows ``rows`` of one stacked output, from contributor ``owner``, of group ``group``."""
+
+    group: Group
+    rows: slice
+    owner: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Structure:
+    """What the traced step function's outputs are made of.
+
+    Attributes:
+        variables: the QP variable blocks (``"tau"``, then each contact's).
+        parameter_inputs: the contributors with kernel parameters, in the order of the function's
+            parameter inputs (after ``q`` and ``v``; one input each).
+        costs, equalities, inequalities: the row blocks of ``A``, ``A_eq`` and ``G``.
+        bounds: per variable (n_u,), the group of its bounds, or None.
+        errors: cost group name -> rows of the ``errors`` output.
+        variable_owner: variable block name -> contributor index (``"tau"`` -> -1).
+        identity_basis: contributor indices whose force variables are their equality rows' forces.
+        G_constant: (n_in, n_u) the constant inequality rows (zero where a row is traced).
+        traced_rows: the rows of ``G`` the kernel outputs (its ``G`` output, in this order).
+    """
+
+    variables: Variables
+    parameter_inputs: tuple[int, ...]
+    costs: tuple[RowBlock, ...]
+    equalities: tuple[RowBlock, ...]
+    inequalities: tuple[RowBlock, ...]
+    bounds: tuple[Group | None, ...]
+    errors: dict[str, slice]
+    variable_owner: dict[str, int]
+    identity_basis: frozenset[int]
+    G_constant: np.ndarray
+    traced_rows: np.ndarray
+
+
+def _place(M, cols: slice, n_u: int):
+    """``M`` (k, width) placed in the columns ``cols`` of a (k, n_u) matrix."""
+    if cols.start == 0 and cols.stop == n_u:
+        return M
+    rows = M.shape[0]
+    out = ca.SX(rows, n_u)
+    out[:, cols] = M
+    return out
+
+
+def _column(x, rows: int, what: str):
+    x = ca.SX(x) if not isinstance(x, (ca.SX, ca.MX)) else x
+    if x.shape == (1, rows) and rows != 1:
+        x = x.T
+    if x.shape != (rows, 1):
+        raise InputError(f"{what}: expected {rows} entries, got shape {x.shape}")
+    return x
+
+
+def trace_step(
+    model: Model,
+    contributors: Sequence[Contributor],
+    contacts: Sequence,
+    method: InputMatrixMethod,
+    tolerance: float = 0.0,
+) -> tuple[ca.Function, Structure]:
+    """Trace the step function of ``contributors`` (``contacts`` among them, in variable order).
+
+    Returns:
+        ``(function, structure)``: inputs ``(q, v, p_k...)`` (one parameter vector per contributor that
+        has parameters), outputs :data:`OUTPUTS` (``tolerance`` is added to ``d``).
+
+    Raises:
+        InputError: a piece of the wrong type or size (naming its contributor).
+    """
+    sizes = [c.parameter_size for c in contributors]
+    with_parameters = tuple(k for k, size in enumerate(sizes) if size > 0)
+    variables = Variables.of(model.n_actuated, contacts)
+    n_u = variables.n
+    record: dict[str, list] = {"cost": [], "eq": [], "in": []}
+    rows_of: dict[str, int] = {"cost": 0, "eq": 0, "in": 0}
+    bound_groups: list[Group | None] = [None] * n_u
+    constant_rows: list[tuple[slice, slice, np.ndarray]] = []
+    errors: dict[str, slice] = {}
+    contact_index = {id(c): k for k, c in enumerate(contributors)}
+    variable_owner = {TAU: -1} | {c.name: contact_index[id(c)] for c in contacts}
+    identity = frozenset(
+        contact_index[id(c)]
+        for c in contacts
+        if c.dim == c.equality_dim and np.array_equal(c.force_basis(), np.eye(c.dim))
+    )
+
+    def build(q, v, *parameters):
+        p = dict(zip(with_parameters, parameters))
+        ctx = StepContext(model, q, v, contacts, method)
+        parts: dict[str, list] = {"cost": [], "eq": [], "in": []}
+        lb = [ca.SX(-np.inf) for _ in range(n_u)]
+        ub = [ca.SX(np.inf) for _ in range(n_u)]
+        error_parts, n_err = [], 0
+        for k, contributor in enumerate(contributors):
+            for piece in contributor.pieces(ctx, p.get(k, ca.SX(0, 1))):
+                where = f"{type(contributor).__name__} {contributor.name!r}"
+                if isinstance(piece, Bounds):
+                    _bounds(piece, k, where, variables, lb, ub, bound_groups, parts, record, rows_of)
+                    continue
+                if not isinstance(piece, (Cost, Equality, Inequality)):
+                    raise InputError(f"{where} returned {type(piece).__name__}, not a wbc.control.pieces piece")
+                cols = variables[piece.variables] if piece.variables is not None else slice(0, n_u)
+                M, rhs = (piece.G, piece.h) if isinstance(piece, Inequality) else (piece.A, piece.b)
+                M = ca.SX(M) if not isinstance(M, (ca.SX, ca.MX)) else M
+                width = cols.stop - cols.start
+                if M.shape[1] != width:
+                    raise InputError(
+                        f"{where}: a piece over {piece.variables or 'all variables'} needs {width} "
+                        f"columns, got {M.shape[1]}"
+                    )
+                n_rows = M.shape[0]
+                rhs = _column(rhs, n_rows, where)
+                kind = "cost" if isinstance(piece, Cost) else "eq" if isinstance(piece, Equality) else "in"
+                start = rows_of[kind]
+                rows_of[kind] += n_rows
+                if kind == "in" and _constant(M):  # kept in the structure as numbers, not in the kernel
+                    constant_rows.append((slice(start, start + n_rows), cols, np.array(ca.DM(M), dtype=float)))
+                    parts[kind].append((None, rhs))
+                else:
+                    parts[kind].append((_place(M, cols, n_u), rhs))
+                record[kind].append(RowBlock(piece.group, slice(start, rows_of[kind]), k))
+                if isinstance(piece, Cost) and piece.error is not None:
+                    e = _column(piece.error, n_rows, where)
+                    error_parts.append(e)
+                    errors[piece.group.name] = slice(n_err, n_err + e.shape[0])
+                    n_err += e.shape[0]
+
+        def stack(kind):
+            matrices = [m for m, _ in parts[kind] if m is not None]
+            rhs = [r for _, r in parts[kind]]
+            return (
+                ca.vertcat(*matrices) if matrices else ca.DM.zeros(0, n_u),
+                ca.vertcat(*rhs) if rhs else ca.DM.zeros(0, 1),
+            )
+
+        A, b = stack("cost")
+        A_eq, b_eq = stack("eq")
+        G, h = stack("in")
+        e = ca.vertcat(*error_parts) if error_parts else ca.DM.zeros(0, 1)
+        bounded = [i for i, g in enumerate(bound_groups) if g is not None]
+        d = ca.vertcat(h, *[ub[i] for i in bounded], *[-lb[i] for i in bounded]) + tolerance
+        return [A, b, A_eq, b_eq, G, h, ca.vertcat(*lb), ca.vertcat(*ub), ctx.a0, ctx.Bhat, e, d]
+
+    tag = "_".join(f"{type(c).__name__}{c.parameter_size}" for c in contributors) + method.value
+    name = f"step_{model.name}_{len(contributors)}c_{hashlib.sha1(tag.encode()).hexdigest()[:8]}"
+    inputs = [("q", model.nq), ("v", model.nv)] + [(f"p{k}", sizes[k]) for k in with_parameters]
+    function = trace(name, inputs, build, list(OUTPUTS))
+    G_constant = np.zeros((rows_of["in"], n_u))
+    is_constant = np.zeros(rows_of["in"], dtype=bool)
+    for rows, cols, M in constant_rows:
+        G_constant[rows, cols] = M
+        is_constant[rows] = True
+    structure = Structure(
+        variables,
+        with_parameters,
+        tuple(record["cost"]),
+        tuple(record["eq"]),
+        tuple(record["in"]),
+        tuple(bound_groups),
+        errors,
+        variable_owner,
+        identity,
+        G_constant,
+        np.flatnonzero(~is_constant),
+    )
+    return function, structure
+
+
+def _constant(M) -> bool:
+    """True when ``M`` holds no symbol (numbers only)."""
+    return not isinstance(M, (ca.SX, ca.MX)) or (isinstance(M, ca.SX) and M.is_constant())
+
+
+def _bounds(piece: Bounds, owner, where, variables, lb, ub, bound_groups, parts, record, rows_of) -> None:
+    """Place a Bounds piece: as bounds where its variables have none yet, else as inequality rows."""
+    cols = variables[piece.variables]
+    size = cols.stop - cols.start
+    lower, upper = _column(piece.lower, size, where), _column(piece.upper, size, where)
+    if all(bound_groups[i] is None for i in range(cols.start, cols.stop)):
+        for k, i in enumerate(range(cols.start, cols.stop)):
+            lb[i], ub[i] = lower[k], upper[k]
+            bound_groups[i] = piece.group
+        return
+    n_u = len(lb)
+    eye = ca.DM.eye(size)
+    parts["in"].append((_place(ca.vertcat(eye, -eye), cols, n_u), ca.vertcat(upper, -lower)))
+    start = rows_of["in"]
+    rows_of["in"] += 2 * size
+    record["in"].append(RowBlock(piece.group, slice(start, rows_of["in"]), owner))
+
+
+def _indices(blocks: Sequence[RowBlock], active: Sequence[bool]) -> np.ndarray:
+    idx = [np.arange(b.rows.start, b.rows.stop) for b in blocks if active[b.owner]]
+    return np.concatenate(idx).astype(int) if idx else np.zeros(0, dtype=int)
+
+
+def _groups(blocks: Sequence[RowBlock], active: Sequence[bool]) -> list[Group]:
+    return [b.group for b in blocks if active[b.owner] for _ in range(b.rows.stop - b.rows.start)]
+
+
+class Layout:
+    """The QP's rows and columns for one set of active contributors.
+
+    Attributes:
+        active: per contributor, whether it is in the QP.
+        columns: the active variables' indices in ``u`` (inactive contacts' forces are dropped).
+        variables: active variable block name -> slice of the active ``u``.
+        n_tau: number of actuator variables (the leading block).
+        eliminable: the equalities are exactly the active contacts' no-acceleration rows, each over its
+            own force variables (``Γ = I``), so they can be eliminated through the Delassus matrix.
+    """
+
+    def __init__(self, structure: Structure, active: Sequence[bool]) -> None:
+        self.structure = structure
+        self.active = tuple(active)
+        n_u = structure.variables.n
+        cols, variables, n = [], {}, 0
+        for name, size in structure.variables.blocks:
+            owner = structure.variable_owner[name]
+            if owner >= 0 and not active[owner]:
+                continue
+            block = structure.variables[name]
+            cols.append(np.arange(block.start, block.stop))
+            variables[name] = slice(n, n + size)
+            n += size
+        self.columns = np.concatenate(cols).astype(int)
+        self.variables = variables
+        self.n_tau = structure.variables.blocks[0][1]
+        self.all_columns = self.columns.size == n_u
+        self.cost_rows = _indices(structure.costs, active)
+        self.eq_rows = _indices(structure.equalities, active)
+        self.in_rows = _indices(structure.inequalities, active)
+        self.all_cost = self.cost_rows.size == (structure.costs[-1].rows.stop if structure.costs else 0)
+        self.all_eq = self.eq_rows.size == (structure.equalities[-1].rows.stop if structure.equalities else 0)
+        self.all_in = self.in_rows.size == (structure.inequalities[-1].rows.stop if structure.inequalities else 0)
+        self.eq_groups = _groups(structure.equalities, active)
+        self.in_groups = _groups(structure.inequalities, active)
+        self.bound_groups = [structure.bounds[i] for i in self.columns]
+        self.eliminable = self._eliminable()
+        self._prepare_feasibility()
+
+    def _eliminable(self) -> bool:
+        s = self.structure
+        owners = [b.owner for b in s.equalities if self.active[b.owner]]
+        force_blocks = [name for name in self.variables if name != TAU]
+        if not owners or len(owners) != len(force_blocks):
+            return False
+        return all(
+            s.variable_owner[name] == owner and owner in s.identity_basis for name, owner in zip(force_blocks, owners)
+        )
+
+    def _prepare_feasibility(self) -> None:
+        """``C`` of the active inequalities and bounds as rows ``C x ≤ d`` (``d`` a kernel output): its
+        constant rows now, the traced ones (if any) copied in each step."""
+        s = self.structure
+        n_in = s.G_constant.shape[0]
+        bounded = [i for i, g in enumerate(s.bounds) if g is not None]  # in the kernel's d, in this order
+        position = {i: k for k, i in enumerate(self.columns)}
+        active_bounded = [k for k, i in enumerate(bounded) if i in position]
+        eye = np.eye(self.columns.size)[[position[bounded[k]] for k in active_bounded]]
+        G = s.G_constant[np.ix_(self.in_rows, self.columns)]
+        self._C = np.vstack([G, eye, -eye])
+        nb = len(bounded)
+        rows = np.concatenate(
+            [self.in_rows, n_in + np.array(active_bounded, dtype=int), n_in + nb + np.array(active_bounded, dtype=int)]
+        ).astype(int)
+        self._d_rows = None if rows.size == n_in + 2 * nb else rows
+        position_in = {row: k for k, row in enumerate(self.in_rows)}
+        traced = [(position_in[row], k) for k, row in enumerate(s.traced_rows) if row in position_in]
+        self._traced_at = np.array([a for a, _ in traced], dtype=int)
+        self._traced_from = np.array([b for _, b in traced], dtype=int)
+
+    def inequality_matrix(self, outputs: Sequence[np.ndarray]) -> np.ndarray:
+        """``G`` (m_in, n) of the active rows and columns (a new array)."""
+        s = self.structure
+        G = s.G_constant.copy()
+        if s.traced_rows.size:
+            G[s.traced_rows] = outputs[4]
+        return G[np.ix_(self.in_rows, self.columns)]
+
+    def select(self, outputs: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+        """``(A, b, A_eq, b_eq, h, lb, ub)`` of the active rows and columns: views of the kernel
+        buffers where everything is active, copies otherwise (overwritten by the next kernel call)."""
+        A, b, A_eq, b_eq, _, h, lb, ub = outputs[0:8]
+        if not self.all_columns:
+            c = self.columns
+            A, A_eq, lb, ub = A[:, c], A_eq[:, c], lb[c], ub[c]
+        if not self.all_cost:
+            A, b = A[self.cost_rows], b[self.cost_rows]
+        if not self.all_eq:
+            A_eq, b_eq = A_eq[self.eq_rows], b_eq[self.eq_rows]
+        if not self.all_in:
+            h = h[self.in_rows]
+        return A, b, A_eq, b_eq, h, lb, ub
+
+    def feasible(self, x: np.ndarray, outputs: Sequence[np.ndarray]) -> bool:
+        """Whether ``x`` (n,) is finite and satisfies every active inequality and bound within the
+        tolerance traced into ``d``: one product ``C x ≤ d``."""
+        if self._traced_at.size:
+            self._C[self._traced_at] = outputs[4][self._traced_from][:, self.columns]
+        d = outputs[11] if self._d_rows is None else outputs[11][self._d_rows]
+        return bool((self._C @ x <= d).all())
+
+    def problem(self, outputs: Sequence[np.ndarray], regularization: float) -> QPProblem:
+        """The step's :class:`QPProblem` (copies of the data), regularization ``ε ‖A[:, i]‖² + 1e-12``."""
+        A, b, A_eq, b_eq, h, lb, ub = (np.array(x) for x in self.select(outputs))
+        r = regularization * np.einsum("ij,ij->j", A, A) + 1e-12
+        G = self.inequality_matrix(outputs)
+        return QPProblem(
+            A,
+            b,
+            r,
+            A_eq,
+            b_eq,
+            G,
+            h,
+            lb,
+            ub,
+            dict(self.variables),
+            list(self.eq_groups),
+            list(self.in_groups),
+            list(self.bound_groups),
+        )

@@ -1,0 +1,147 @@
+"""What contributors see while the controller traces its kernel: one state's dynamics, shared.
+
+:class:`StepContext` holds the kinematics of the traced state and, computed once for everyone:
+
+* ``a0`` — the free acceleration ``−M⁻¹h`` (ABA with zero inputs);
+* ``Bhat`` — ``B̂ = M⁻¹[Sᵀ, J_mᵀΓ]`` (nv, n_u) by the IIM (or a baseline), in the QP's variables:
+  the actuator columns, then each contact's force variables (``Γ`` its force basis);
+* the contacts' motion rows as functions of the inputs, ``J_m q̈ + J̇_m v = A u + d``, where the
+  force block of ``A`` is the Delassus matrix by PV-OSIMr and the torque block comes from the
+  actuated rows of ``B̂`` (``M⁻¹`` is symmetric);
+* ``contact_wrenches`` — per contact, its columns and the world wrench about the world origin per
+  unit force variable (tasks on the CoM or the momentum use Newton–Euler on these).
+
+Variables: ``u = (τ, f₁, ..., f_k)``, the block :data:`~wbc.control.pieces.TAU` first, then every
+declared contact's force variables in declaration order (:class:`Variables`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from functools import cached_property
+
+import casadi as ca
+import numpy as np
+
+from ..algorithms.constraints import ResolvedConstraint, resolve
+from ..algorithms.delassus import pv_osimr
+from ..algorithms.dynamics import ArticulatedBodies, aba
+from ..algorithms.iim import InputMatrixMethod, iim, input_matrix
+from ..algorithms.kinematics import TreeKinematics
+from ..model.model import Model
+from .pieces import TAU
+
+__all__ = ["Variables", "StepContext"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Variables:
+    """The blocks of the QP's unknowns ``u``: ``(name, size)`` in order, ``"tau"`` first."""
+
+    blocks: tuple[tuple[str, int], ...]
+
+    @classmethod
+    def of(cls, n_actuated: int, contacts: Sequence) -> Variables:
+        return cls(((TAU, n_actuated),) + tuple((c.name, c.dim) for c in contacts))
+
+    @cached_property
+    def slices(self) -> dict[str, slice]:
+        out, start = {}, 0
+        for name, size in self.blocks:
+            out[name] = slice(start, start + size)
+            start += size
+        return out
+
+    @property
+    def n(self) -> int:
+        return sum(size for _, size in self.blocks)
+
+    def __getitem__(self, name: str) -> slice:
+        return self.slices[name]
+
+
+class StepContext:
+    """The traced state's dynamics, shared by all contributors (see the module docstring).
+
+    Attributes:
+        model: the robot.
+        kin: its kinematics at the traced ``(q, v)`` (``kin.q``, ``kin.v``).
+        contacts: every declared contact, in variable order.
+        variables: the QP's variable blocks.
+        n_u: number of QP variables.
+    """
+
+    def __init__(self, model: Model, q, v, contacts: Sequence, method: InputMatrixMethod) -> None:
+        self.model = model
+        self.kin = TreeKinematics(model, q, v)
+        self.contacts = tuple(contacts)
+        self.variables = Variables.of(model.n_actuated, contacts)
+        self.n_u = self.variables.n
+        self._method = method
+        self._motion: list[ResolvedConstraint] = resolve(model, [c.motion_constraint() for c in self.contacts])
+
+    @cached_property
+    def bodies(self) -> ArticulatedBodies:
+        """The articulated-body quantities of the state, shared by the ABA, the IIM and PV-OSIMr."""
+        return ArticulatedBodies.compute(self.model, self.kin)
+
+    @cached_property
+    def a0(self):
+        """Free acceleration ``−M⁻¹h`` (nv, 1)."""
+        return aba(self.model, self.kin.q, self.kin.v, ca.DM.zeros(self.model.nv, 1), kin=self.kin, bodies=self.bodies)
+
+    @cached_property
+    def _motion_input_matrix(self):
+        """``M⁻¹[Sᵀ, J_mᵀ]`` (nv, n_actuated + Σ equality_dim)."""
+        if self._method is InputMatrixMethod.IIM:
+            return iim(self.model, self.kin, self._motion, self.bodies)
+        return input_matrix(self.model, self.kin, self._motion, self._method)
+
+    @cached_property
+    def Bhat(self):
+        """``B̂`` (nv, n_u) in the QP's variables."""
+        Bm, n_act = self._motion_input_matrix, self.model.n_actuated
+        blocks, col = [Bm[:, 0:n_act]], n_act
+        for c in self.contacts:
+            blocks.append(ca.mtimes(Bm[:, col : col + c.equality_dim], ca.DM(c.force_basis())))
+            col += c.equality_dim
+        return ca.horzcat(*blocks)
+
+    @cached_property
+    def _contact_rows(self):
+        """``(A, d)``: all contacts' motion-row accelerations ``A u + d``, (Σ equality_dim, n_u), (·, 1)."""
+        if not self.contacts:
+            return ca.DM.zeros(0, self.n_u), ca.DM.zeros(0, 1)
+        Bm, n_act = self._motion_input_matrix, self.model.n_actuated
+        delassus = pv_osimr(self.model, self.kin, self._motion, self.bodies)
+        A_tau = Bm[self.model.actuated_v_indices.tolist(), n_act:].T  # J_m M⁻¹ Sᵀ, by symmetry of M⁻¹
+        A_f = ca.mtimes(delassus, ca.diagcat(*[ca.DM(c.force_basis()) for c in self.contacts]))
+        drift = ca.vertcat(*[ca.mtimes(m.jacobian(self.kin), self.a0) + m.drift(self.kin) for m in self._motion])
+        return ca.horzcat(A_tau, A_f), drift
+
+    def contact_acceleration(self, contact) -> tuple:
+        """``(A, d)`` with the acceleration of ``contact``'s motion rows ``= A u + d``,
+        (equality_dim, n_u) and (equality_dim, 1)."""
+        A, d = self._contact_rows
+        start = 0
+        for c in self.contacts:
+            if c is contact:
+                rows = slice(start, start + c.equality_dim)
+                return A[rows, :], d[rows]
+            start += c.equality_dim
+        raise KeyError(f"contact {contact.name!r} is not declared to this controller")
+
+    @cached_property
+    def contact_wrenches(self) -> list[tuple[slice, object]]:
+        """Per contact: ``(columns, W)``, ``W`` (6, dim) the world wrench about the world origin per unit
+        force variable."""
+        return [(self.variables[c.name], c.wrench_map(self.kin)) for c in self.contacts]
+
+    def columns(self, name: str) -> slice:
+        """The columns of variable block ``name`` in ``u``."""
+        return self.variables[name]
+
+    def actuation_rows(self) -> np.ndarray:
+        """Indices in ``v`` of the actuated degrees of freedom (n_actuated,)."""
+        return self.model.actuated_v_indices

@@ -1,0 +1,289 @@
+"""QP backends behind one interface, and how a user chooses one.
+
+Every backend goes through the same exact reductions (:meth:`QPSolver.solve`): first the minimizer
+under the equalities alone, kept when every inequality and bound holds there (then it is the QP's
+solution); otherwise the equalities are eliminated where they can be
+(:func:`~wbc.control.qp.eliminate_equalities`), the variables scaled to a unit-diagonal Hessian
+(:func:`~wbc.control.qp.jacobi_scaled`), and the backend solves:
+
+* :attr:`Solver.DAQP` (default, a core dependency): dual active set, exact to round-off;
+* :attr:`Solver.PROXQP` (extra ``proxqp``): ProxSuite dense, warm-started;
+* :attr:`Solver.QUADPROG` (extra ``quadprog``): Goldfarb-Idnani dual method;
+* :attr:`Solver.OSQP` (extra ``osqp``): ADMM through qpsolvers, tolerant but slow and ~1e-5
+  accurate on these ill-conditioned problems;
+* any qpsolvers backend as ``"qpsolvers:<name>"`` (extra ``qpsolvers``).
+
+:func:`make_solver` resolves a choice (a :class:`Solver`, its value, ``"qpsolvers:<name>"`` or a
+:class:`QPSolver` object) once, into a solver object; a backend whose package is missing raises
+:class:`~wbc.errors.MissingDependency` naming the extra to install.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import importlib
+import warnings
+from types import ModuleType
+
+import numpy as np
+
+from ..errors import InputError, MissingDependency
+from .qp import QPProblem, eliminate_equalities, equality_constrained_least_squares, feasible, jacobi_scaled
+
+__all__ = ["Solver", "QPSolver", "QPSolution", "make_solver", "DEFAULT_SOLVER"]
+
+_INF = 1e20
+
+
+class Solver(enum.Enum):
+    """The built-in QP backends."""
+
+    DAQP = "daqp"
+    PROXQP = "proxqp"
+    QUADPROG = "quadprog"
+    OSQP = "osqp"
+
+
+DEFAULT_SOLVER = Solver.DAQP
+
+
+def _require(module: str, extra: str) -> ModuleType:
+    """Import ``module`` or raise :class:`MissingDependency` naming the extra that installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise MissingDependency(
+            f"this QP backend needs the Python package {module.split('.')[0]!r}: pip install 'wbc[{extra}]'"
+        ) from None
+
+
+@dataclasses.dataclass
+class QPSolution:
+    """A solver's answer: ``x`` (n,) when ``found``; ``unconstrained`` when no constraint was active."""
+
+    x: np.ndarray | None
+    found: bool
+    solver: str
+    unconstrained: bool = False
+
+
+class QPSolver:
+    """Interface of the solvers: ``solve(problem) -> QPSolution``; ``reset()`` drops warm starts.
+
+    :meth:`solve` first solves the equality-constrained least squares and returns it when every
+    inequality and bound holds there (``try_unconstrained``): then it is the QP's solution. Otherwise
+    it eliminates the equalities where it can (``eliminate``), scales the variables and calls the
+    backend (``_solve``); the solution it returns is in the original problem's variables and units.
+    """
+
+    name = "?"
+    eliminate = True
+    try_unconstrained = True
+    #: how far (problem units: N, N m) the shortcut's solution may exceed an inequality
+    unconstrained_tolerance = 1e-9
+
+    def solve(self, problem: QPProblem, shortcut: bool | None = None) -> QPSolution:
+        """Solve ``problem``; ``shortcut`` overrides ``try_unconstrained`` for this call."""
+        if self.try_unconstrained if shortcut is None else shortcut:
+            x = equality_constrained_least_squares(problem.A, problem.b, problem.r, problem.A_eq, problem.b_eq)
+            if x is not None and feasible(
+                x, problem.G, problem.h, problem.lb, problem.ub, self.unconstrained_tolerance
+            ):
+                return QPSolution(x, True, self.name, unconstrained=True)
+        reduced, elimination = eliminate_equalities(problem) if self.eliminate else (problem, None)
+        scaled, inv = jacobi_scaled(reduced)
+        sol = self._solve(scaled)
+        if sol.found and sol.x is not None:
+            x = sol.x * inv
+            sol.x = elimination.recover(x) if elimination is not None else x
+        return sol
+
+    def _solve(self, problem: QPProblem) -> QPSolution:
+        raise NotImplementedError
+
+    def reset(self) -> None:
+        """Forget warm-start information."""
+
+
+def _finite_or_big(x: np.ndarray) -> np.ndarray:
+    return np.clip(x, -_INF, _INF)
+
+
+class ProxQPSolver(QPSolver):
+    """ProxSuite's dense ProxQP, warm-started from the previous solution when the sizes repeat."""
+
+    name = "proxqp"
+
+    def __init__(self, eps_abs: float = 1e-9, max_iter: int = 20000) -> None:
+        self._proxqp = _require("proxsuite", "proxqp").proxqp
+        self.eps_abs = eps_abs
+        self.max_iter = max_iter
+        self._qp = None
+        self._dims: tuple[int, int, int] | None = None
+
+    def reset(self) -> None:
+        self._qp, self._dims = None, None
+
+    def _solve(self, problem: QPProblem) -> QPSolution:
+        proxqp = self._proxqp
+        n, m_eq, m_in = problem.n, problem.A_eq.shape[0], problem.G.shape[0]
+        args = (
+            problem.H,
+            problem.g,
+            problem.A_eq,
+            problem.b_eq,
+            problem.G,
+            np.full(m_in, -_INF),
+            _finite_or_big(problem.h),
+            _finite_or_big(problem.lb),
+            _finite_or_big(problem.ub),
+        )
+        if self._dims != (n, m_eq, m_in):
+            qp = proxqp.dense.QP(n, m_eq, m_in, True)
+            qp.settings.eps_abs = self.eps_abs
+            qp.settings.eps_rel = 0.0
+            qp.settings.max_iter = self.max_iter
+            qp.settings.verbose = False
+            # The default infeasibility thresholds (1e-4) misfire on these ill-conditioned QPs.
+            qp.settings.eps_primal_inf = 1e-12
+            qp.settings.eps_dual_inf = 1e-12
+            qp.init(*args)
+            qp.solve()  # a first solve before any warm start (ProxSuite 0.8 may crash otherwise)
+            qp.settings.initial_guess = proxqp.InitialGuess.WARM_START_WITH_PREVIOUS_RESULT
+            self._qp, self._dims = qp, (n, m_eq, m_in)
+        else:
+            self._qp.update(*args)
+            self._qp.solve()
+        found = self._qp.results.info.status == proxqp.QPSolverOutput.PROXQP_SOLVED
+        if not found:
+            self.reset()
+        return QPSolution(self._qp.results.x.copy() if found else None, found, self.name)
+
+
+class DaqpSolver(QPSolver):
+    """DAQP, a dual active-set solver (exact to round-off); bounds are given as simple bounds."""
+
+    name = "daqp"
+
+    def __init__(self) -> None:
+        from ctypes import c_int
+
+        self._daqp = _require("daqp", "daqp")
+        self._c_int = c_int
+
+    def _solve(self, problem: QPProblem) -> QPSolution:
+        n = problem.n
+        m_eq, m_in = problem.A_eq.shape[0], problem.G.shape[0]
+        A = np.vstack([problem.G, problem.A_eq]) if m_eq else problem.G
+        upper = np.concatenate([_finite_or_big(problem.ub), _finite_or_big(problem.h), problem.b_eq])
+        lower = np.concatenate([_finite_or_big(problem.lb), np.full(m_in, -_INF), problem.b_eq])
+        sense = np.zeros(n + m_in + m_eq, dtype=self._c_int)
+        sense[n + m_in :] = 5  # equality
+        x, _, exitflag, _ = self._daqp.solve(problem.H, problem.g, A, upper, lower, sense)
+        found = exitflag > 0
+        return QPSolution(np.asarray(x) if found else None, found, self.name)
+
+
+class QuadprogSolver(QPSolver):
+    """quadprog (Goldfarb-Idnani dual method); needs a positive-definite ``H``."""
+
+    name = "quadprog"
+
+    def __init__(self) -> None:
+        self._quadprog = _require("quadprog", "quadprog")
+
+    def _solve(self, problem: QPProblem) -> QPSolution:
+        n = problem.n
+        binding = np.isfinite(problem.h)  # rows with h = +inf never bind
+        rows, rhs = [problem.A_eq, -problem.G[binding]], [problem.b_eq, -problem.h[binding]]
+        lo, up = np.isfinite(problem.lb), np.isfinite(problem.ub)
+        rows += [np.eye(n)[lo], -np.eye(n)[up]]
+        rhs += [problem.lb[lo], -problem.ub[up]]
+        C = np.vstack(rows)
+        try:
+            x = self._quadprog.solve_qp(problem.H, -problem.g, C.T, np.concatenate(rhs), problem.A_eq.shape[0])[0]
+        except ValueError:
+            return QPSolution(None, False, self.name)
+        return QPSolution(x, True, self.name)
+
+
+class QpsolversSolver(QPSolver):
+    """Any qpsolvers backend (e.g. ``"osqp"``), with its options; warm-started where it supports it."""
+
+    def __init__(self, backend: str, **options) -> None:
+        qpsolvers = _require("qpsolvers", "qpsolvers")
+        if backend not in qpsolvers.available_solvers:
+            raise InputError(
+                f"qpsolvers has no solver {backend!r}; available: {', '.join(qpsolvers.available_solvers)}"
+            )
+        self._qpsolvers = qpsolvers
+        self.name = backend
+        self.options = options
+        self._last: np.ndarray | None = None
+
+    def reset(self) -> None:
+        self._last = None
+
+    def _solve(self, problem: QPProblem) -> QPSolution:
+        qp = self._qpsolvers.Problem(
+            problem.H,
+            problem.g,
+            problem.G if problem.G.size else None,
+            _finite_or_big(problem.h) if problem.G.size else None,
+            problem.A_eq if problem.A_eq.size else None,
+            problem.b_eq if problem.A_eq.size else None,
+            problem.lb,
+            problem.ub,
+        )
+        last = self._last if self._last is not None and self._last.shape == (problem.n,) else None
+        with warnings.catch_warnings():  # dense-to-sparse conversion notices of sparse backends
+            warnings.simplefilter("ignore")
+            sol = self._qpsolvers.solve_problem(qp, solver=self.name, initvals=last, **self.options)
+        found = bool(sol.found) and sol.x is not None and np.all(np.isfinite(sol.x))
+        self._last = sol.x if found else None
+        return QPSolution(np.asarray(sol.x) if found else None, found, self.name)
+
+
+def make_solver(choice: Solver | str | QPSolver = DEFAULT_SOLVER, **options) -> QPSolver:
+    """A solver object from a choice: a :class:`Solver` (or its value, e.g. ``"proxqp"``),
+    ``"qpsolvers:<backend>"``, or a :class:`QPSolver` (returned as is).
+
+    ``Solver.OSQP`` defaults to tight tolerances (``eps_abs = eps_rel = 1e-8``) so that its answer
+    matches the exact solvers; pass options to change them.
+
+    Raises:
+        InputError: an unknown choice.
+        MissingDependency: the backend's package is not installed (the message names the extra).
+    """
+    if isinstance(choice, QPSolver):
+        if options:
+            raise InputError("options are for a solver chosen by name; configure a QPSolver object directly")
+        return choice
+    if isinstance(choice, str) and choice.startswith("qpsolvers:"):
+        return QpsolversSolver(choice.split(":", 1)[1], **options)
+    try:
+        solver = Solver(choice)
+    except ValueError:
+        names = ", ".join(repr(s.value) for s in Solver)
+        raise InputError(
+            f"unknown solver {choice!r}; choose a wbc.Solver ({names}), 'qpsolvers:<name>' or a QPSolver object"
+        ) from None
+    if solver is Solver.PROXQP:
+        return ProxQPSolver(**options)
+    if solver is Solver.DAQP:
+        return DaqpSolver(**options)
+    if solver is Solver.QUADPROG:
+        return QuadprogSolver(**options)
+    opts = {
+        "eps_abs": 1e-8,
+        "eps_rel": 1e-8,
+        "eps_prim_inf": 1e-12,
+        "eps_dual_inf": 1e-12,
+        "polishing": False,
+        "max_iter": 200000,
+        "verbose": False,
+    }
+    opts.update(options)
+    _require("osqp", "osqp")
+    return QpsolversSolver("osqp", **opts)
