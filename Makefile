@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 OUT ?= out
 
-.PHONY: demo test bench anchors clean
+.PHONY: demo check test bench anchors clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,7 +17,13 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) demos/humanoid_balance.py --out $(OUT)/balance_talos
 
-test: $(STAMP)
+# Lint, format check and type check of the public API (run by `make test` first, as in CI).
+check: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy
+
+test: check
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
 bench: $(STAMP)

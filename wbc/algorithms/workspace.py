@@ -63,13 +63,15 @@ class Workspace:
 
     def frame(self, frame: str | int) -> int:
         """The index of ``frame`` (a name or an index)."""
+        if isinstance(frame, str):
+            return self.model.frame_id(frame)
         if isinstance(frame, int) and not isinstance(frame, bool):
             if not 0 <= frame < len(self.model.frames):
                 raise InputError(
                     f"frame index {frame} out of range (model {self.model.name!r} has {len(self.model.frames)} frames)"
                 )
             return frame
-        return self.model.frame_id(frame)
+        raise InputError(f"a frame is a name or an index, got {frame!r}")
 
     def external_forces(self, fext: Mapping[str, object] | None) -> dict[int, object] | None:
         """``{frame: LOCAL wrench (6,)}`` as spatial forces on the bodies, in their joint frames."""

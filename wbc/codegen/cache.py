@@ -80,7 +80,7 @@ def _key(source: bytes, compiler: str, flags: Sequence[str]) -> str:
     h.update(source)
     h.update(b"\0" + " ".join(flags).encode())
     h.update(b"\0" + _compiler_id(compiler).encode())
-    h.update(b"\0" + ca.__version__.encode())
+    h.update(b"\0" + getattr(ca, "__version__", "").encode())
     return h.hexdigest()
 
 

@@ -66,9 +66,9 @@ class Kernel:
         self.outputs = [self._view(f, source.size_out(i)) for i, f in enumerate(self._out_flat)]
         self._buffer, self._eval = function.buffer()
         for i, f in enumerate(self._in_flat):
-            self._buffer.set_arg(i, memoryview(f))
+            self._buffer.set_arg(i, memoryview(f))  # type: ignore[call-arg, arg-type]
         for i, f in enumerate(self._out_flat):
-            self._buffer.set_res(i, memoryview(f))
+            self._buffer.set_res(i, memoryview(f))  # type: ignore[call-arg, arg-type]
 
     @staticmethod
     def _view(flat: np.ndarray, size: tuple[int, int]) -> np.ndarray:
@@ -92,7 +92,7 @@ class Kernel:
             )
         self._in_flat[index] = array
         self.inputs[index] = array
-        self._buffer.set_arg(index, memoryview(array))
+        self._buffer.set_arg(index, memoryview(array))  # type: ignore[call-arg, arg-type]
 
     def run(self) -> list[np.ndarray]:
         """Evaluate with the current contents of :attr:`inputs`; returns :attr:`outputs`."""

@@ -139,7 +139,7 @@ def trace_step(
         if c.dim == c.equality_dim and np.array_equal(c.force_basis(), np.eye(c.dim))
     )
 
-    def build(q, v, *parameters):
+    def build(q, v, *parameters) -> list:
         p = dict(zip(with_parameters, parameters))
         ctx = StepContext(model, q, v, contacts, method)
         parts: dict[str, list] = {"cost": [], "eq": [], "in": []}
@@ -169,7 +169,8 @@ def trace_step(
                 start = rows_of[kind]
                 rows_of[kind] += n_rows
                 if kind == "in" and _constant(M):  # kept in the structure as numbers, not in the kernel
-                    constant_rows.append((slice(start, start + n_rows), cols, np.array(ca.DM(M), dtype=float)))
+                    numbers = np.array(ca.evalf(M), dtype=float)
+                    constant_rows.append((slice(start, start + n_rows), cols, numbers))
                     parts[kind].append((None, rhs))
                 else:
                     parts[kind].append((_place(M, cols, n_u), rhs))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 
@@ -244,21 +245,26 @@ class WholeBodyController:
             active = [True] * len(contributors)
             for k, on in zip(self._switchable, key):
                 active[k] = on
-            layout = self._layouts[key] = Layout(self._structure, active)
+            layout = self._layouts[key] = Layout(self._compiled_structure(), active)
         return layout
+
+    def _compiled_structure(self) -> Structure:
+        if self._structure is None:
+            self.compile()
+        assert self._structure is not None  # set by compile
+        return self._structure
 
     def _evaluate(self, q, v) -> list[np.ndarray]:
         """Copy the parameters and the state into the kernel and run it; returns its outputs
         (views of its buffers, overwritten by the next run)."""
-        if self.kernel is None:
-            self.compile()
+        kernel = self.kernel if self.kernel is not None else self.compile()
         if self.check_inputs:
             q = checks.configuration(self.model, q)
             v = checks.velocity(self.model, v)
-        inputs = self.kernel.inputs
+        inputs = kernel.inputs
         np.copyto(inputs[0], q)
         np.copyto(inputs[1], v)
-        self.kernel.run()
+        kernel.run()
         return self._outputs
 
     def _advance_clock(self) -> None:
@@ -304,7 +310,7 @@ class WholeBodyController:
         t0 = time.perf_counter()
         outputs = self._evaluate(q, v)
         t1 = time.perf_counter()
-        status, conflict = StepStatus.OPTIMAL, ()
+        status, conflict = StepStatus.OPTIMAL, cast(tuple[Group, ...], ())
         x = self._shortcut(layout, outputs) if self.solver.try_unconstrained else None
         if x is None:
             outcome = self.fallback.solve(layout.problem(outputs, self.regularization), self.solver)
@@ -324,14 +330,15 @@ class WholeBodyController:
             tau = x[: layout.n_tau].copy()
             self._last_tau = tau
         qdd = a0 + Bhat @ u_full
-        variables = self._structure.variables
+        structure = self._compiled_structure()
+        variables = structure.variables
         forces = {}
         for c in self.contacts:
             f = u_full[variables[c.name]]
             forces[c.name] = f
             if self._schedule.is_active(c.name):
                 self._schedule.record(c.name, c.normal_force(f))
-        errors = {name: errors_all[rows].copy() for name, rows in self._structure.errors.items()}
+        errors = {name: errors_all[rows].copy() for name, rows in structure.errors.items()}
         self.time += self.dt
         timings = {"kernel": (t1 - t0) * 1e6, "qp": (t_end - t1) * 1e6, "total": (t_end - t_start) * 1e6}
         return Command(tau, forces, qdd, errors, status, conflict, timings, x)

@@ -93,7 +93,7 @@ class ContactSchedule:
         """Move the clock to ``t`` (s): ramps progress, finished ones release their contact."""
         self._time = t
         for s in self._ramping:
-            t0, duration, f0 = s.ramp
+            t0, duration, f0 = s.ramp or (0.0, 0.0, 0.0)
             if t >= t0 + duration:
                 s.active, s.ramp = False, None
                 s.bounds[:] = (s.min_normal_force, s.max_normal_force)

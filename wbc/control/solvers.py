@@ -25,6 +25,7 @@ import enum
 import importlib
 import warnings
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -119,7 +120,7 @@ class ProxQPSolver(QPSolver):
         self._proxqp = _require("proxsuite", "proxqp").proxqp
         self.eps_abs = eps_abs
         self.max_iter = max_iter
-        self._qp = None
+        self._qp: Any = None
         self._dims: tuple[int, int, int] | None = None
 
     def reset(self) -> None:
@@ -181,7 +182,7 @@ class DaqpSolver(QPSolver):
         sense = np.zeros(n + m_in + m_eq, dtype=self._c_int)
         sense[n + m_in :] = 5  # equality
         x, _, exitflag, _ = self._daqp.solve(problem.H, problem.g, A, upper, lower, sense)
-        found = exitflag > 0
+        found = bool(exitflag > 0)
         return QPSolution(np.asarray(x) if found else None, found, self.name)
 
 
@@ -240,7 +241,7 @@ class QpsolversSolver(QPSolver):
         with warnings.catch_warnings():  # dense-to-sparse conversion notices of sparse backends
             warnings.simplefilter("ignore")
             sol = self._qpsolvers.solve_problem(qp, solver=self.name, initvals=last, **self.options)
-        found = bool(sol.found) and sol.x is not None and np.all(np.isfinite(sol.x))
+        found = bool(sol.found) and sol.x is not None and bool(np.all(np.isfinite(sol.x)))
         self._last = sol.x if found else None
         return QPSolution(np.asarray(sol.x) if found else None, found, self.name)
 

@@ -169,7 +169,7 @@ class Model:
     inertias: tuple[np.ndarray, ...]
     frames: tuple[Frame, ...]
     actuated: tuple[int, ...]
-    gravity: np.ndarray = dataclasses.field(default_factory=lambda: _readonly([0.0, 0.0, -9.81]))
+    gravity: np.ndarray = dataclasses.field(default_factory=lambda: _readonly(np.array([0.0, 0.0, -9.81])))
     source: str = "<string>"
     _frame_index: Mapping[str, int] = dataclasses.field(init=False, repr=False)
     _joint_index: Mapping[str, int] = dataclasses.field(init=False, repr=False)

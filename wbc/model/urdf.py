@@ -260,8 +260,8 @@ def _parse_joints(root: ET.Element, where: str, links: dict[str, _Link]) -> dict
             raise ModelError(f"{where}: link {j.child!r} has two parent joints ({child.parent_joint!r} and {j.name!r})")
         child.parent_joint = j.name
         links[j.parent].child_joints.append(j.name)
-    for link in links.values():
-        link.child_joints.sort()  # urdfdom keeps joints in a name-sorted map
+    for parsed in links.values():
+        parsed.child_joints.sort()  # urdfdom keeps joints in a name-sorted map
     return joints
 
 

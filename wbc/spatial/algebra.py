@@ -21,14 +21,15 @@ Glossary (Featherstone's names, used in the algorithms):
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import casadi as ca
 import numpy as np
 
 from .lie import skew
 
-Matrix = ca.SX | ca.DM | ca.MX | np.ndarray
+#: A CasADi SX / DM / MX matrix or a numpy array (CasADi's stubs do not type mixed operands).
+Matrix = Any
 
 __all__ = [
     "SE3",

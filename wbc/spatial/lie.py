@@ -49,6 +49,13 @@ NEAR_PI_COS = -0.9
 class _Backend:
     """The primitives the formulas need, for numpy (``symbolic=False``) or CasADi."""
 
+    sin: Any
+    cos: Any
+    sqrt: Any
+    atan2: Any
+    fmax: Any
+    fmin: Any
+
     def __init__(self, symbolic: bool) -> None:
         self.symbolic = symbolic
         if symbolic:

@@ -68,6 +68,8 @@ class TorqueLimit(Contributor):
         return 0 if self._limit is None else self._limit.size
 
     def parameters(self, runtime: Runtime) -> np.ndarray:
+        if self._limit is None:
+            raise InputError(f"{self.name}: give the limit to a controller before reading its parameters")
         return self._limit
 
     def pieces(self, ctx: StepContext, p) -> list[Bounds]:
