@@ -326,3 +326,45 @@ def test_installed_namespaces_work_from_any_directory(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["wbc.tasks.com", "wbc.robots.catalog"]
+
+
+def test_the_task_of_the_architecture_guide_works():
+    """docs/architecture.md's HeightTask, as written there: its error and its acceleration rows."""
+    from wbc.algorithms.kinematics import ReferenceFrame
+    from wbc.control import Task
+
+    class HeightTask(Task):
+        def __init__(self, frame, weight=1.0, kp=0.0, kd=None, name=None):
+            self.frame = frame
+            super().__init__(1, weight, kp, kd, name)
+
+        def default_name(self):
+            return f"height_{self.frame}"
+
+        @property
+        def target_size(self):
+            return 1
+
+        def set_target(self, z):
+            self._set_target_parameters([z])
+
+        def measure(self, ctx):
+            J = ctx.kin.frame_jacobian(ctx.model.frame_id(self.frame), ReferenceFrame.LOCAL_WORLD_ALIGNED)[2:3, :]
+            drift = ctx.kin.frame_drift(ctx.model.frame_id(self.frame), ReferenceFrame.LOCAL_WORLD_ALIGNED)[2]
+            return J, drift, ca.mtimes(J, ctx.kin.v)
+
+        def error(self, ctx, target):
+            return target - ctx.kin.frame_placement(ctx.model.frame_id(self.frame)).p[2]
+
+    case = robot_case("panda")
+    model, spec = case.model, case.spec
+    task = HeightTask("panda_hand_tcp", kp=50.0)
+    z = wbc.frame_placement(model, spec.q0, "panda_hand_tcp")[2, 3]
+    task.set_target(z + 0.01)
+    ctrl = wbc.WholeBodyController(model, [task])
+    v = np.zeros(model.nv)
+    cmd = ctrl.step(spec.q0, v)
+    assert task.name == "height_panda_hand_tcp"
+    assert abs(cmd.task_errors[task.name][0] - 0.01) < 1e-12
+    J = wbc.frame_jacobian(model, spec.q0, "panda_hand_tcp", wbc.ReferenceFrame.LOCAL_WORLD_ALIGNED)[2]
+    assert abs(J @ cmd.qdd - 50.0 * 0.01) < 1e-6, "the task's acceleration is obtained (one task, redundant arm)"

@@ -40,7 +40,6 @@ from .linalg import ldlt, ldlt_solve
 
 __all__ = [
     "InputMatrixMethod",
-    "n_inputs",
     "iim",
     "eufm",
     "dense",
@@ -75,10 +74,6 @@ def _input_columns(
         starts.append(col)
         col += c.dim
     return actuated, starts
-
-
-def n_inputs(model: Model, constraints: Sequence[ResolvedConstraint]) -> int:
-    return model.n_actuated + sum(c.dim for c in constraints)
 
 
 def _root_frame_placements(model: Model, kin: TreeKinematics) -> tuple[int, list]:

@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from functools import cached_property
 
 import casadi as ca
-import numpy as np
 
 from ..algorithms.constraints import ResolvedConstraint, resolve
 from ..algorithms.delassus import pv_osimr
@@ -141,7 +140,3 @@ class StepContext:
     def columns(self, name: str) -> slice:
         """The columns of variable block ``name`` in ``u``."""
         return self.variables[name]
-
-    def actuation_rows(self) -> np.ndarray:
-        """Indices in ``v`` of the actuated degrees of freedom (n_actuated,)."""
-        return self.model.actuated_v_indices
