@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Sequence
-from typing import cast
 
 import numpy as np
 
@@ -43,6 +42,8 @@ from .solvers import DEFAULT_SOLVER, QPSolver, Solver, make_solver
 from .task import Task
 
 __all__ = ["WholeBodyController", "Command", "StepStatus"]
+
+_NO_CONFLICT: tuple[Group, ...] = ()
 
 
 @dataclasses.dataclass
@@ -223,12 +224,16 @@ class WholeBodyController:
         self._structure = structure
         self._layouts = {}
         contributors = self.contributors
+        self._switchable = [
+            contributors[k]
+            for k in range(len(contributors))
+            if type(contributors[k]).is_active is not Contributor.is_active
+        ]
+        self._switch_index = [contributors.index(c) for c in self._switchable]
+        self._contact_outputs = [(c, structure.variables[c.name], self._schedule.state(c.name)) for c in self.contacts]
+        self._error_rows = list(structure.errors.items())
         for i, k in enumerate(structure.parameter_inputs):  # the kernel reads them in place: no copies
             self.kernel.bind_input(2 + i, contributors[k].parameters(self._runtime))
-        # contributors whose activation can change (contacts); the others are always in
-        self._switchable = [
-            k for k, c in enumerate(self.contributors) if type(c).is_active is not Contributor.is_active
-        ]
         # the outputs with their declared shapes, as views of the kernel's buffers
         shapes = [function.size_out(i) for i in range(function.n_out())]
         self._outputs = [
@@ -238,12 +243,12 @@ class WholeBodyController:
         return self.kernel
 
     def _layout(self) -> Layout:
-        contributors, runtime = self.contributors, self._runtime
-        key = tuple(contributors[k].is_active(runtime) for k in self._switchable)
+        runtime = self._runtime
+        key = tuple([c.is_active(runtime) for c in self._switchable])  # contributors that can be inactive
         layout = self._layouts.get(key)
         if layout is None:
-            active = [True] * len(contributors)
-            for k, on in zip(self._switchable, key):
+            active = [True] * len(self.contributors)
+            for k, on in zip(self._switch_index, key):
                 active[k] = on
             layout = self._layouts[key] = Layout(self._compiled_structure(), active)
         return layout
@@ -310,35 +315,37 @@ class WholeBodyController:
         t0 = time.perf_counter()
         outputs = self._evaluate(q, v)
         t1 = time.perf_counter()
-        status, conflict = StepStatus.OPTIMAL, cast(tuple[Group, ...], ())
+        status, conflict = StepStatus.OPTIMAL, _NO_CONFLICT
         x = self._shortcut(layout, outputs) if self.solver.try_unconstrained else None
         if x is None:
             outcome = self.fallback.solve(layout.problem(outputs, self.regularization), self.solver)
             x, status, conflict = outcome.x, outcome.status, outcome.conflict
         t_end = time.perf_counter()
         a0, Bhat, errors_all = outputs[8], outputs[9], outputs[10]
-        u_full = np.zeros(self.n_u)
         if x is None:
             if self._last_tau is not None:
                 tau, status = self._last_tau.copy(), StepStatus.LAST_COMMAND
             else:
                 tau, status = np.zeros(self.model.n_actuated), StepStatus.ZERO_TORQUE
+            u_full = np.zeros(self.n_u)
             u_full[: tau.size] = tau
             x = u_full[layout.columns].copy()
         else:
-            u_full[layout.columns] = x
+            if layout.all_columns:
+                u_full = x
+            else:
+                u_full = np.zeros(self.n_u)
+                u_full[layout.columns] = x
             tau = x[: layout.n_tau].copy()
             self._last_tau = tau
         qdd = a0 + Bhat @ u_full
-        structure = self._compiled_structure()
-        variables = structure.variables
         forces = {}
-        for c in self.contacts:
-            f = u_full[variables[c.name]]
-            forces[c.name] = f
-            if self._schedule.is_active(c.name):
-                self._schedule.record(c.name, c.normal_force(f))
-        errors = {name: errors_all[rows].copy() for name, rows in structure.errors.items()}
+        for contact, columns, state in self._contact_outputs:
+            f = u_full[columns]
+            forces[contact.name] = f
+            if state.active:
+                state.last_normal_force = contact.normal_force(f)
+        errors = {name: errors_all[rows].copy() for name, rows in self._error_rows}
         self.time += self.dt
         timings = {"kernel": (t1 - t0) * 1e6, "qp": (t_end - t1) * 1e6, "total": (t_end - t_start) * 1e6}
         return Command(tau, forces, qdd, errors, status, conflict, timings, x)

@@ -51,6 +51,7 @@ class ContactSchedule:
             c.name: ContactState(c.initially_active, c.min_normal_force, c.max_normal_force) for c in contacts
         }
         self._time = 0.0
+        self._any_ramp = False
 
     def state(self, name: str) -> ContactState:
         """The state of contact ``name``; :class:`InputError` naming the known contacts if unknown."""
@@ -88,6 +89,7 @@ class ContactSchedule:
             f0 = max(s.last_normal_force, 0.0)
         s.ramp = (self._time, ramp, f0)
         s.bounds[:] = (0.0, f0)
+        self._any_ramp = True
 
     def advance(self, t: float) -> None:
         """Move the clock to ``t`` (s): ramps progress, finished ones release their contact."""
@@ -102,7 +104,11 @@ class ContactSchedule:
 
     @property
     def _ramping(self) -> list[ContactState]:
-        return [s for s in self._states.values() if s.ramp is not None]
+        if not self._any_ramp:
+            return []
+        ramping = [s for s in self._states.values() if s.ramp is not None]
+        self._any_ramp = bool(ramping)
+        return ramping
 
     def normal_force_bounds(self, name: str) -> np.ndarray:
         """``[minimum, maximum]`` normal force of contact ``name`` now, N (the maximum follows a ramp):
