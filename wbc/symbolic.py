@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 import casadi as ca
 import numpy as np
 
+from . import numeric as _numeric
 from .algorithms.constraints import Constraint
 from .algorithms.delassus import DelassusMethod
 from .algorithms.iim import InputMatrixMethod
@@ -28,26 +29,8 @@ from .errors import InputError
 from .model import checks
 from .model.model import Model
 
-__all__ = [
-    "Workspace",
-    "rnea",
-    "nonlinear_effects",
-    "crba",
-    "aba",
-    "free_acceleration",
-    "frame_placement",
-    "frame_jacobian",
-    "frame_velocity",
-    "frame_drift",
-    "center_of_mass",
-    "com_jacobian",
-    "com_drift",
-    "centroidal_map",
-    "centroidal_drift",
-    "centroidal_momentum",
-    "inertia_weighted_input_matrix",
-    "delassus",
-]
+#: The same names as :mod:`wbc.numeric` (a test checks the signatures match), plus the Workspace.
+__all__ = ["Workspace", *_numeric.__all__]
 
 ExternalForces = Mapping[str, object] | None
 
