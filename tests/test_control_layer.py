@@ -368,3 +368,9 @@ def test_the_task_of_the_architecture_guide_works():
     assert abs(cmd.task_errors[task.name][0] - 0.01) < 1e-12
     J = wbc.frame_jacobian(model, spec.q0, "panda_hand_tcp", wbc.ReferenceFrame.LOCAL_WORLD_ALIGNED)[2]
     assert abs(J @ cmd.qdd - 50.0 * 0.01) < 1e-6, "the task's acceleration is obtained (one task, redundant arm)"
+
+
+def test_the_top_level_exports_the_whole_numeric_api():
+    assert set(wbc.numeric.__all__) <= set(wbc.__all__)
+    for name in wbc.numeric.__all__:
+        assert getattr(wbc, name) is getattr(wbc.numeric, name)
