@@ -19,6 +19,7 @@ from .codegen import kernels
 from .control import (
     Command,
     Contact,
+    Failure,
     Group,
     Kind,
     PointContact,
@@ -113,6 +114,7 @@ __all__ = [
     "WholeBodyController",
     "Command",
     "StepStatus",
+    "Failure",
     "Contact",
     "PointContact",
     "SurfaceContact",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from .contacts import Contact, PointContact, RectangularContact, SurfaceContact, SurfaceCornersContact
 from .contributor import Contributor, Runtime
-from .controller import Command, StepStatus, WholeBodyController
+from .controller import Command, Failure, StepStatus, WholeBodyController
 from .limits import TorqueLimit
 from .pieces import Bounds, Cost, Equality, Group, Inequality, Kind
 from .qp import QPProblem
@@ -25,6 +25,7 @@ __all__ = [
     "WholeBodyController",
     "Command",
     "StepStatus",
+    "Failure",
     "Contributor",
     "Runtime",
     "Task",

@@ -33,7 +33,7 @@ from ..model.model import Model
 from .builder import OUTPUTS, Layout, Structure, trace_step
 from .contacts import Contact
 from .contributor import Contributor, Runtime
-from .fallback import FallbackPolicy, StepStatus
+from .fallback import Failure, FallbackPolicy, StepStatus
 from .limits import TorqueLimit
 from .pieces import TAU, Group
 from .qp import QPProblem, equality_constrained_least_squares, least_squares_by_elimination
@@ -41,7 +41,7 @@ from .schedule import ContactSchedule, ContactState
 from .solvers import DEFAULT_SOLVER, QPSolver, Solver, make_solver
 from .task import Task
 
-__all__ = ["WholeBodyController", "Command", "StepStatus"]
+__all__ = ["WholeBodyController", "Command", "StepStatus", "Failure"]
 
 _NO_CONFLICT: tuple[Group, ...] = ()
 
@@ -57,8 +57,10 @@ class Command:
             (12,) for a surface contact.
         qdd: the acceleration ``a₀ + B̂ u`` (nv,) the command produces (exact dynamics).
         task_errors: task name -> error ``e`` (dim,).
-        status: a :class:`StepStatus`.
+        status: a :class:`StepStatus`: what was applied.
         conflict: the constraint groups found in conflict when the QP was infeasible, else ().
+        failure: why the QP's solution could not be applied as posed (a :class:`Failure`), else None;
+            then ``qdd`` is what the applied command produces if that is finite, else zeros.
         timings: microseconds spent in the ``kernel`` (input checks included), in the ``qp``
             (assembly and solution) and in ``total``.
         u: the inputs ``(τ, f of the active contacts)`` applied.
@@ -72,6 +74,7 @@ class Command:
     conflict: tuple[Group, ...]
     timings: dict
     u: np.ndarray
+    failure: Failure | None = None
 
 
 def _positive(value, name: str) -> float:
@@ -315,13 +318,25 @@ class WholeBodyController:
         t0 = time.perf_counter()
         outputs = self._evaluate(q, v)
         t1 = time.perf_counter()
-        status, conflict = StepStatus.OPTIMAL, _NO_CONFLICT
+        status, conflict, failure = StepStatus.OPTIMAL, _NO_CONFLICT, None
         x = self._shortcut(layout, outputs) if self.solver.try_unconstrained else None
         if x is None:
             outcome = self.fallback.solve(layout.problem(outputs, self.regularization), self.solver)
-            x, status, conflict = outcome.x, outcome.status, outcome.conflict
+            x, status, conflict, failure = outcome.x, outcome.status, outcome.conflict, outcome.failure
         t_end = time.perf_counter()
         a0, Bhat, errors_all = outputs[8], outputs[9], outputs[10]
+        if x is not None:
+            if layout.all_columns:
+                u_full = x
+            else:
+                u_full = np.zeros(self.n_u)
+                u_full[layout.columns] = x
+            qdd = a0 + Bhat @ u_full
+            if np.isfinite(qdd).all():
+                tau = x[: layout.n_tau].copy()
+                self._last_tau = tau
+            else:  # singular or overflowing dynamics: never hand out NaN
+                x, failure = None, Failure.NON_FINITE
         if x is None:
             if self._last_tau is not None:
                 tau, status = self._last_tau.copy(), StepStatus.LAST_COMMAND
@@ -330,15 +345,10 @@ class WholeBodyController:
             u_full = np.zeros(self.n_u)
             u_full[: tau.size] = tau
             x = u_full[layout.columns].copy()
-        else:
-            if layout.all_columns:
-                u_full = x
-            else:
-                u_full = np.zeros(self.n_u)
-                u_full[layout.columns] = x
-            tau = x[: layout.n_tau].copy()
-            self._last_tau = tau
-        qdd = a0 + Bhat @ u_full
+            qdd = a0 + Bhat @ u_full
+            if not np.isfinite(qdd).all():
+                failure, qdd = Failure.NON_FINITE, np.zeros(self.model.nv)
+            failure = failure or Failure.SOLVER
         forces = {}
         for contact, columns, state in self._contact_outputs:
             f = u_full[columns]
@@ -348,4 +358,4 @@ class WholeBodyController:
         errors = {name: errors_all[rows].copy() for name, rows in self._error_rows}
         self.time += self.dt
         timings = {"kernel": (t1 - t0) * 1e6, "qp": (t_end - t1) * 1e6, "total": (t_end - t_start) * 1e6}
-        return Command(tau, forces, qdd, errors, status, conflict, timings, x)
+        return Command(tau, forces, qdd, errors, status, conflict, timings, x, failure)

@@ -112,14 +112,28 @@ def _finite_or_big(x: np.ndarray) -> np.ndarray:
 
 
 class ProxQPSolver(QPSolver):
-    """ProxSuite's dense ProxQP, warm-started from the previous solution when the sizes repeat."""
+    """ProxSuite's dense ProxQP.
+
+    Args:
+        eps_abs: absolute accuracy (in the Jacobi-scaled variables).
+        max_iter, max_iter_in: bounds on ProxQP's outer and inner iterations: with its infeasibility
+            detection on, they bound the worst case of a solve (``python -m benchmarks.solvers``
+            measures it on Talos' infeasible collapse, where unbounded settings took minutes per QP).
+        warm_start: start each solve from the previous solution when the sizes repeat (faster);
+            the result then depends on the solver's history within ``eps_abs``. ``False`` makes it
+            a function of the problem only (deterministic, like daqp).
+    """
 
     name = "proxqp"
 
-    def __init__(self, eps_abs: float = 1e-9, max_iter: int = 20000) -> None:
+    def __init__(
+        self, eps_abs: float = 1e-9, max_iter: int = 1000, max_iter_in: int = 200, warm_start: bool = True
+    ) -> None:
         self._proxqp = _require("proxsuite", "proxqp").proxqp
         self.eps_abs = eps_abs
         self.max_iter = max_iter
+        self.max_iter_in = max_iter_in
+        self.warm_start = warm_start
         self._qp: Any = None
         self._dims: tuple[int, int, int] | None = None
 
@@ -140,26 +154,31 @@ class ProxQPSolver(QPSolver):
             _finite_or_big(problem.lb),
             _finite_or_big(problem.ub),
         )
-        if self._dims != (n, m_eq, m_in):
+        if not self.warm_start or self._dims != (n, m_eq, m_in):
             qp = proxqp.dense.QP(n, m_eq, m_in, True)
             qp.settings.eps_abs = self.eps_abs
             qp.settings.eps_rel = 0.0
             qp.settings.max_iter = self.max_iter
+            qp.settings.max_iter_in = self.max_iter_in
             qp.settings.verbose = False
-            # The default infeasibility thresholds (1e-4) misfire on these ill-conditioned QPs.
-            qp.settings.eps_primal_inf = 1e-12
-            qp.settings.eps_dual_inf = 1e-12
+            # Infeasibility detection on, at 1e-6: ProxSuite's default 1e-4 declares some feasible
+            # (ill-conditioned) steps infeasible; 1e-12 turns detection off and a solve then runs to its
+            # iteration limits (seen: minutes per QP with unbounded limits).
+            qp.settings.eps_primal_inf = 1e-6
+            qp.settings.eps_dual_inf = 1e-6
             qp.init(*args)
             qp.solve()  # a first solve before any warm start (ProxSuite 0.8 may crash otherwise)
-            qp.settings.initial_guess = proxqp.InitialGuess.WARM_START_WITH_PREVIOUS_RESULT
+            if self.warm_start:
+                qp.settings.initial_guess = proxqp.InitialGuess.WARM_START_WITH_PREVIOUS_RESULT
             self._qp, self._dims = qp, (n, m_eq, m_in)
         else:
             self._qp.update(*args)
             self._qp.solve()
         found = self._qp.results.info.status == proxqp.QPSolverOutput.PROXQP_SOLVED
-        if not found:
+        x = self._qp.results.x.copy() if found else None
+        if not found or not self.warm_start:
             self.reset()
-        return QPSolution(self._qp.results.x.copy() if found else None, found, self.name)
+        return QPSolution(x, found, self.name)
 
 
 class DaqpSolver(QPSolver):
@@ -279,10 +298,10 @@ def make_solver(choice: Solver | str | QPSolver = DEFAULT_SOLVER, **options) -> 
     opts = {
         "eps_abs": 1e-8,
         "eps_rel": 1e-8,
-        "eps_prim_inf": 1e-12,
-        "eps_dual_inf": 1e-12,
+        "eps_prim_inf": 1e-6,
+        "eps_dual_inf": 1e-6,
         "polishing": False,
-        "max_iter": 200000,
+        "max_iter": 4000,  # bounded: OSQP is slow on these problems (see benchmarks.solvers)
         "verbose": False,
     }
     opts.update(options)
