@@ -4,13 +4,18 @@ Every backend goes through the same exact reductions (:meth:`QPSolver.solve`): f
 under the equalities alone, kept when every inequality and bound holds there (then it is the QP's
 solution); otherwise the equalities are eliminated where they can be
 (:func:`~wbc.control.qp.eliminate_equalities`), the variables scaled to a unit-diagonal Hessian
-(:func:`~wbc.control.qp.jacobi_scaled`), and the backend solves:
+(:func:`~wbc.control.qp.jacobi_scaled`), and the backend solves (worst step of Talos' infeasible collapse, ``python -m benchmarks.solvers``, one run:
+daqp 47 ms, quadprog 66 ms, proxqp 0.69 s, osqp 1.1 s; every call bounded by iteration limits):
 
-* :attr:`Solver.DAQP` (default, a core dependency): dual active set, exact to round-off;
-* :attr:`Solver.PROXQP` (extra ``proxqp``): ProxSuite dense, warm-started;
-* :attr:`Solver.QUADPROG` (extra ``quadprog``): Goldfarb-Idnani dual method;
-* :attr:`Solver.OSQP` (extra ``osqp``): ADMM through qpsolvers, tolerant but slow and ~1e-5
-  accurate on these ill-conditioned problems;
+* :attr:`Solver.DAQP` (default, a core dependency): dual active set, exact to round-off, the fastest
+  here and deterministic; the backend to use for control;
+* :attr:`Solver.PROXQP` (extra ``proxqp``): ProxSuite dense, warm-started; fast on feasible steps
+  but slower when a step is infeasible (diagnosis), and warm starting makes its answer depend on
+  its history within its tolerance (``ProxQPSolver(warm_start=False)`` to avoid it);
+* :attr:`Solver.QUADPROG` (extra ``quadprog``): Goldfarb-Idnani dual method, exact, about twice
+  daqp's time;
+* :attr:`Solver.OSQP` (extra ``osqp``): ADMM through qpsolvers, ~1e-5 accurate and an order of
+  magnitude slower on these ill-conditioned problems: for comparisons, not for control;
 * any qpsolvers backend as ``"qpsolvers:<name>"`` (extra ``qpsolvers``).
 
 :func:`make_solver` resolves a choice (a :class:`Solver`, its value, ``"qpsolvers:<name>"`` or a
