@@ -25,8 +25,10 @@ from .errors import (
     WbcPerformanceWarning,
 )
 from .model import checks
+from .model.clusters import ClosureKind, Cluster, ClusterModel, JointCoupling, LoopClosure, PolynomialCoupling
 from .model.configuration import difference, integrate, neutral, normalize, random_configuration
 from .model.model import Frame, FrameKind, Joint, JointType, Model
+from .model.transmissions import Rotor, Transmission, build_cluster_model
 from .model.urdf import load_urdf
 from .numeric import (
     aba,
@@ -57,6 +59,15 @@ __all__ = [
     "FrameKind",
     "ReferenceFrame",
     "load_urdf",
+    "ClusterModel",
+    "Cluster",
+    "ClosureKind",
+    "JointCoupling",
+    "PolynomialCoupling",
+    "LoopClosure",
+    "Rotor",
+    "Transmission",
+    "build_cluster_model",
     "rnea",
     "nonlinear_effects",
     "crba",
