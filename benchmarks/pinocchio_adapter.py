@@ -310,7 +310,7 @@ def kkt_inverse(H: np.ndarray, K: np.ndarray) -> np.ndarray:
     ``G`` of the null space of ``K``, computed without one."""
     n, m = H.shape[0], K.shape[0]
     A = np.block([[H, K.T], [K, np.zeros((m, m))]])
-    return np.linalg.solve(A, np.vstack([np.eye(n), np.zeros((m, n))]))
+    return np.linalg.solve(A, np.vstack([np.eye(n), np.zeros((m, n))]))[:n]
 
 
 def kkt_forward_dynamics(pm: pin.Model, cm: wbc.ClusterModel, y, yd, tau_span) -> np.ndarray:
