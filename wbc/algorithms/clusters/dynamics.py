@@ -24,7 +24,7 @@ Glossary (the paper's sans-serif symbols; ``b`` a body of the cluster, ``o(b)`` 
   ``S[k][b]``   rows of ``𝖲_k`` for body b (6, nv_k)   ``c[k][b]``  rows of ``𝖼_k`` (6, 1)
   ``Mout[j]``   placement of body j in its output body  ``IA[k]``    ``𝖨ᴬ_k`` as a grid of 6x6 blocks
   ``U[k][b]``   rows of ``𝖴_k``                         ``Dinv[k]``  ``𝖣_k⁻¹``
-  ``Ia[k]``     ``𝖨ᴬ − 𝖴 𝖣⁻¹ 𝖴ᵀ`` (grid)               ``pA``/``pa``  articulated bias forces
+  ``XU[k]``     ``𝖷ᵀ𝖴`` per output body                  ``pA``/``pa``  articulated bias forces
 """
 
 from __future__ import annotations
@@ -121,19 +121,24 @@ def nonlinear_effects(cm: ClusterModel, y, v, kin: ClusterKinematics | None = No
 class ClusterArticulatedBodies:
     """Articulated-cluster quantities of one configuration (they depend on ``y`` only).
 
+    The parent of cluster ``k`` receives ``𝖷ᵀ(𝖨ᴬ − 𝖴 𝖣⁻¹ 𝖴ᵀ)𝖷 = 𝖷ᵀ 𝖨ᴬ 𝖷 − (𝖷ᵀ𝖴) 𝖣⁻¹ (𝖷ᵀ𝖴)ᵀ``,
+    computed body by body: ``𝖷ᵀ 𝖨ᴬ 𝖷`` from the (usually block-diagonal) grid of ``𝖨ᴬ`` moved to the
+    output bodies, and a low-rank update by the cluster's ``nv_k`` columns of ``𝖷ᵀ𝖴``; the
+    (6 n_b)² matrix ``𝖨ᵃ`` is never formed.
+
     Attributes:
         structure: the cluster geometry.
-        IA: ``𝖨ᴬ_k`` of each cluster, a grid (list of lists) of 6x6 blocks (None: zero).
-        U: ``𝖴_k`` rows per body.
+        IA: ``𝖨ᴬ_k`` of each cluster, a grid (list of lists, upper blocks) of 6x6 blocks (None: zero).
+        U: ``𝖴_k`` rows per body (6, nv_k).
         Dinv: ``𝖣_k⁻¹`` (nv_k, nv_k).
-        Ia: ``𝖨ᴬ − 𝖴 𝖣⁻¹ 𝖴ᵀ`` grid (upper triangle and diagonal filled; lower by symmetry).
+        XU: ``𝖷ᵀ𝖴`` per output body of the cluster: {parent tree body: (6, nv_k)}.
     """
 
     structure: ClusterStructure
     IA: list
     U: list
     Dinv: list
-    Ia: list
+    XU: list
 
     @classmethod
     def compute(
@@ -148,21 +153,12 @@ class ClusterArticulatedBodies:
                 IA[k][b][b] = ca.DM(tree.inertias[j])
         U: list = [None] * n
         Dinv: list = [None] * n
-        Ia: list = [None] * n
+        XU: list = [None] * n
         for k in range(n - 1, -1, -1):
             c = cm.infos[k]
             nb = len(c.joints)
             S = structure.S[k]
-            Uk = []
-            for b in range(nb):
-                acc = None
-                for e in range(nb):
-                    blk = IA[k][b][e] if b <= e else (IA[k][e][b].T if IA[k][e][b] is not None else None)
-                    if blk is None:
-                        continue
-                    term = ca.mtimes(blk, S[e])
-                    acc = term if acc is None else acc + term
-                Uk.append(acc)
+            Uk = [_ia_times(IA[k], b, S) for b in range(nb)]
             D = None
             for b in range(nb):
                 term = ca.mtimes(S[b].T, Uk[b])
@@ -173,30 +169,35 @@ class ClusterArticulatedBodies:
             Dinv[k] = spd_inverse(symmetric(D))
             if c.parent < 0:
                 continue
-            UD = [ca.mtimes(Uk[b], Dinv[k]) for b in range(nb)]
-            grid = [[None] * nb for _ in range(nb)]
-            for b in range(nb):
-                for e in range(b, nb):
-                    blk = IA[k][b][e]
-                    red = ca.mtimes(UD[b], Uk[e].T)
-                    val = -red if blk is None else blk - red
-                    grid[b][e] = symmetric(val) if b == e else val
-            Ia[k] = grid
             p = c.parent
             ppos = {j: i for i, j in enumerate(cm.infos[p].joints)}
+            xu: dict[int, object] = {}
             for b, jb in enumerate(c.joints):
-                ob = ppos[c.output[b]]
+                o = c.output[b]
+                f = act_force(structure.Mout[jb], Uk[b])
+                xu[o] = f if o not in xu else xu[o] + f
                 for e in range(b, nb):
-                    je = c.joints[e]
+                    blk = IA[k][b][e]
+                    if blk is None:
+                        continue
                     oe = ppos[c.output[e]]
                     if b == e:
-                        contrib = act_inertia(structure.Mout[jb], grid[b][b])
+                        _add_block(IA[p], ppos[o], oe, act_inertia(structure.Mout[jb], blk))
                     else:
-                        contrib = ca.mtimes(structure.X[jb].T, ca.mtimes(grid[b][e], structure.X[je]))
-                    _add_block(IA[p], ob, oe, contrib)
-                    if b != e and ob == oe:
-                        _add_block(IA[p], ob, oe, contrib.T)
-        return cls(structure, IA, U, Dinv, Ia)
+                        contrib = ca.mtimes(structure.X[jb].T, ca.mtimes(blk, structure.X[c.joints[e]]))
+                        _add_block(IA[p], ppos[o], oe, contrib)
+                        if ppos[o] == oe:
+                            _add_block(IA[p], oe, oe, contrib.T)
+            XU[k] = xu
+            outs = list(xu)
+            XUD = {o: ca.mtimes(xu[o], Dinv[k]) for o in outs}
+            for a_, oa in enumerate(outs):
+                for ob in outs[a_:]:
+                    red = ca.mtimes(XUD[oa], xu[ob].T)
+                    if oa == ob:
+                        red = symmetric(red)
+                    _add_block(IA[p], ppos[oa], ppos[ob], -red)
+        return cls(structure, IA, U, Dinv, XU)
 
 
 def _add_block(grid, r: int, s: int, blk) -> None:
@@ -271,12 +272,18 @@ def aba(
         u[k] = uk
         if c.parent < 0:
             continue
-        Du = ca.mtimes(bodies.Dinv[k], uk)
+        # 𝖷ᵀ(𝗉ᴬ + 𝖨ᵃ 𝖼 + 𝖴 𝖣⁻¹ 𝗎) = 𝖷ᵀ(𝗉ᴬ + 𝖨ᴬ 𝖼) + (𝖷ᵀ𝖴) 𝖣⁻¹ (𝗎 − 𝖴ᵀ 𝖼)
         cvec = [c_acc[j] for j in c.joints]
+        rest = uk
+        for b in range(len(c.joints)):
+            rest = rest - ca.mtimes(bodies.U[k][b].T, cvec[b])
+        Dr = ca.mtimes(bodies.Dinv[k], rest)
         for b, j in enumerate(c.joints):
-            pa = pA[j] + _ia_times(bodies.Ia[k], b, cvec) + ca.mtimes(bodies.U[k][b], Du)
+            pa = pA[j] + _ia_times(bodies.IA[k], b, cvec)
             o = c.output[b]
             pA[o] = pA[o] + act_force(st.Mout[j], pa)
+        for o, xu in bodies.XU[k].items():
+            pA[o] = pA[o] + ca.mtimes(xu, Dr)
     world = gravity_acceleration(cm.tree)
     acc: dict[int, object] = {}
     out = []
