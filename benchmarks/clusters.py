@@ -362,11 +362,12 @@ def run_pinocchio(settings, emit: Emit, log: Log) -> list[Record]:
     ]
     cd_feet = oracle.constraint_dynamics_call(pm, feet, y, yd, tau)
     cd_none = oracle.constraint_dynamics_call(pm, [], y, yd, tau)
+    pm_data = pm.createData()
     sides = {
         "c-aba": _bind(k, y, v, t),
         "constraintDynamics (spanning tree, no couplings)": cd_none,
         "constraintDynamics (spanning tree, 2 feet 6D)": cd_feet,
-        "pin.aba (spanning tree, no couplings)": lambda pd=pm.createData(): pin.aba(pm, pd, y, yd, tau),
+        "pin.aba (spanning tree, no couplings)": lambda pd=pm_data: pin.aba(pm, pd, y, yd, tau),
     }
     times = _time(sides, settings.rounds, settings.block_ms)
     for m, (us, spread) in times.items():
