@@ -234,7 +234,10 @@ def cluster_model(cm: wbc.ClusterModel) -> pin.Model:
     """Pinocchio's model of a clustered model's spanning tree (from the same URDF text)."""
     if cm.urdf is None:
         raise ValueError(f"cluster model {cm.name!r} was not built from URDF text")
-    return build_model(cm.urdf, cm.floating_base, from_text=True)
+    pm = build_model(cm.urdf, cm.floating_base, from_text=True)
+    if cm.armature is not None:
+        pm.armature = np.asarray(cm.armature, dtype=float)
+    return pm
 
 
 def _vidx(pm: pin.Model, joint: str) -> int:

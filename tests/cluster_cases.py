@@ -15,7 +15,7 @@ from wbc.robots import transmissions as robots
 
 #: Robots of the fast tests, and of the slow ones.
 FAST = ("geared_chain", "belt_chain", "four_bar", "mini_cheetah", "tello")
-SLOW = ("mit_humanoid", "jvrc1", "g1_parallel_ankle")
+SLOW = ("mit_humanoid", "jvrc1", "g1_parallel_ankle", "tello+armature", "four_bar+armature")
 #: Random states per robot (the issue asks for at least 20).
 N_STATES = 20
 
@@ -33,7 +33,14 @@ class ClusterCase:
 
 @functools.cache
 def case(name: str) -> ClusterCase:
-    robot = robots.load(name)
+    """A robot of :mod:`wbc.robots.transmissions`; ``"<name>+armature"`` adds a random joint armature
+    (MuJoCo's approximate rotor model) to every spanning-tree joint."""
+    base, _, extra = name.partition("+")
+    robot = robots.load(base)
+    if extra == "armature":
+        cm = robot.model
+        arm = np.random.default_rng(7).uniform(0.0, 0.05, cm.tree.nv)
+        robot = dataclasses.replace(robot, model=dataclasses.replace(cm, armature=arm))
     return ClusterCase(name, robot, oracle.cluster_model(robot.model))
 
 

@@ -202,6 +202,8 @@ class ClusterModel:
         clusters: the declared clusters.
         name: model name (default: the tree's).
         urdf: the spanning tree's URDF text when it was built from one (for oracles), else None.
+        armature: diagonal joint-space inertia (tree.nv,) added to the spanning tree's (MuJoCo's
+            joint ``armature``: an approximate rotor model chosen by the user), kg m² or kg; None for none.
         infos: every cluster, declared or single-joint, in topological order (computed).
     """
 
@@ -209,6 +211,7 @@ class ClusterModel:
     clusters: tuple[Cluster, ...] = ()
     name: str = ""
     urdf: str | None = None
+    armature: np.ndarray | None = None
     infos: tuple[ClusterInfo, ...] = dataclasses.field(init=False, repr=False)
     _joint_cluster: tuple[int, ...] = dataclasses.field(init=False, repr=False)
 
@@ -218,6 +221,14 @@ class ClusterModel:
         object.__setattr__(self, "clusters", tuple(self.clusters))
         if not self.name:
             object.__setattr__(self, "name", self.tree.name)
+        if self.armature is not None:
+            arm = np.asarray(self.armature, dtype=float).reshape(-1)
+            if arm.shape != (self.tree.nv,) or not np.all(np.isfinite(arm)) or np.any(arm < 0):
+                raise ModelError(
+                    f"model {self.name!r}: armature must be {self.tree.nv} finite non-negative numbers "
+                    f"(shape {arm.shape})"
+                )
+            object.__setattr__(self, "armature", _readonly(arm) if np.any(arm) else None)
         infos, owner = _resolve(self.tree, self.clusters)
         object.__setattr__(self, "infos", infos)
         object.__setattr__(self, "_joint_cluster", owner)

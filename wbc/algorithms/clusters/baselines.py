@@ -112,9 +112,12 @@ class ApproximateModel:
         armature = np.zeros(cm.nv)
         y0 = cm.neutral()
         for k, c in enumerate(cm.infos):
+            G = np.eye(c.nv) if c.trivial else np.array(ca.DM(cm.G_block(k, ca.DM(y0))), dtype=float)
+            if cm.armature is not None:  # the user's own armature, reflected
+                arm = np.asarray(cm.armature)[cm.spanning_v_indices(k)]
+                armature[c.idx_v : c.idx_v + c.nv] += np.einsum("d,dj->j", arm, G**2)
             if c.trivial:
                 continue
-            G = np.array(ca.DM(cm.G_block(k, ca.DM(y0))), dtype=float)
             for d in c.dependent:
                 j = c.joints[d]
                 if tree.children(j):
@@ -225,13 +228,21 @@ def projected_rnea(cm: ClusterModel, y, v, a, kin: ClusterKinematics | None = No
     G = cm.G_matrix(kin.y)
     ydd = ca.mtimes(G, a) if kin.gamma is None else ca.mtimes(G, a) + kin.gamma
     tau = tree_dynamics.rnea(cm.tree, kin.y, kin.yd, ydd, kin=kin.tree)
+    if cm.armature is not None:
+        tau = tau + ca.DM(cm.armature) * ydd
     return ca.mtimes(G.T, tau)
+
+
+def _spanning_inertia(cm: ClusterModel, kin: ClusterKinematics):
+    """``H`` (tree.nv, tree.nv) of the spanning tree, armature included."""
+    H = tree_dynamics.crba(cm.tree, kin.y, kin=kin.tree)
+    return H if cm.armature is None else H + ca.DM(np.diag(cm.armature))
 
 
 def projected_mass_matrix(cm: ClusterModel, y, kin: ClusterKinematics | None = None):
     """``M = Gᵀ H G`` (nv, nv) from the spanning tree's CRBA."""
     kin = kin or ClusterKinematics(cm, y)
-    H = tree_dynamics.crba(cm.tree, kin.y, kin=kin.tree)
+    H = _spanning_inertia(cm, kin)
     G = cm.G_matrix(kin.y)
     return symmetric(ca.mtimes(G.T, ca.mtimes(H, G)))
 
@@ -240,11 +251,13 @@ def projected_aba(cm: ClusterModel, y, v, tau, kin: ClusterKinematics | None = N
     """``q̈ = (Gᵀ H G)⁻¹ (τ − Gᵀ(h + H g))`` by a dense LDLᵀ."""
     kin = kin or ClusterKinematics(cm, y, v)
     G = cm.G_matrix(kin.y)
-    H = tree_dynamics.crba(cm.tree, kin.y, kin=kin.tree)
+    H = _spanning_inertia(cm, kin)
     ydd0 = kin.gamma
     if ydd0 is None:
         ydd0 = ca.SX.zeros(cm.tree.nv, 1) if isinstance(kin.y, ca.SX) else ca.DM.zeros(cm.tree.nv, 1)
     bias = tree_dynamics.rnea(cm.tree, kin.y, kin.yd, ydd0, kin=kin.tree)
+    if cm.armature is not None and kin.gamma is not None:
+        bias = bias + ca.DM(cm.armature) * kin.gamma
     M = symmetric(ca.mtimes(G.T, ca.mtimes(H, G)))
     return ldlt_solve(ldlt(M), _col(tau) - ca.mtimes(G.T, bias))
 
@@ -280,7 +293,7 @@ def loop_rows(cm: ClusterModel, kin: ClusterKinematics):
 def lagrange_aba(cm: ClusterModel, y, v, tau, kin: ClusterKinematics | None = None):
     """Forward dynamics by the KKT system on spanning coordinates, LDLᵀ without pivoting (H first)."""
     kin = kin or ClusterKinematics(cm, y, v)
-    H = tree_dynamics.crba(cm.tree, kin.y, kin=kin.tree)
+    H = _spanning_inertia(cm, kin)
     h = tree_dynamics.nonlinear_effects(cm.tree, kin.y, kin.yd, kin=kin.tree)
     K, drift = loop_rows(cm, kin)
     n, m = cm.tree.nv, K.shape[0]

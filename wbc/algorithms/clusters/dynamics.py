@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import casadi as ca
+import numpy as np
 
 from ...model.clusters import ClusterModel
 from ...spatial.algebra import act_force, act_inertia, act_inv_motion, compose, cross_force, cross_motion, symmetric
@@ -107,7 +108,10 @@ def rnea(cm: ClusterModel, y, v, a, fext: ForceMap = None, kin: ClusterKinematic
     """
     kin = kin or ClusterKinematics(cm, y, v)
     a = a if a.shape[1] == 1 else a.T
-    tau_tree = tree_dynamics.rnea(cm.tree, kin.y, kin.yd, kin.spanning_acceleration(a), fext, kin=kin.tree)
+    ydd = kin.spanning_acceleration(a)
+    tau_tree = tree_dynamics.rnea(cm.tree, kin.y, kin.yd, ydd, fext, kin=kin.tree)
+    if cm.armature is not None:
+        tau_tree = tau_tree + ca.DM(cm.armature) * ydd
     return kin.project(tau_tree)
 
 
@@ -142,7 +146,7 @@ class ClusterArticulatedBodies:
 
     @classmethod
     def compute(
-        cls, cm: ClusterModel, kin: ClusterKinematics, structure: ClusterStructure | None = None, armature=None
+        cls, cm: ClusterModel, kin: ClusterKinematics, structure: ClusterStructure | None = None
     ) -> ClusterArticulatedBodies:
         structure = structure or ClusterStructure.compute(cm, kin)
         tree = cm.tree
@@ -163,8 +167,8 @@ class ClusterArticulatedBodies:
             for b in range(nb):
                 term = ca.mtimes(S[b].T, Uk[b])
                 D = term if D is None else D + term
-            if armature is not None:
-                D = D + ca.diag(ca.DM(armature[c.idx_v : c.idx_v + c.nv]))
+            if cm.armature is not None:
+                D = D + _reflected_armature(cm, kin, k)
             U[k] = Uk
             Dinv[k] = spd_inverse(symmetric(D))
             if c.parent < 0:
@@ -198,6 +202,25 @@ class ClusterArticulatedBodies:
                         red = symmetric(red)
                     _add_block(IA[p], ppos[oa], ppos[ob], -red)
         return cls(structure, IA, U, Dinv, XU)
+
+
+def _reflected_armature(cm: ClusterModel, kin: ClusterKinematics, k: int):
+    """``G_kᵀ diag(armature_k) G_k`` (nv_k, nv_k): the spanning joints' armature seen by cluster ``k``."""
+    arm = np.asarray(cm.armature)[cm.spanning_v_indices(k)]
+    if cm.infos[k].trivial:
+        return ca.DM(np.diag(arm))
+    G = kin.G[k]
+    return symmetric(ca.mtimes(G.T, ca.mtimes(ca.DM(np.diag(arm)), G)))
+
+
+def _armature_bias(cm: ClusterModel, kin: ClusterKinematics, k: int):
+    """``G_kᵀ (armature_k ⊙ g_k)``, or None."""
+    if cm.armature is None or kin.g[k] is None:
+        return None
+    arm = np.asarray(cm.armature)[cm.spanning_v_indices(k)]
+    if not np.any(arm):
+        return None
+    return ca.mtimes(kin.G[k].T, ca.DM(arm) * kin.g[k])
 
 
 def _add_block(grid, r: int, s: int, blk) -> None:
@@ -269,6 +292,9 @@ def aba(
         uk = tau[c.idx_v : c.idx_v + c.nv]
         for b, j in enumerate(c.joints):
             uk = uk - ca.mtimes(S[b].T, pA[j])
+        extra = _armature_bias(cm, kin, k)
+        if extra is not None:
+            uk = uk - extra
         u[k] = uk
         if c.parent < 0:
             continue
