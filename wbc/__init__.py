@@ -28,6 +28,7 @@ from .model import checks
 from .model.clusters import ClosureKind, Cluster, ClusterModel, JointCoupling, LoopClosure, PolynomialCoupling
 from .model.configuration import difference, integrate, neutral, normalize, random_configuration
 from .model.model import Frame, FrameKind, Joint, JointType, Model
+from .model.mjcf import load_mjcf
 from .model.transmissions import Rotor, Transmission, build_cluster_model
 from .model.urdf import load_urdf
 from .numeric import (
@@ -59,6 +60,7 @@ __all__ = [
     "FrameKind",
     "ReferenceFrame",
     "load_urdf",
+    "load_mjcf",
     "ClusterModel",
     "Cluster",
     "ClosureKind",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from .clusters import ClosureKind, Cluster, ClusterModel, JointCoupling, LoopClosure, PolynomialCoupling
 from .configuration import difference, integrate, neutral, normalize, random_configuration
 from .model import Frame, FrameKind, Joint, JointType, Mimic, Model
+from .mjcf import load_mjcf
 from .transmissions import Rotor, Transmission, build_cluster_model
 from .urdf import load_urdf
 
@@ -17,6 +18,7 @@ __all__ = [
     "FrameKind",
     "Mimic",
     "load_urdf",
+    "load_mjcf",
     "ClusterModel",
     "Cluster",
     "ClosureKind",
