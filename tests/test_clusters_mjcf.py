@@ -146,7 +146,7 @@ def test_mass_matrix_bias_and_constraints_against_mujoco():
         G = np.array(ca.DM(cm.G_matrix(ca.DM(y))))
         assert np.abs(J @ G).max() <= 1e-12 * max(1.0, np.abs(J).max() * np.abs(G).max())
         # forward dynamics at rest: the exact constrained acceleration from MuJoCo's M, bias and rows
-        U, s, Vt = np.linalg.svd(J)
+        _, s, Vt = np.linalg.svd(J)
         N = Vt[(s > 1e-10 * s[0]).sum() :].T
         Mw, tau = T.T @ M @ T, rng.normal(size=cm.nv)
         tau_span = np.zeros(m.nv)

@@ -27,8 +27,8 @@ from .errors import (
 from .model import checks
 from .model.clusters import ClosureKind, Cluster, ClusterModel, JointCoupling, LoopClosure, PolynomialCoupling
 from .model.configuration import difference, integrate, neutral, normalize, random_configuration
-from .model.model import Frame, FrameKind, Joint, JointType, Model
 from .model.mjcf import load_mjcf
+from .model.model import Frame, FrameKind, Joint, JointType, Model
 from .model.transmissions import Rotor, Transmission, build_cluster_model
 from .model.urdf import load_urdf
 from .numeric import (

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from .clusters import ClosureKind, Cluster, ClusterModel, JointCoupling, LoopClosure, PolynomialCoupling
 from .configuration import difference, integrate, neutral, normalize, random_configuration
-from .model import Frame, FrameKind, Joint, JointType, Mimic, Model
 from .mjcf import load_mjcf
+from .model import Frame, FrameKind, Joint, JointType, Mimic, Model
 from .transmissions import Rotor, Transmission, build_cluster_model
 from .urdf import load_urdf
 
