@@ -7,6 +7,7 @@ checked against Pinocchio. See the README for the tour.
 from __future__ import annotations
 
 from . import codegen
+from .algorithms.clusters.numeric import cluster_aba, cluster_delassus, cluster_input_matrix, cluster_rnea
 from .algorithms.constraints import LinkConstraint, PointConstraint, WeldConstraint
 from .algorithms.delassus import delassus
 from .algorithms.iim import free_acceleration, inertia_weighted_input_matrix
@@ -70,6 +71,10 @@ __all__ = [
     "Rotor",
     "Transmission",
     "build_cluster_model",
+    "cluster_rnea",
+    "cluster_aba",
+    "cluster_delassus",
+    "cluster_input_matrix",
     "rnea",
     "nonlinear_effects",
     "crba",

@@ -386,6 +386,23 @@ class ClusterModel:
         G = np.array(ca.DM(self.G_matrix(ca.DM(y))), dtype=float)
         return G @ v
 
+    def actuator_map(self, y, joints: Sequence[str]) -> np.ndarray:
+        """``Gᵀ E`` (nv, len(joints)): independent generalized forces per unit effort (N m or N)
+        applied at spanning-tree ``joints`` (motors driving rotors, cranks, ...), at ``y``.
+
+        E.g. a geared rotor's column holds its gear ratio on its link; a parallel ankle's crank
+        motors map to the ankle pitch and roll through the loop's ``G``.
+        """
+        y = checks.configuration(self.tree, y, "y")
+        G = np.array(ca.DM(self.G_matrix(ca.DM(y))), dtype=float)
+        cols = []
+        for name in joints:
+            j = self.tree.joints[self.tree.joint_id(name)]
+            if j.nv != 1:
+                raise ModelError(f"actuator joint {name!r} must have one degree of freedom")
+            cols.append(G[j.idx_v])
+        return np.array(cols).T.reshape(self.nv, len(cols))
+
     def G_matrix(self, y):
         """The whole ``G`` (tree.nv, nv) at ``y`` (CasADi), block structure explicit."""
         like = y

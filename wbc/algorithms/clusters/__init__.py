@@ -17,6 +17,7 @@ from .baselines import (
 )
 from .dynamics import ClusterArticulatedBodies, ClusterStructure, aba, nonlinear_effects, rnea
 from .kinematics import ClusterKinematics
+from .numeric import cluster_aba, cluster_delassus, cluster_input_matrix, cluster_jacobian, cluster_rnea
 from .operational import constraint_jacobian, efpa, iim
 
 __all__ = [
@@ -39,4 +40,9 @@ __all__ = [
     "projected_mass_matrix",
     "projected_efpa",
     "lagrange_aba",
+    "cluster_rnea",
+    "cluster_aba",
+    "cluster_delassus",
+    "cluster_input_matrix",
+    "cluster_jacobian",
 ]
