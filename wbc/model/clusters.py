@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import hashlib
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 
@@ -670,7 +671,7 @@ def _declared_info(
     yd = ca.SX.sym("yd", len(joints))
     K = ca.jacobian(r, ys)
     Kdot_yd = ca.mtimes(ca.jacobian(ca.mtimes(K, yd), ys), yd)
-    tag = f"cluster_{abs(hash(decl.name)) % 10**8}"
+    tag = f"cluster_{hashlib.sha1(decl.name.encode()).hexdigest()[:10]}"  # deterministic, C-safe
     residual = ca.Function(f"{tag}_r", [ys], [r])
     jacobian = ca.Function(f"{tag}_K", [ys], [K])
     bias = ca.Function(f"{tag}_Kdot", [ys, yd], [Kdot_yd])
