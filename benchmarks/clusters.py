@@ -316,8 +316,9 @@ def run_pinocchio(settings, emit: Emit, log: Log) -> list[Record]:
             call = oracle.constraint_dynamics_call(pm, oracle.loop_constraint_models(pm, cm), y, yd, tau)
             err = _check("G1 C-ABA vs constraintDynamics", k(y, v, t)[0], call()[cm.independent_v_indices])
             sides["constraintDynamics"] = call
-            sides["pin.aba (spanning tree, loops open)"] = lambda pm=pm, y=y, yd=yd, tau=tau: pin.aba(
-                pm, pm.createData(), y, yd, tau
+            pd = pm.createData()
+            sides["pin.aba (spanning tree, loops open)"] = lambda pm=pm, pd=pd, y=y, yd=yd, tau=tau: pin.aba(
+                pm, pd, y, yd, tau
             )
         else:
             err = None
