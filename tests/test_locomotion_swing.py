@@ -168,3 +168,19 @@ def test_timeline_contact_queries():
     assert 0.0 < ds.load[Foot.LEFT] < 1.0
     # before the start: clamped
     assert tl.sample(0.0).t == 2.0
+
+
+def test_heading_is_the_smooth_mean_yaw_of_the_feet():
+    p = GaitParameters(single_support=0.7, double_support=0.25)
+    plan = plan_from_velocity(VelocityCommand(0.1, 0.0, 0.25), LEFT, RIGHT, 6, p.step_duration, LIMITS, SHAPE)
+    tl = plan_walk(plan, COM, p, SHAPE)
+    ts = np.arange(0.0, tl.t_end, 2e-3)
+    samples = [tl.sample(t) for t in ts]
+    heading = np.array([s.heading for s in samples])
+    rate = np.array([s.heading_rate for s in samples])
+    np.testing.assert_allclose(np.gradient(heading, ts)[1:-1], rate[1:-1], atol=2e-3)
+    assert np.max(np.abs(np.diff(heading))) <= np.max(np.abs(rate)) * 2e-3 * 1.01  # continuous: no jumps
+    final = plan.final
+    assert heading[-1] == pytest.approx(0.5 * (final[Foot.LEFT].yaw + final[Foot.RIGHT].yaw), abs=1e-12)
+    R = samples[-1].heading_rotation()
+    np.testing.assert_allclose(R @ R.T, np.eye(3), atol=1e-15)

@@ -184,6 +184,8 @@ class FootReference:
         foothold: the foothold the foot stands on (stance) or is heading for (swing).
         liftoff: lift-off time of the current swing, or of the next one in stance (None: no more swings), s.
         touchdown: touchdown time of that swing, s (None likewise).
+        yaw: the sole's yaw, rad (unwrapped like the footholds'); its rates are ``velocity[5]``
+            and ``acceleration[5]``.
     """
 
     foot: Foot
@@ -194,6 +196,7 @@ class FootReference:
     foothold: Footstep
     liftoff: float | None
     touchdown: float | None
+    yaw: float
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,6 +206,9 @@ class GaitSample:
     ``load`` is each foot's nominal share of the vertical load (0 to 1, summing to 1): 1 on the
     stance foot in single support; in double support, the ZMP's position along the line between
     the two soles' centres (used to ramp contact forces).
+
+    ``heading`` (rad), ``heading_rate`` (rad/s) and ``heading_acceleration`` (rad/s²) are the mean
+    yaw of the two soles and its derivatives: a smooth reference for the pelvis and torso yaw.
     """
 
     t: float
@@ -217,10 +223,18 @@ class GaitSample:
     zmp_velocity: np.ndarray
     load: dict
     omega: float
+    heading: float = 0.0
+    heading_rate: float = 0.0
+    heading_acceleration: float = 0.0
 
     @property
     def stance(self) -> tuple:
         return self.phase.stance
+
+    def heading_rotation(self) -> np.ndarray:
+        """Rotation (3, 3) about the world z axis by :attr:`heading`."""
+        c, s = math.cos(self.heading), math.sin(self.heading)
+        return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
     def contact(self, foot: Foot) -> ContactState:
         return self.feet[foot].state
@@ -510,7 +524,9 @@ class GaitTimeline:
             pose[0:3, 3] = st.position
             vel = np.array([*st.velocity[0:3], 0.0, 0.0, st.velocity[3]])
             acc = np.array([*st.acceleration[0:3], 0.0, 0.0, st.acceleration[3]])
-            return FootReference(foot, ContactState.SWING, pose, vel, acc, s.footstep, s.liftoff, s.touchdown)
+            return FootReference(
+                foot, ContactState.SWING, pose, vel, acc, s.footstep, s.liftoff, s.touchdown, float(st.yaw)
+            )
         nxt = next((s for s in self.steps[ph.step :] if s.foot is foot and s.liftoff >= t), None)
         fs = self._phase_feet[i][foot]
         return FootReference(
@@ -522,6 +538,7 @@ class GaitTimeline:
             fs,
             None if nxt is None else nxt.liftoff,
             None if nxt is None else nxt.touchdown,
+            fs.yaw,
         )
 
     def load_share(self, t: float, zmp=None) -> dict:
@@ -542,10 +559,13 @@ class GaitTimeline:
         t = max(float(t), self.t0)
         c = self.evaluate(t)
         zmp = c["zmp"][0]
+        feet = {f: self.foot_reference(f, t) for f in (Foot.LEFT, Foot.RIGHT)}
+        left, right = feet[Foot.LEFT], feet[Foot.RIGHT]
+        gap = right.yaw - left.yaw
         return GaitSample(
             t=t,
             phase=self.phase_at(t),
-            feet={f: self.foot_reference(f, t) for f in (Foot.LEFT, Foot.RIGHT)},
+            feet=feet,
             com=c["com"][0],
             com_velocity=c["com_velocity"][0],
             com_acceleration=c["com_acceleration"][0],
@@ -555,6 +575,9 @@ class GaitTimeline:
             zmp_velocity=c["zmp_velocity"][0],
             load=self.load_share(t, zmp),
             omega=self.omega,
+            heading=left.yaw + 0.5 * math.atan2(math.sin(gap), math.cos(gap)),
+            heading_rate=0.5 * float(left.velocity[5] + right.velocity[5]),
+            heading_acceleration=0.5 * float(left.acceleration[5] + right.acceleration[5]),
         )
 
 
