@@ -219,7 +219,7 @@ class StepLimits:
 
 def _soles_distance(a: np.ndarray, b: np.ndarray) -> float:
     """Distance (m) between two convex polygons (k, 2); negative (-1) when they overlap."""
-    axes = []  # separating axis test over both polygons' edge normals
+    axes: list[np.ndarray] = []  # separating axis test over both polygons' edge normals
     for P in (a, b):
         e = np.roll(P, -1, axis=0) - P
         axes.extend(np.stack([e[:, 1], -e[:, 0]], axis=1))

@@ -188,9 +188,12 @@ class CaptureStepPlanner:
             raise InputError(f"shape must be a FootShape, got {type(shape).__name__}")
         if not isinstance(limits, StepLimits):
             raise InputError(f"limits must be StepLimits, got {type(limits).__name__}")
-        if swing_durations is None:
-            swing_durations = np.linspace(min(0.3, params.single_support), params.single_support, 9)
-        durations = np.unique(np.asarray(swing_durations, float).reshape(-1))
+        candidates = (
+            np.linspace(min(0.3, params.single_support), params.single_support, 9)
+            if swing_durations is None
+            else swing_durations
+        )
+        durations = np.unique(np.asarray(candidates, float).reshape(-1))
         if len(durations) == 0 or not np.all(np.isfinite(durations)) or np.any(durations <= 0):
             raise InputError(f"swing_durations must be positive numbers of seconds, got {swing_durations!r}")
         for name, v in (
