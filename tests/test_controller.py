@@ -141,7 +141,8 @@ def test_fixed_base_frame_task_matches_closed_form_weighted_least_squares():
     case = robot_case("panda")
     model, spec = case.model, case.spec
     task = tasks.FrameTask("panda_hand_tcp", weight=1.0, kp=50.0)
-    ctrl = wbc.WholeBodyController(model, [task], torque_limit=np.full(model.n_actuated, 1e6))
+    # nothing may bind: huge torque limits and no joint limits (states are drawn at the joint limits)
+    ctrl = wbc.WholeBodyController(model, [task], limits=[wbc.TorqueLimit(np.full(model.n_actuated, 1e6))])
     rng = np.random.default_rng(0)
     for _ in range(5):
         q = np.clip(spec.q0 + rng.normal(size=model.nq) * 0.2, model.lower_position_limit, model.upper_position_limit)
@@ -169,7 +170,8 @@ def test_fixed_base_frame_task_acceleration_is_met_up_to_the_regularization():
     residuals = {}
     for eps in (1e-8, 1e-12):
         task = tasks.FrameTask("panda_hand_tcp", weight=1.0, kp=50.0)
-        ctrl = wbc.WholeBodyController(model, [task], torque_limit=np.full(model.n_actuated, 1e6), regularization=eps)
+        limits = [wbc.TorqueLimit(np.full(model.n_actuated, 1e6))]  # nothing binds (no joint limits)
+        ctrl = wbc.WholeBodyController(model, [task], limits=limits, regularization=eps)
         task.set_target(wbc.frame_placement(model, spec.q0, "panda_hand_tcp"), vel_ref, acc_ref)
         cmd = ctrl.step(q, v)
         J = wbc.frame_jacobian(model, q, "panda_hand_tcp", ReferenceFrame.LOCAL_WORLD_ALIGNED)
