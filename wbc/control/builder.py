@@ -332,7 +332,8 @@ class Layout:
 
     def _prepare_feasibility(self) -> None:
         """``C`` of the active inequalities and bounds as rows ``C x ≤ d`` (``d`` a kernel output): its
-        constant rows now, the traced ones (if any) copied in each step."""
+        constant rows now; the traced ones (if any) are zero rows whose products come from the kernel's
+        ``G`` each step."""
         s = self.structure
         n_in = s.G_constant.shape[0]
         bounded = [i for i, g in enumerate(s.bounds) if g is not None]  # in the kernel's d, in this order
@@ -350,6 +351,10 @@ class Layout:
         traced = [(position_in[row], k) for k, row in enumerate(s.traced_rows) if row in position_in]
         self._traced_at = np.array([a for a, _ in traced], dtype=int)
         self._traced_from = np.array([b for _, b in traced], dtype=int)
+        # C keeps zeros on the traced rows; their products are added each step from the kernel's G.
+        # When every traced row and column is in use, in order, G is used as is (no copy).
+        self._all_traced = self.all_columns and np.array_equal(self._traced_from, np.arange(s.traced_rows.size))
+        self._Cx = np.zeros(self._C.shape[0])
 
     def inequality_matrix(self, outputs: Sequence[np.ndarray]) -> np.ndarray:
         """``G`` (m_in, n) of the active rows and columns (a new array)."""
@@ -377,10 +382,12 @@ class Layout:
     def feasible(self, x: np.ndarray, outputs: Sequence[np.ndarray]) -> bool:
         """Whether ``x`` (n,) is finite and satisfies every active inequality and bound within the
         tolerance traced into ``d``: one product ``C x ≤ d``."""
+        Cx = np.dot(self._C, x, out=self._Cx)
         if self._traced_at.size:
-            self._C[self._traced_at] = outputs[4][self._traced_from][:, self.columns]
+            G = outputs[4] if self._all_traced else outputs[4][self._traced_from][:, self.columns]
+            Cx[self._traced_at] += G @ x
         d = outputs[11] if self._d_rows is None else outputs[11][self._d_rows]
-        return bool((self._C @ x <= d).all())
+        return bool((Cx <= d).all())
 
     def problem(self, outputs: Sequence[np.ndarray], regularization: float) -> QPProblem:
         """The step's :class:`QPProblem` (copies of the data), regularization ``ε ‖A[:, i]‖² + 1e-12``."""
