@@ -10,9 +10,12 @@ so a lower level never changes what a higher level obtains (its task acceleratio
 every inequality and bound stays hard at every level. The objective of a level depends on ``u``
 only through ``A_k u`` and is strictly convex there, so ``{A_k u = y_k*}`` is exactly the set of the
 level's optimal inputs: fixing it as an equality is the lexicographic order. The regularization
-``r`` makes every level's solution unique; it is the controller's, ``rᵢ = ε ‖A[:, i]‖² + 1e-12``,
-taken over the rows of level ``k`` and the levels above only (so that nothing below a level changes
-it). With a single level the problem is the weighted controller's.
+``r`` makes every level's solution unique. At the last level it is the weighted controller's,
+``rᵢ = ε ‖A[:, i]‖² + 1e-12`` over all cost rows, so that with a single level the problem *is* the
+weighted controller's; above it, ``rᵢ = ε (‖A_{≤k}[:, i]‖² + ‖B̂[:, i]‖²) + 1e-12`` depends on the
+rows of the level and the levels above only (nothing below a level changes it) and on ``B̂``, whose
+columns give every input a scale (the joint accelerations it produces) even where the levels above
+do not touch it, which keeps each level's QP well conditioned.
 
 How the structure is used (nothing is refactored from one level to the next):
 
@@ -139,9 +142,12 @@ class LexicographicSolver:
         constraints = None
         last = len(layout.levels) - 1
         above = np.zeros_like(squares)  # Σ over this level and the levels above of ‖A[:, i]‖²
+        Bhat = outputs[9] if layout.all_columns else outputs[9][:, layout.columns]
+        floor = np.einsum("ij,ij->j", Bhat, Bhat)  # ‖B̂[:, i]‖²: a scale of each input set by the dynamics
         for k, rows in enumerate(layout.levels):
             above += np.einsum("ij,ij->j", A[rows], A[rows])
-            R, rho = red.regularization_rows(regularization * above + 1e-12)  # from the levels ≤ k only
+            r = regularization * (above if k == last else above + floor) + 1e-12  # from the levels ≤ k only
+            R, rho = red.regularization_rows(r)
             A_k = red.A[rows]
             M = A_k if Z is None else A_k @ Z
             c = red.b[rows] - A_k @ xi
@@ -206,8 +212,12 @@ class LexicographicSolver:
         else:  # the bounds on ξ become rows in z
             G = np.vstack((C @ Z, Z, -Z))
             h = np.concatenate((e - C @ xi, xi_ub - xi, xi - xi_lb))
-            keep = np.isfinite(h)
-            G, h = G[keep], h[keep]
+            # z = 0 (the levels above's solution) is feasible up to round-off: rows z cannot move are left
+            # out, and every slack is at least the shortcut's tolerance, so that round-off (a slack of
+            # −1e-13, a binding row and its opposite) never makes this level look infeasible
+            norms = np.sqrt(np.einsum("ij,ij->i", G, G))
+            keep = np.isfinite(h) & (norms > 1e-12 * max(float(norms.max(initial=0.0)), 1e-300))
+            G, h = G[keep], np.maximum(h[keep], self.solver.unconstrained_tolerance)
             lb, ub = np.full(n_z, -np.inf), np.full(n_z, np.inf)
         problem = QPProblem(
             np.vstack((M, RZ)),
@@ -223,4 +233,27 @@ class LexicographicSolver:
             [],
             [None] * G.shape[0],
         )
+        return self._accepted(problem)
+
+    def _accepted(self, problem: QPProblem) -> np.ndarray | None:
+        """The backend's solution of a level's QP if finite and feasible to the controller's tolerance.
+
+        The level's variables are already scaled (``Z`` is orthonormal in the Jacobi-scaled ``ξ``), so
+        the backend is called directly first; rescaling a level's own columns can make a degenerate
+        level (a binding row and its opposite) look infeasible to an active-set solver. The solver's
+        full path (with its own scaling) is the second try.
+        """
+        try:
+            sol = self.solver._solve(problem)
+        except (ValueError, RuntimeError, ArithmeticError):
+            self.solver.reset()
+            sol = None
+        if (
+            sol is not None
+            and sol.found
+            and sol.x is not None
+            and np.isfinite(sol.x).all()
+            and problem.violation(sol.x) <= self.fallback.feasibility_tolerance
+        ):
+            return sol.x
         return self.fallback.accepted(problem, self.solver, shortcut=False)
