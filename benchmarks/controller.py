@@ -35,7 +35,11 @@ from wbc import robots, tasks
 #: The two force models of a rectangular sole, by their command-line names.
 CONTACT_MODELS = {"wrench": wbc.SurfaceContact, "corners": wbc.SurfaceCornersContact}
 
-ANCHORS = Path(__file__).resolve().parents[2] / "shared" / "anchors"
+#: The anchors' scripts: ``shared/anchors`` next to the repository (or next to the worktrees' folder).
+ANCHORS = next(
+    (p / "shared" / "anchors" for p in Path(__file__).resolve().parents if (p / "shared" / "anchors").is_dir()),
+    Path(__file__).resolve().parents[2] / "shared" / "anchors",
+)
 
 
 def build(

@@ -113,13 +113,27 @@ def _ramp(t: float, start: float, duration: float) -> float:
     return x**3 * (10 - 15 * x + 6 * x * x)
 
 
-def run(with_limits: bool, duration: float = 4.0, ramp_start: float = 0.5, ramp: float = 1.5) -> dict:
-    """One simulated run; returns its log (arrays over time)."""
+def run(
+    with_limits: bool,
+    duration: float = 4.0,
+    ramp_start: float = 0.5,
+    ramp: float = 1.5,
+    targets: dict | None = None,
+    on_step=None,
+) -> dict:
+    """One simulated run; returns its log (arrays over time).
+
+    Args:
+        targets: joint name -> posture target (rad), default :data:`TARGETS`.
+        on_step: called as ``on_step(controller, q, v, command)`` after every control step.
+    """
+    targets = TARGETS if targets is None else targets
     spec = robots.load("talos")
     model = spec.model
     sim = MujocoSim(model, [(f, spec.sole.length, spec.sole.width) for f in spec.feet], position_limits=False)
     sim.reset(spec.q0)
-    contacts = [wbc.SurfaceContact(f, spec.sole.length, spec.sole.width, mu=0.7) for f in spec.feet]
+    # the controller keeps the centres of pressure within 80 % of the soles: MuJoCo's feet stay flat
+    contacts = [wbc.SurfaceContact(f, 0.8 * spec.sole.length, 0.8 * spec.sole.width, mu=0.7) for f in spec.feet]
     com = tasks.CoMTask(weight=10.0, kp=100.0)
     weights = np.full(model.n_actuated, 1e-2)
     weights[list(model.actuated).index(model.joint_id(KNEE))] = 1.0  # the knee's request dominates the posture
@@ -139,12 +153,13 @@ def run(with_limits: bool, duration: float = 4.0, ramp_start: float = 0.5, ramp:
     controller.compile()
     com.set_target(wbc.center_of_mass(model, spec.q0))
     q_target = spec.q0.copy()
-    for name, value in TARGETS.items():
+    for name, value in targets.items():
         q_target[model.joints[model.joint_id(name)].idx_q] = value
     probe = DistanceProbe(model, pairs)
     idx = {n: model.joints[model.joint_id(n)].idx_q for n in (KNEE, ELBOW)}
     vidx = np.array([model.joints[i].idx_v for i in model.actuated])
-    log: dict[str, list] = {k: [] for k in ("t", "knee", "elbow", "distance", "com_error", "posture_error", "ok")}
+    log: dict[str, list] = {k: [] for k in ("t", "q", "v", "knee", "elbow", "distance", "com_error", "posture_error")}
+    log["ok"] = []
     log["velocity_ratio"] = []
     steps = int(round(duration / DT))
     fell = False
@@ -156,6 +171,8 @@ def run(with_limits: bool, duration: float = 4.0, ramp_start: float = 0.5, ramp:
         posture.set_target(spec.q0 + s * (q_target - spec.q0))
         cmd = controller.step(q, v)
         step_us.append(cmd.timings["total"])
+        if on_step is not None:
+            on_step(controller, q, v, cmd)
         sim.set_torques(cmd.tau)
         try:
             sim.step()
@@ -163,6 +180,8 @@ def run(with_limits: bool, duration: float = 4.0, ramp_start: float = 0.5, ramp:
             fell = True
             break
         log["t"].append(t)
+        log["q"].append(q)
+        log["v"].append(v)
         log["knee"].append(q[idx[KNEE]])
         log["elbow"].append(q[idx[ELBOW]])
         log["distance"].append(probe.distances(q).min() if i % 5 == 0 else log["distance"][-1])
@@ -185,6 +204,13 @@ def violation(model: wbc.Model, name: str, values: np.ndarray) -> float:
     return float(np.max(np.maximum(values - j.upper[0], j.lower[0] - values)))
 
 
+def worst_violation(model: wbc.Model, qs: np.ndarray) -> float:
+    """Largest excursion (rad or m) of any joint beyond its URDF position limits over ``qs`` (k, nq)."""
+    lo, hi = model.lower_position_limit, model.upper_position_limit
+    finite = np.isfinite(lo) & np.isfinite(hi)
+    return float(np.max(np.maximum(qs[:, finite] - hi[finite], lo[finite] - qs[:, finite])))
+
+
 def summarize(runs: dict[str, dict], model: wbc.Model) -> dict:
     out = {}
     for label, r in runs.items():
@@ -194,8 +220,9 @@ def summarize(runs: dict[str, dict], model: wbc.Model) -> dict:
             "non_optimal_steps": int(np.sum(~r["ok"])),
             "knee_violation_rad": round(violation(model, KNEE, r["knee"]), 5),
             "elbow_violation_rad": round(violation(model, ELBOW, r["elbow"]), 5),
-            "min_distance_m": round(float(np.min(r["distance"])), 5),
-            "max_velocity_over_limit": round(float(np.max(r["velocity_ratio"])), 4),
+            "min_distance_m": round(float(np.min(r["distance"])), 7),
+            "worst_joint_violation_rad": round(worst_violation(model, r["q"]), 5),
+            "max_velocity_ratio": round(float(np.max(r["velocity_ratio"])), 4),
             "max_com_error_m": round(float(np.max(r["com_error"])), 5),
             "final_posture_error_rad": round(float(r["posture_error"][-1]), 4),
             "step_us_median": round(float(np.median(r["step_us"])), 1),
@@ -234,7 +261,9 @@ def plot(runs: dict[str, dict], model: wbc.Model, out: Path) -> list[Path]:
         ax.plot(r["t"], r["distance"], label=f"{label} new pieces", **styles[label])
     ax.axhline(0.02, color="gray", linestyle=":", label="margin (2 cm)")
     ax.axhline(0.0, color="black", linewidth=1.0)
-    ax.set_title("right forearm / hand to torso / pelvis: minimum distance (MuJoCo mj_geomDistance)")
+    ax.set_title(
+        "right forearm and hand to torso and pelvis: minimum distance\n(MuJoCo mj_geomDistance on the same capsules)"
+    )
     ax.set_xlabel("time (s)")
     ax.set_ylabel("distance (m)")
     ax.legend(fontsize=8)

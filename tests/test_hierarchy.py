@@ -131,25 +131,29 @@ def test_lower_levels_never_change_what_higher_levels_obtain():
 
 def _sequential_qps(problem: wbc.control.QPProblem, levels, regularization: float, Bhat) -> np.ndarray:
     """The oracle: each level a plain QP over all of u (quadprog), the levels above as equalities, with
-    the hierarchy's regularization (``ε‖A_{≤k}[:, i]‖²``, plus ``ε‖B̂[:, i]‖²`` above the last level)."""
+    the hierarchy's regularization ``½Σ rᵢuᵢ²``: ``rᵢ = ε‖A_{≤k}[:, i]‖² + 1e-12``, plus ``ε‖B̂[:, i]‖²``
+    above the last level."""
     A, b, n = problem.A, problem.b, problem.n
     d = np.sqrt(np.einsum("ij,ij->j", A, A) + 1.0)  # a fixed column scaling (a change of variables)
     fixed_rows, fixed_values = [problem.A_eq], [problem.b_eq]
-    above, floor = np.zeros(n), np.einsum("ij,ij->j", Bhat, Bhat)
+    above = np.zeros(n)
     finite_lb, finite_ub, binding = np.isfinite(problem.lb), np.isfinite(problem.ub), np.isfinite(problem.h)
     u = np.zeros(n)
     for k, rows in enumerate(levels):
         Ak, bk = A[rows], b[rows]
         above += np.einsum("ij,ij->j", Ak, Ak)
-        r = regularization * (above if k == len(levels) - 1 else above + floor) + 1e-12
+        r = regularization * above + 1e-12
         As = Ak / d
         H = As.T @ As + np.diag(r / d**2)
+        g = As.T @ bk
+        if k < len(levels) - 1:
+            H += np.diag(regularization * np.einsum("ij,ij->j", Bhat, Bhat) / d**2)
         eq = np.vstack(fixed_rows) / d
         C = np.vstack([eq, -problem.G[binding] / d, np.eye(n)[finite_lb] / d, -np.eye(n)[finite_ub] / d])
         rhs = np.concatenate(
             [np.concatenate(fixed_values), -problem.h[binding], problem.lb[finite_lb], -problem.ub[finite_ub]]
         )
-        u = quadprog.solve_qp(0.5 * (H + H.T), As.T @ bk, C.T, rhs, eq.shape[0])[0] / d
+        u = quadprog.solve_qp(0.5 * (H + H.T), g, C.T, rhs, eq.shape[0])[0] / d
         fixed_rows.append(Ak)
         fixed_values.append(Ak @ u)
     return u
@@ -173,7 +177,8 @@ def test_levels_match_sequential_qps_solved_independently():
         problem = ctrl.build_problem(q, v)
         levels = ctrl._layout().levels
         assert len(levels) == 3
-        oracle = _sequential_qps(problem, levels, ctrl.regularization, ctrl._evaluate(q, v)[9].copy())
+        outputs = ctrl._evaluate(q, v)
+        oracle = _sequential_qps(problem, levels, ctrl.regularization, outputs[9].copy())
         for rows in levels:  # each level's task values, relative to their size
             assert_close(problem.A[rows] @ cmd.u, problem.A[rows] @ oracle, 1e-8, "level values vs oracle")
         assert_close(cmd.u, oracle, 1e-6, "u vs sequential QPs")

@@ -262,7 +262,8 @@ def _indices(blocks: Sequence[RowBlock], active: Sequence[bool]) -> np.ndarray:
 
 def _levels(blocks: Sequence[RowBlock], active: Sequence[bool]) -> tuple[np.ndarray, ...]:
     """Per hierarchy level present, highest first: its rows among the active cost rows."""
-    position, levels = 0, {}  # type: tuple[int, dict[int, list[np.ndarray]]]
+    position = 0
+    levels: dict[int, list[np.ndarray]] = {}
     for b in blocks:
         if not active[b.owner]:
             continue

@@ -10,12 +10,15 @@ so a lower level never changes what a higher level obtains (its task acceleratio
 every inequality and bound stays hard at every level. The objective of a level depends on ``u``
 only through ``A_k u`` and is strictly convex there, so ``{A_k u = y_k*}`` is exactly the set of the
 level's optimal inputs: fixing it as an equality is the lexicographic order. The regularization
-``r`` makes every level's solution unique. At the last level it is the weighted controller's,
-``rᵢ = ε ‖A[:, i]‖² + 1e-12`` over all cost rows, so that with a single level the problem *is* the
-weighted controller's; above it, ``rᵢ = ε (‖A_{≤k}[:, i]‖² + ‖B̂[:, i]‖²) + 1e-12`` depends on the
-rows of the level and the levels above only (nothing below a level changes it) and on ``B̂``, whose
-columns give every input a scale (the joint accelerations it produces) even where the levels above
-do not touch it, which keeps each level's QP well conditioned.
+``½ Σᵢ rᵢuᵢ²`` makes every level's solution unique. At the last level it is the weighted
+controller's, ``rᵢ = ε ‖A[:, i]‖² + 1e-12`` over all cost rows, so that with a single level the
+problem *is* the weighted controller's. Above it, ``rᵢ = ε (‖A_{≤k}[:, i]‖² + ‖B̂[:, i]‖²) + 1e-12``:
+the rows of the level and the levels above only (nothing below a level changes it), plus a scale of
+every input set by the dynamics alone (the joint accelerations it produces), without which the
+inputs no row so far touches would be held by the 1e-12 floor only (QPs conditioned at 1e14, whose
+solutions drift by 1e-5). The price is a regularization bias of the upper levels' task values of
+order ``ε ‖B̂[:, i]‖² / ‖A_{≤k}[:, i]‖²`` (Talos standing, CoM alone at level 0: 0.1 mm of CoM height
+at kp = 20, against none with the weighted controller).
 
 How the structure is used (nothing is refactored from one level to the next):
 
@@ -143,7 +146,7 @@ class LexicographicSolver:
         last = len(layout.levels) - 1
         above = np.zeros_like(squares)  # Σ over this level and the levels above of ‖A[:, i]‖²
         Bhat = outputs[9] if layout.all_columns else outputs[9][:, layout.columns]
-        floor = np.einsum("ij,ij->j", Bhat, Bhat)  # ‖B̂[:, i]‖²: a scale of each input set by the dynamics
+        floor = np.einsum("ij,ij->j", Bhat, Bhat)  # ‖B̂[:, i]‖²: the accelerations an input produces
         for k, rows in enumerate(layout.levels):
             above += np.einsum("ij,ij->j", A[rows], A[rows])
             r = regularization * (above if k == last else above + floor) + 1e-12  # from the levels ≤ k only
@@ -166,22 +169,20 @@ class LexicographicSolver:
                     z = np.zeros(M.shape[1])  # keep the levels above's solution (feasible)
                 candidate = xi + (z if Z is None else Z @ z)
             xi = candidate
-            if k < last:
-                Z = self._null_space(A_k, M, Z)
+            if k < last:  # the directions this level leaves free, decided by the levels below
+                V0 = self._free_directions(A_k, M)
+                Z = V0 if Z is None else Z @ V0
                 if Z.shape[1] == 0:
                     break
         return red.T @ xi + red.u0
 
-    def _null_space(self, A_k: np.ndarray, M: np.ndarray, Z: np.ndarray | None) -> np.ndarray:
-        """An orthonormal basis (in ξ) of the directions that leave this level's and the levels
-        above's task values unchanged."""
-        if M.shape[0] == 0:
-            return np.eye(M.shape[1]) if Z is None else Z
+    def _free_directions(self, A_k: np.ndarray, M: np.ndarray) -> np.ndarray:
+        """An orthonormal basis (in the current level's variables) of the null space of ``M``: the
+        directions that leave this level's task values unchanged, from one SVD."""
         _, s, Vt = np.linalg.svd(M, full_matrices=True)
         scale = max(float(np.linalg.norm(A_k)), 1e-300)
         rank = int(np.sum(s > self.rank_tolerance * scale))
-        V0 = Vt[rank:].T
-        return V0 if Z is None else Z @ V0
+        return Vt[rank:].T
 
     @staticmethod
     def _constraints(layout: Layout, outputs, red: _Reduced, h, lb, ub):
