@@ -20,7 +20,7 @@ solutions drift by 1e-5). The price is a regularization bias of the upper levels
 order ``ε ‖B̂[:, i]‖² / ‖A_{≤k}[:, i]‖²`` (Talos standing, CoM alone at level 0: 0.1 mm of CoM height
 at kp = 20, against none with the weighted controller).
 
-How the structure is used (nothing is refactored from one level to the next):
+How the structure is used (nothing is factorized twice):
 
 1. the contacts' equalities are eliminated once, ``u = N x + u₀``: through the Cholesky factor of
    the Delassus matrix when the equalities are the contacts' own rows (``N = [I; −Λ⁻¹E]``), else
@@ -32,7 +32,9 @@ How the structure is used (nothing is refactored from one level to the next):
 3. each level first takes its minimizer without inequalities (one Cholesky solve) and keeps it when
    every inequality and bound holds there (one product ``C u ≤ d``, the weighted controller's
    shortcut test); only otherwise is the level's QP (in ``z``) handed to the solver. Lower levels are
-   always feasible: ``z = 0`` is the level above's solution.
+   always feasible: ``z = 0`` is the level above's solution (so a row ``z`` cannot move is dropped and
+   every slack at ``z = 0`` is floored at the shortcut's tolerance: round-off, e.g. a binding row and
+   its opposite, never makes a lower level look infeasible).
 
 When the first level's QP has no solution the constraints themselves are infeasible: the step then
 falls back as the weighted controller does (:mod:`wbc.control.fallback`).
