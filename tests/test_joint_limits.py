@@ -247,20 +247,29 @@ def test_panda_started_outside_a_limit_returns_inside_with_every_step_solved(joi
     assert x[inside[0] :].max() <= 1e-9, "and stays inside"
 
 
-def test_infeasible_limits_are_named_and_the_fallback_is_finite():
-    """Torque limits too weak to bring back a joint started outside: the step names the groups in
-    conflict (the joint limits among them) and the fallback command is finite."""
+@pytest.mark.parametrize("culprit", ["position", "velocity"])
+def test_infeasible_limits_are_named_and_the_fallback_is_finite(culprit):
+    """Torque limits too weak to bring back a joint started outside its position limit, or to brake a
+    joint moving faster than its velocity limit: the diagnosis names that joint limit's group alone,
+    and the fallback command is finite."""
     case = robot_case("panda")
     model, spec = case.model, case.spec
     posture = tasks.PostureTask(model, weight=1.0, kp=10.0)
+    q, v = spec.q0.copy(), np.zeros(model.nv)
+    if culprit == "position":
+        j = model.joints[model.joint_id("panda_joint2")]
+        q[j.idx_q] = j.upper[0] + 0.2
+        expected = wbc.Group(wbc.Kind.JOINT_POSITION_LIMIT, "joint_position_limit")
+    else:  # the vertical first joint: gravity does not brake it
+        j = model.joints[model.joint_id("panda_joint1")]
+        v[j.idx_v] = 1.2 * j.velocity[0]
+        expected = wbc.Group(wbc.Kind.JOINT_VELOCITY_LIMIT, "joint_velocity_limit")
+    for finger in ("panda_finger_joint1", "panda_finger_joint2"):  # off their limits: gravity moves them
+        q[model.joints[model.joint_id(finger)].idx_q] = 0.02
     limits = [wbc.TorqueLimit(np.full(model.n_actuated, 1e-3)), wbc.JointPositionLimit(), wbc.JointVelocityLimit()]
     ctrl = wbc.WholeBodyController(model, [posture], limits=limits)
     posture.set_target(spec.q0)
-    q = spec.q0.copy()
-    j = model.joints[model.joint_id("panda_joint2")]
-    q[j.idx_q] = j.upper[0] + 0.2
-    cmd = ctrl.step(q, np.zeros(model.nv))
-    assert cmd.status is not wbc.StepStatus.OPTIMAL
-    kinds = {g.kind for g in cmd.conflict}
-    assert kinds & {wbc.Kind.JOINT_POSITION_LIMIT, wbc.Kind.TORQUE_LIMIT}, cmd.conflict
+    cmd = ctrl.step(q, v)
+    assert cmd.status is wbc.StepStatus.ZERO_TORQUE  # no contact to soften, no command before
+    assert cmd.conflict == (expected,), cmd.conflict
     assert np.all(np.isfinite(cmd.tau)) and np.all(np.isfinite(cmd.qdd))

@@ -172,7 +172,7 @@ def test_panda_hand_pushed_into_its_base_keeps_the_margin_in_mujoco():
 
 def test_unsatisfiable_barrier_is_named_and_the_fallback_is_finite():
     """A pair already interpenetrating, a barrier asking for more separation than tiny torque limits
-    allow: the step names the groups in conflict and returns a finite command."""
+    allow: the diagnosis names the barrier's group and the command is finite."""
     case = robot_case("panda")
     model, spec = case.model, case.spec
     pair = wbc.CollisionPair(wbc.Sphere("panda_hand", 0.3), wbc.Capsule("panda_link0", 0.3, (0, 0, 0), (0, 0, 0.4)))
@@ -181,7 +181,7 @@ def test_unsatisfiable_barrier_is_named_and_the_fallback_is_finite():
     assert pair_distances(model, spec.q0, [pair])[0] < 0
     cmd = ctrl.step(spec.q0, np.zeros(model.nv))
     assert cmd.status is not wbc.StepStatus.OPTIMAL
-    assert {g.kind for g in cmd.conflict} & {wbc.Kind.SELF_COLLISION, wbc.Kind.TORQUE_LIMIT}, cmd.conflict
+    assert cmd.conflict == (wbc.Group(wbc.Kind.SELF_COLLISION, "self_collision"),), cmd.conflict
     assert np.all(np.isfinite(cmd.tau)) and np.all(np.isfinite(cmd.qdd))
 
 
