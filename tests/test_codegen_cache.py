@@ -143,7 +143,7 @@ def test_cache_dir_from_environment(tmp_path, monkeypatch):
     """Without ``directory=``, kernels go to $WBC_CACHE_DIR."""
     monkeypatch.setenv("WBC_CACHE_DIR", str(tmp_path / "cache"))
     assert wbc.codegen.cache_dir() == tmp_path / "cache"
-    kernel = wbc.kernels.compile_kernel(_function())
+    kernel = wbc.codegen.compile_function(_function())
     assert kernel.library.parent == tmp_path / "cache"
     _check_results(kernel)
 
@@ -397,7 +397,7 @@ def test_hostile_model_name_reaches_no_path(tmp_path):
     import dataclasses
 
     model = dataclasses.replace(_model(), name='../../ evil "name"; rm -rf ~ 名前')
-    kernel = wbc.kernels.compile_kernel(wbc.kernels.aba_function(model), directory=tmp_path)
+    kernel = wbc.codegen.compile_function(wbc.kernels.aba_function(model), directory=tmp_path)
     assert kernel.library.parent == tmp_path
     assert IDENTIFIER.match(kernel.name)
     assert re.match(r"^[A-Za-z0-9_]+-[0-9a-f]{24}\.so$", kernel.library.name), kernel.library.name
