@@ -356,11 +356,12 @@ HOSTILE = [
 
 @pytest.mark.parametrize("prefix", ["wbc_", ""])
 def test_sanitize_gives_c_identifiers(prefix):
-    """Hostile names become C identifiers (and file-name stems) of at most 64 characters, starting
-    with the prefix or a letter; clean names keep their text."""
+    """Hostile names become C identifiers (and file-name stems) of at most 64 characters, without
+    '__', starting with the prefix or a letter; clean names keep their text."""
     for name in HOSTILE:
         s = wbc.codegen.sanitize(name, prefix)
         assert IDENTIFIER.match(s), (name, s)
+        assert "__" not in s, (name, s)  # CasADi rejects '__' in function names
         assert len(s) <= 64, (name, s)
         assert s.isascii()
         assert s.startswith(prefix) or s.startswith("x" + prefix), (name, s)

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..errors import CompileError, InputError, WbcPerformanceWarning
 from .cache import DEFAULT_FLAGS, CacheUnavailable, cached_library, find_compiler
+from .trace import TracedFunction, natural_shapes
 
 __all__ = ["Kernel", "compile_function"]
 
@@ -32,19 +33,9 @@ _warned_no_compiler = False
 
 def _shapes(function: ca.Function) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
     """The declared numpy shapes of ``function``'s inputs and outputs (see the module docstring)."""
-    declared_in = getattr(function, "input_shapes", None)
-    declared_out = getattr(function, "output_shapes", None)
-
-    def natural(size: tuple[int, int]) -> tuple[int, ...]:
-        return (size[0],) if size[1] == 1 else (size[0], size[1])
-
-    ins = [natural(function.size_in(i)) for i in range(function.n_in())]
-    outs = [natural(function.size_out(i)) for i in range(function.n_out())]
-    if declared_in is not None and len(declared_in) == len(ins):
-        ins = [tuple(s) for s in declared_in]
-    if declared_out is not None and len(declared_out) == len(outs):
-        outs = [tuple(s) for s in declared_out]
-    return ins, outs
+    if isinstance(function, TracedFunction):
+        return list(function.input_shapes), list(function.output_shapes)
+    return natural_shapes(function.size_in, function.n_in()), natural_shapes(function.size_out, function.n_out())
 
 
 def _accepted(shape: tuple[int, ...]) -> frozenset[tuple[int, ...]]:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import casadi as ca
 
@@ -77,17 +78,50 @@ def _casadi_size(shape: tuple[int, ...]) -> tuple[int, int]:
 
 class TracedFunction(ca.Function):
     """A ``casadi.Function`` made by :func:`trace` that also records the numpy shape of each input
-    and output as declared: ``(n,)`` for a vector, ``(rows, cols)`` for a matrix.
+    and output as declared: ``(n,)`` for a vector, ``(rows, cols)`` for a matrix. Copies and
+    pickles keep them.
 
     Attributes:
         input_shapes: one numpy shape per input.
         output_shapes: one numpy shape per output.
     """
 
-    def __init__(self, *args, input_shapes: Sequence[tuple[int, ...]], output_shapes: Sequence[tuple[int, ...]]):
+    input_shapes: tuple[tuple[int, ...], ...]
+    output_shapes: tuple[tuple[int, ...], ...]
+
+    def __init__(
+        self,
+        *args,
+        input_shapes: Sequence[tuple[int, ...]] | None = None,
+        output_shapes: Sequence[tuple[int, ...]] | None = None,
+    ) -> None:
         super().__init__(*args)
+        source = args[0] if len(args) == 1 and isinstance(args[0], TracedFunction) else None
+        if input_shapes is None:
+            input_shapes = source.input_shapes if source is not None else natural_shapes(self.size_in, self.n_in())
+        if output_shapes is None:
+            output_shapes = source.output_shapes if source is not None else natural_shapes(self.size_out, self.n_out())
         self.input_shapes = tuple(tuple(s) for s in input_shapes)
         self.output_shapes = tuple(tuple(s) for s in output_shapes)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**super().__getstate__(), "input_shapes": self.input_shapes, "output_shapes": self.output_shapes}
+
+    def __setstate__(self, state: Mapping[str, Any]) -> None:
+        self.__init__(  # type: ignore[misc]
+            ca.Function.deserialize(state["serialization"]),
+            input_shapes=state.get("input_shapes"),
+            output_shapes=state.get("output_shapes"),
+        )
+
+
+def natural_shapes(size: Callable[[int], tuple[int, int]], n: int) -> list[tuple[int, ...]]:
+    """CasADi's sizes as numpy shapes: ``(rows,)`` for a column, ``(rows, cols)`` otherwise."""
+    shapes: list[tuple[int, ...]] = []
+    for i in range(n):
+        rows, cols = size(i)
+        shapes.append((rows,) if cols == 1 else (rows, cols))
+    return shapes
 
 
 def trace(
