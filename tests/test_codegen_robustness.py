@@ -237,6 +237,8 @@ def test_cache_dir_that_is_not_a_directory_names_the_variable(kind, tmp_path, mo
     if kind == "dangling symlink":
         assert "symbolic link" in message and "nowhere" in message
         assert not (tmp_path / "nowhere").exists()
+    else:
+        assert "not a directory" in message.lower(), message
     assert (tmp_path / "afile").read_text() == "x"
 
 

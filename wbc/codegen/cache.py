@@ -113,13 +113,13 @@ def _fallback_path() -> Path:
 
 
 def _origin(directory: Path | None) -> tuple[Path, str]:
-    """The cache location and how it was chosen, for messages."""
+    """The cache location and how it was chosen (for messages: it names the path)."""
     if directory is not None:
-        return directory, f"directory={str(directory)!r}"
+        return directory, f"the kernel cache directory={str(directory)!r}"
     path = cache_dir()
     if os.environ.get("WBC_CACHE_DIR"):
-        return path, f"WBC_CACHE_DIR={os.environ['WBC_CACHE_DIR']!r}"
-    return path, f"the default kernel cache {str(path)!r} (set WBC_CACHE_DIR to use another)"
+        return path, f"the kernel cache WBC_CACHE_DIR={os.environ['WBC_CACHE_DIR']!r}"
+    return path, f"the default kernel cache {str(path)!r}"
 
 
 def find_compiler() -> str | None:
@@ -151,9 +151,9 @@ def cached_library(function: ca.Function, directory: Path | None, flags: Sequenc
         return _get(function, generator, key, location, origin, compiler, flags)
     except _Unwritable as e:
         reason = str(e)
-    fallback = _private_directory()
+    fallback = _private_directory(reason)
     warnings.warn(
-        f"{reason}: compiling kernel {function.name()} into {fallback} instead (set WBC_CACHE_DIR to a "
+        f"{reason}; compiling kernel {function.name()} into {fallback} instead (set WBC_CACHE_DIR to a "
         "writable directory to keep kernels across reboots)",
         WbcPerformanceWarning,
         stacklevel=3,
@@ -175,19 +175,27 @@ def _get(
 ) -> CachedLibrary:
     stem = f"{function.name()}-{key[:24]}"
     library, sidecar = directory / f"{stem}.so", directory / f"{stem}.sha256"
-    unloadable = False
-    if _valid(library, sidecar, key):  # no lock, no write: a read-only cache works
-        try:
-            return _loaded(function, library, compiled=False)
-        except CompileError:
-            unloadable = True  # the right bytes that do not load here: rebuild
+    found = _lookup(function, library, sidecar, key)  # no lock, no write: a read-only cache works
+    if found is not None:
+        return found
     _make_directory(directory, origin)
     with _locked(directory / f"{stem}.lock", origin):
+        found = _lookup(function, library, sidecar, key)  # built by another process meanwhile?
+        if found is not None:
+            return found
         _remove_stale_builds(directory, stem)
-        if not unloadable and _valid(library, sidecar, key):  # built by another process meanwhile
-            return _loaded(function, library, compiled=False)
         _build(function, generator, compiler, flags, directory, stem, key, origin)
         return _loaded(function, library, compiled=True)
+
+
+def _lookup(function: ca.Function, library: Path, sidecar: Path, key: str) -> CachedLibrary | None:
+    """The cached library, loaded, if it is valid and loads (else None: to be rebuilt)."""
+    if not _valid(library, sidecar, key):
+        return None
+    try:
+        return _loaded(function, library, compiled=False)
+    except CompileError:  # the recorded bytes, but they do not load here
+        return None
 
 
 def _key(source: bytes, compiler: str, flags: Sequence[str]) -> str:
@@ -266,22 +274,24 @@ def _unwritable(e: OSError) -> bool:
 
 
 def _make_directory(directory: Path, origin: str) -> None:
+    hint = "" if "WBC_CACHE_DIR" in origin else " (set WBC_CACHE_DIR to use another)"
     if directory.is_dir():
         return
-    if os.path.islink(directory):
+    if os.path.islink(directory) and not os.path.exists(directory):
         raise CompileError(
-            f"{origin}: {directory} is a symbolic link to {os.readlink(directory)!r}, which does not exist"
+            f"{origin} is a symbolic link to {os.readlink(directory)!r}, which does not exist: "
+            f"create that directory or point to another{hint}"
         )
     if os.path.lexists(directory):
-        raise CompileError(f"{origin}: {directory} exists and is not a directory")
+        raise CompileError(f"{origin} exists and is not a directory{hint}")
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError) as e:
-        raise CompileError(f"{origin}: cannot create the directory {directory}: {e}") from None
+        raise CompileError(f"cannot create {origin}: {e.strerror} ({e.filename}){hint}") from None
     except OSError as e:
         if _unwritable(e):
-            raise _Unwritable(f"{origin}: cannot create the directory {directory}: {e.strerror}") from None
-        raise CompileError(f"{origin}: cannot create the directory {directory}: {e}") from None
+            raise _Unwritable(f"cannot create {origin} ({e.strerror})") from None
+        raise CompileError(f"cannot create {origin}: {e}{hint}") from None
 
 
 @contextmanager
@@ -290,8 +300,8 @@ def _locked(path: Path, origin: str) -> Iterator[None]:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as e:
         if _unwritable(e):
-            raise _Unwritable(f"{origin}: cannot write its lock file {path}: {e.strerror}") from None
-        raise CompileError(f"{origin}: cannot open the lock file {path}: {e}") from None
+            raise _Unwritable(f"cannot write the lock file {path.name} in {origin} ({e.strerror})") from None
+        raise CompileError(f"cannot open the lock file {path.name} in {origin}: {e}") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -364,8 +374,8 @@ def _build(
         build = Path(tempfile.mkdtemp(prefix=f".build-{stem}-", dir=directory))
     except OSError as e:
         if _unwritable(e):
-            raise _Unwritable(f"{origin}: cannot write in {directory}: {e.strerror}") from None
-        raise CompileError(f"{origin}: cannot write in {directory}: {e}") from None
+            raise _Unwritable(f"cannot write in {origin} ({e.strerror})") from None
+        raise CompileError(f"cannot write in {origin}: {e}") from None
     try:
         src = Path(generator.generate(str(build) + os.sep))
         out = build / f"{function.name()}.so"
@@ -391,8 +401,9 @@ def _build(
         shutil.rmtree(build, ignore_errors=True)
 
 
-def _private_directory() -> Path:
-    """The private fallback cache ``$TMPDIR/wbc-kernels-<uid>``, created if needed.
+def _private_directory(reason: str) -> Path:
+    """The private fallback cache ``$TMPDIR/wbc-kernels-<uid>``, created if needed (``reason``: why
+    it is needed, for the message).
 
     Raises:
         CacheUnavailable: it cannot be created, or it is not a directory owned by this user and
@@ -401,16 +412,17 @@ def _private_directory() -> Path:
     try:
         path = _fallback_path()
     except OSError as e:  # no usable temporary directory at all
-        raise CacheUnavailable(f"no temporary directory for a fallback kernel cache: {e}") from None
+        raise CacheUnavailable(f"{reason}, and no temporary directory for a fallback: {e}") from None
     try:
         os.mkdir(path, 0o700)
     except FileExistsError:
         pass
     except OSError as e:
-        raise CacheUnavailable(f"cannot create the fallback kernel cache {path}: {e.strerror}") from None
+        raise CacheUnavailable(f"{reason}, and cannot create the fallback kernel cache {path} ({e.strerror})") from None
     st = os.lstat(path)
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
         raise CacheUnavailable(
-            f"the fallback kernel cache {path} is not a directory owned by this user and closed to others"
+            f"{reason}, and the fallback kernel cache {path} is not a directory owned by this user and closed "
+            "to others (remove it)"
         )
     return path

@@ -170,9 +170,9 @@ class Kernel:
             got = f"shape {np.shape(value)}, dtype {np.asarray(value).dtype}"
         except Exception:  # an object numpy cannot even look at
             got = type(value).__name__
-        ways = " or ".join(str(s) for s in sorted(self._accepted[index] - {expected}, key=len))
-        extra = f" (or {ways})" if ways else ""
-        why = f": {cause}" if cause is not None else ""
+        others = sorted(self._accepted[index] - {expected}, key=lambda s: (len(s), s), reverse=True)
+        extra = f" (also accepted: {', '.join(str(s) for s in others)})" if others else ""
+        why = f" ({cause})" if cause is not None else ""
         return InputError(
             f"kernel {self.name}: input {self.input_names[index]!r} must be real numbers of shape "
             f"{expected}{extra}, got {got}{why}"
