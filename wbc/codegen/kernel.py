@@ -146,19 +146,25 @@ class Kernel:
         inputs = self.inputs
         if len(args) != len(inputs):
             raise TypeError(f"kernel {self.name} takes {len(inputs)} inputs ({self.input_names}), got {len(args)}")
-        for k, src in enumerate(args):
-            dst = inputs[k]
+        try:  # the fast path: arrays of the inputs' shapes
+            for dst, src in zip(inputs, args):
+                if src.shape != dst.shape:
+                    break
+                np.copyto(dst, src)
+            else:
+                self._eval()
+                return self.outputs
+        except (AttributeError, TypeError, ValueError):
+            pass
+        for k, src in enumerate(args):  # any other argument: checked, converted, or refused
             try:
-                if getattr(src, "shape", None) == dst.shape:
-                    np.copyto(dst, src)
-                    continue
                 shape = np.shape(src)
             except (TypeError, ValueError) as e:
                 raise self._bad_input(k, src, e) from None
             if shape not in self._accepted[k]:
                 raise self._bad_input(k, src)
             try:
-                np.copyto(dst, np.reshape(src, dst.shape))
+                np.copyto(inputs[k], np.reshape(src, inputs[k].shape))
             except (TypeError, ValueError) as e:
                 raise self._bad_input(k, src, e) from None
         self._eval()
