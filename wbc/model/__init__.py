@@ -3,8 +3,11 @@ operations (neutral, random, integrate, difference, normalize)."""
 
 from __future__ import annotations
 
+from .clusters import ClosureKind, Cluster, ClusterModel, JointCoupling, LoopClosure, PolynomialCoupling
 from .configuration import difference, integrate, neutral, normalize, random_configuration
+from .mjcf import load_mjcf
 from .model import Frame, FrameKind, Joint, JointType, Mimic, Model
+from .transmissions import Rotor, Transmission, build_cluster_model
 from .urdf import load_urdf
 
 __all__ = [
@@ -15,6 +18,16 @@ __all__ = [
     "FrameKind",
     "Mimic",
     "load_urdf",
+    "load_mjcf",
+    "ClusterModel",
+    "Cluster",
+    "ClosureKind",
+    "JointCoupling",
+    "PolynomialCoupling",
+    "LoopClosure",
+    "Rotor",
+    "Transmission",
+    "build_cluster_model",
     "neutral",
     "random_configuration",
     "integrate",
