@@ -89,8 +89,9 @@ class QPSolver:
     name = "?"
     eliminate = True
     try_unconstrained = True
-    #: how far (problem units: N, N m) the shortcut's solution may exceed an inequality
-    unconstrained_tolerance = 1e-9
+    #: how far (problem units: m/s², rad/s², N, N m) the shortcut's solution may exceed an inequality:
+    #: a bound met with equality (a joint resting at its position limit) leaves round-off of ~1e-9
+    unconstrained_tolerance = 1e-6
 
     def solve(self, problem: QPProblem, shortcut: bool | None = None) -> QPSolution:
         """Solve ``problem``; ``shortcut`` overrides ``try_unconstrained`` for this call."""
