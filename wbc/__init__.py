@@ -36,6 +36,7 @@ from .errors import (
     InputError,
     MissingDependency,
     ModelError,
+    ModelWarning,
     SimulationDiverged,
     WbcError,
     WbcPerformanceWarning,
@@ -43,6 +44,7 @@ from .errors import (
 from .model import checks
 from .model.configuration import difference, integrate, neutral, normalize, random_configuration
 from .model.model import Frame, FrameKind, Joint, JointType, Model
+from .model.reduce import lock_joints
 from .model.urdf import load_urdf
 from .numeric import (
     aba,
@@ -80,6 +82,7 @@ __all__ = [
     "JointType",
     "FrameKind",
     "load_urdf",
+    "lock_joints",
     "neutral",
     "random_configuration",
     "integrate",
@@ -126,6 +129,7 @@ __all__ = [
     # errors
     "WbcError",
     "ModelError",
+    "ModelWarning",
     "FrameError",
     "InputError",
     "CompileError",

@@ -1,10 +1,11 @@
-"""The robot model: the immutable kinematic tree, its joints, the URDF loader and configuration
-operations (neutral, random, integrate, difference, normalize)."""
+"""The robot model: the immutable kinematic tree, its joints, the URDF loader, reduced models
+(lock_joints) and configuration operations (neutral, random, integrate, difference, normalize)."""
 
 from __future__ import annotations
 
 from .configuration import difference, integrate, neutral, normalize, random_configuration
 from .model import Frame, FrameKind, Joint, JointType, Mimic, Model
+from .reduce import lock_joints
 from .urdf import load_urdf
 
 __all__ = [
@@ -15,6 +16,7 @@ __all__ = [
     "FrameKind",
     "Mimic",
     "load_urdf",
+    "lock_joints",
     "neutral",
     "random_configuration",
     "integrate",
