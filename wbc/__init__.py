@@ -10,6 +10,7 @@ functions on CasADi symbols are in :mod:`wbc.symbolic`.
 from __future__ import annotations
 
 from . import codegen, numeric, symbolic
+from .algorithms.clusters.numeric import cluster_aba, cluster_delassus, cluster_input_matrix, cluster_rnea
 from .algorithms.constraints import LinkConstraint, PointConstraint, WeldConstraint
 from .algorithms.delassus import DelassusMethod
 from .algorithms.iim import InputMatrixMethod
@@ -42,9 +43,12 @@ from .errors import (
     WbcPerformanceWarning,
 )
 from .model import checks
+from .model.clusters import ClosureKind, Cluster, ClusterModel, JointCoupling, LoopClosure, PolynomialCoupling
 from .model.configuration import difference, integrate, neutral, normalize, random_configuration
+from .model.mjcf import load_mjcf
 from .model.model import Frame, FrameKind, Joint, JointType, Model
 from .model.reduce import lock_joints
+from .model.transmissions import Rotor, Transmission, build_cluster_model
 from .model.urdf import load_urdf
 from .numeric import (
     aba,
@@ -88,6 +92,21 @@ __all__ = [
     "integrate",
     "difference",
     "normalize",
+    # clustered models (transmissions, loops)
+    "load_mjcf",
+    "ClusterModel",
+    "Cluster",
+    "ClosureKind",
+    "JointCoupling",
+    "PolynomialCoupling",
+    "LoopClosure",
+    "Rotor",
+    "Transmission",
+    "build_cluster_model",
+    "cluster_rnea",
+    "cluster_aba",
+    "cluster_delassus",
+    "cluster_input_matrix",
     # numeric API (wbc.numeric; the same names on CasADi symbols in wbc.symbolic)
     "ReferenceFrame",
     "Workspace",

@@ -4,7 +4,8 @@ Every backend goes through the same exact reductions (:meth:`QPSolver.solve`): f
 under the equalities alone, kept when every inequality and bound holds there (then it is the QP's
 solution); otherwise the equalities are eliminated where they can be
 (:func:`~wbc.control.qp.eliminate_equalities`), the variables scaled to a unit-diagonal Hessian
-(:func:`~wbc.control.qp.jacobi_scaled`), and the backend solves (worst step of Talos' infeasible collapse, ``python -m benchmarks.solvers``, one run:
+(:func:`~wbc.control.qp.jacobi_scaled`), and the backend solves (worst step of Talos' infeasible
+collapse, ``python -m benchmarks.solvers``, one run:
 daqp 47 ms, quadprog 66 ms, proxqp 0.69 s, osqp 1.1 s; every call bounded by iteration limits):
 
 * :attr:`Solver.DAQP` (default, a core dependency): dual active set, exact to round-off, the fastest

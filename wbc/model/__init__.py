@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+from .clusters import ClosureKind, Cluster, ClusterModel, JointCoupling, LoopClosure, PolynomialCoupling
 from .configuration import difference, integrate, neutral, normalize, random_configuration
+from .mjcf import load_mjcf
 from .model import Frame, FrameKind, Joint, JointType, Mimic, Model
 from .reduce import lock_joints
+from .transmissions import Rotor, Transmission, build_cluster_model
 from .urdf import load_urdf
 
 __all__ = [
@@ -17,6 +20,16 @@ __all__ = [
     "Mimic",
     "load_urdf",
     "lock_joints",
+    "load_mjcf",
+    "ClusterModel",
+    "Cluster",
+    "ClosureKind",
+    "JointCoupling",
+    "PolynomialCoupling",
+    "LoopClosure",
+    "Rotor",
+    "Transmission",
+    "build_cluster_model",
     "neutral",
     "random_configuration",
     "integrate",
