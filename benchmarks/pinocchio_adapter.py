@@ -428,9 +428,12 @@ def oracle_errors(model: wbc.Model, pm: pin.Model, rng: np.random.Generator, dyn
     pin.forwardKinematics(pm, pd, q)
     pin.updateFramePlacements(pm, pd)
     ws = wbc.Workspace(model, ca.DM(q))
+    placements = [ws.frame_placement(k) for k in range(len(model.frames))]
     errors["placements"] = max(
-        relative_error(np.vstack([np.array(ca.DM(X.R)), np.array(ca.DM(X.p)).T]), np.vstack([M.rotation, M.translation]))
-        for X, M in ((ws.frame_placement(k), pd.oMf[k]) for k in range(len(model.frames)))
+        relative_error(
+            np.vstack([np.array(ca.DM(X.R)), np.array(ca.DM(X.p)).T]), np.vstack([M.rotation, M.translation])
+        )
+        for X, M in zip(placements, pd.oMf)
     )
     errors["M"] = relative_error(wbc.crba(model, q), symmetrized(pin.crba(pm, pd, q)))
     errors["rnea"] = relative_error(wbc.rnea(model, q, v, a), pin.rnea(pm, pd, q, v, a))
