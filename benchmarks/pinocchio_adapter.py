@@ -69,9 +69,16 @@ def add_op_frame(pm: pin.Model, name: str, parent: str, offset: Sequence[float])
 
 
 def catalog_model(spec: RobotSpec) -> pin.Model:
-    """Pinocchio's model of a catalog robot: its URDF (a free flyer where the wbc model has one)
-    plus the catalog's extra OP frames, so every frame wbc knows exists on both sides."""
+    """Pinocchio's model of a catalog robot: its URDF (a free flyer where the wbc model has one),
+    reduced by ``buildReducedModel`` where the catalog locked joints (``spec.locked``), plus the
+    catalog's extra OP frames, so every frame wbc knows exists on both sides."""
     pm = build_model(spec.urdf, spec.model.floating_base)
+    if spec.locked:
+        q = pin.neutral(pm)
+        for name, value in spec.locked:
+            j = pm.joints[pm.getJointId(name)]
+            q[j.idx_q : j.idx_q + j.nq] = value
+        pm = pin.buildReducedModel(pm, [pm.getJointId(name) for name, _ in spec.locked], q)
     for name, parent, offset in spec.extra_frames:
         add_op_frame(pm, name, parent, offset)
     return pm
