@@ -47,14 +47,14 @@ class Visual:
         origin: (4, 4) placement in the link frame (mesh scale not included).
         size: box (x, y, z) extents; cylinder (radius, length); sphere (radius,); mesh scale (3,).
         mesh: the resolved mesh file (``.stl``, ``.dae`` or ``.obj``), or None.
-        color: RGBA in [0, 1] from the URDF material, or None.
+        color: RGBA (4,) in [0, 1] from the URDF material, or None.
     """
 
     shape: Shape
     origin: np.ndarray
     size: tuple[float, ...]
     mesh: Path | None = None
-    color: tuple[float, float, float, float] | None = None
+    color: tuple[float, ...] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
