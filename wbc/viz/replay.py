@@ -107,7 +107,8 @@ class Replay:
         urdf: the URDF it was loaded from (path or text), for its visuals; default ``model.source``.
         package_dirs: extra directories to find ``package://`` meshes in.
         title: shown on the page.
-        force_scale: arrow length per newton (m/N); default: the largest force recorded is 0.5 m.
+        force_scale: arrow length per newton (m/N); default: the largest force recorded is drawn
+            0.8 times as long as the robot is large.
 
     Raises:
         InputError: no URDF to read visuals from (a model loaded from a string: pass ``urdf``).
@@ -240,7 +241,8 @@ class Replay:
         for kind, name in self._arrow_names():
             color = _CONTACT_COLOR if kind == "contact" else _PUSH_COLOR
             base = ("scene", "arrows", kind, _safe(name), "length")
-            material = g.MeshPhongMaterial(color=color)
+            # drawn over the robot (transparent objects render last; no depth test): forces act inside feet
+            material = g.MeshPhongMaterial(color=color, transparent=True, opacity=0.9, depthTest=False)
             out += [
                 c.SetObject(g.Cylinder(0.8, radius), material, P(base + ("shaft",))),
                 c.SetTransform(_translation(0, 0.4, 0), P(base + ("shaft",))),
@@ -259,7 +261,7 @@ class Replay:
         if self.force_scale is not None:
             return self.force_scale
         largest = max((np.linalg.norm(f) for frame in self._arrows for _, f in frame.values()), default=0.0)
-        return 0.5 / largest if largest > 0 else 0.0
+        return 0.8 * self._extent()[1] / largest if largest > 0 else 0.0
 
     def _animation(self, meshcat):
         anim_mod, P = meshcat.animation, meshcat.path.Path
@@ -287,8 +289,9 @@ class Replay:
                     T[:3, 3] = point
                 node = ("scene", "arrows", kind, _safe(name))
                 anim_mod.AnimationFrameVisualizer(animation, P(node), frame).set_transform(T)
+                width = 1.0 if length > 1e-9 else _TINY  # an absent arrow shrinks to nothing
                 anim_mod.AnimationFrameVisualizer(animation, P(node + ("length",)), frame).set_property(
-                    "scale", "vector3", [1.0, max(length, _TINY), 1.0]
+                    "scale", "vector3", [width, max(length, _TINY), width]
                 )
         return meshcat.commands.SetAnimation(animation, play=True, repetitions=1)
 
