@@ -115,7 +115,7 @@ def test_clearly_wrong_inertia_still_raises():
         "RHipPitch_link",
     }
     assert all(np.linalg.eigvalsh(np.asarray(I)).min() > -1e-12 for I in model.inertias)
-    with pytest.raises(wbc.ModelError, match="inertia_tolerance"):
+    with pytest.raises(wbc.InputError, match="inertia_tolerance"):
         wbc.load_urdf(urdf, inertia_tolerance=-1.0)
 
 

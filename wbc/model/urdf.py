@@ -14,9 +14,8 @@ What real files contain, and what happens to it:
   (about its centre of mass) whose most negative principal moment is within
   :data:`INERTIA_TOLERANCE` (relative) of the largest principal moment of the *body* it belongs to
   (the link and every link welded to it by fixed joints: the rigid body the dynamics see), about
-  that body's joint, is
-  projected to the nearest PSD inertia (negative principal moments set to zero, the Frobenius-
-  nearest PSD matrix) with a :class:`~wbc.errors.ModelWarning` naming the link. TIAGo's antenna
+  that body's joint, is projected to the nearest PSD inertia (negative principal moments set to
+  zero, the Frobenius-nearest PSD matrix) with a :class:`~wbc.errors.ModelWarning` naming the link. TIAGo's antenna
   links (principal moment −3.5e-8 kg m² on a 43 kg base) are such a case. A larger defect is a
   wrong file and raises :class:`~wbc.errors.ModelError` (``inertia_tolerance=`` overrides).
 * **Joints that move no mass** (massless finger links, a sensor's point mass on its own axis) load:
@@ -40,7 +39,7 @@ from pathlib import Path
 import casadi as ca
 import numpy as np
 
-from ..errors import ModelError, ModelWarning
+from ..errors import InputError, ModelError, ModelWarning
 from ..spatial.algebra import SE3, act_inertia, compose, rigid_inertia
 from .model import Frame, FrameKind, Joint, JointType, Mimic, Model
 
@@ -108,9 +107,10 @@ def load_urdf(
             several roots, cycles, unknown joint types, zero axes, negative mass, an inertia
             that is not positive semi-definite beyond ``inertia_tolerance``, non-numeric
             attributes, a ``floating`` joint from a massless root link with ``floating_base=True``.
+        InputError: a negative or non-finite ``inertia_tolerance``.
     """
     if not (isinstance(inertia_tolerance, (int, float)) and 0.0 <= inertia_tolerance < math.inf):
-        raise ModelError(f"inertia_tolerance must be a finite non-negative number, got {inertia_tolerance!r}")
+        raise InputError(f"inertia_tolerance must be a finite non-negative number, got {inertia_tolerance!r}")
     text, where = _read(source)
     try:
         root = ET.fromstring(text)
