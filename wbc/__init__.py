@@ -43,6 +43,7 @@ from .errors import (
     InputError,
     MissingDependency,
     ModelError,
+    ModelWarning,
     SimulationDiverged,
     WbcError,
     WbcPerformanceWarning,
@@ -52,6 +53,7 @@ from .model.clusters import ClosureKind, Cluster, ClusterModel, JointCoupling, L
 from .model.configuration import difference, integrate, neutral, normalize, random_configuration
 from .model.mjcf import load_mjcf
 from .model.model import Frame, FrameKind, Joint, JointType, Model
+from .model.reduce import lock_joints
 from .model.transmissions import Rotor, Transmission, build_cluster_model
 from .model.urdf import load_urdf
 from .numeric import (
@@ -90,6 +92,7 @@ __all__ = [
     "JointType",
     "FrameKind",
     "load_urdf",
+    "lock_joints",
     "neutral",
     "random_configuration",
     "integrate",
@@ -157,6 +160,7 @@ __all__ = [
     # errors
     "WbcError",
     "ModelError",
+    "ModelWarning",
     "FrameError",
     "InputError",
     "CompileError",

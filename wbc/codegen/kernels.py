@@ -46,7 +46,12 @@ def _name(model: Model, what: str) -> str:
 
 
 def aba_function(model: Model) -> ca.Function:
-    """``(q, v, tau) -> qdd``: forward dynamics, ``tau`` (nv,) generalized forces."""
+    """``(q, v, tau) -> qdd``: forward dynamics, ``tau`` (nv,) generalized forces.
+
+    Raises:
+        ModelError: the model has joints that move no mass (:func:`wbc.checks.massless_joints`).
+    """
+    checks.invertible_dynamics(model, "aba_function")
     return trace(
         _name(model, "aba"),
         [("q", model.nq), ("v", model.nv), ("tau", model.nv)],
@@ -126,8 +131,13 @@ def delassus_function(
     method: DelassusMethod = DelassusMethod.PV_OSIMR,
     cse: bool = True,
 ) -> ca.Function:
-    """``q -> Λ⁻¹``: the Delassus matrix (m, m) of ``constraints`` by ``method``."""
+    """``q -> Λ⁻¹``: the Delassus matrix (m, m) of ``constraints`` by ``method``.
+
+    Raises:
+        ModelError: the model has joints that move no mass.
+    """
     method = checks.option(DelassusMethod, method, "method")
+    checks.invertible_dynamics(model, "delassus_function")
     return _constraint_function(
         model, constraints, method, "delassus", delassus_matrix, "delassus", lambda m: (m, m), cse
     )
@@ -139,8 +149,13 @@ def input_matrix_function(
     method: InputMatrixMethod = InputMatrixMethod.IIM,
     cse: bool = True,
 ) -> ca.Function:
-    """``q -> B̂``: the inertia-weighted input matrix (nv, n_actuated + m) by ``method``."""
+    """``q -> B̂``: the inertia-weighted input matrix (nv, n_actuated + m) by ``method``.
+
+    Raises:
+        ModelError: the model has joints that move no mass.
+    """
     method = checks.option(InputMatrixMethod, method, "method")
+    checks.invertible_dynamics(model, "input_matrix_function")
     return _constraint_function(
         model, constraints, method, "bhat", input_matrix, "Bhat", lambda m: (model.nv, model.n_actuated + m), cse
     )
@@ -148,9 +163,14 @@ def input_matrix_function(
 
 def free_acceleration_and_input_matrix_function(model: Model, constraints: Sequence[Constraint] = ()) -> ca.Function:
     """``(q, v) -> (a0, B̂)``: one IIM pass sharing its articulated-body inertias with the ABA
-    that yields the free acceleration ``a₀ = −M⁻¹ h``."""
+    that yields the free acceleration ``a₀ = −M⁻¹ h``.
+
+    Raises:
+        ModelError: the model has joints that move no mass.
+    """
     from ..algorithms.iim import iim
 
+    checks.invertible_dynamics(model, "free_acceleration_and_input_matrix_function")
     resolved = resolve(model, constraints)
 
     def build(q, v):

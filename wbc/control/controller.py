@@ -130,6 +130,7 @@ class WholeBodyController:
     ) -> None:
         if not isinstance(model, Model):
             raise InputError(f"model must be a wbc.Model, got {type(model).__name__}")
+        checks.invertible_dynamics(model, "WholeBodyController")
         self.model = model
         self.contacts: tuple[Contact, ...] = tuple(contacts)
         for c in self.contacts:
