@@ -90,7 +90,9 @@ class QPSolver:
     eliminate = True
     try_unconstrained = True
     #: how far (problem units: m/s², rad/s², N, N m) the shortcut's solution may exceed an inequality:
-    #: a bound met with equality (a joint resting at its position limit) leaves round-off of ~1e-9
+    #: a bound met with equality (a joint resting at its position limit) leaves round-off of ~1e-9.
+    #: It is traced into the kernel's ``d`` and floors a hierarchy level's slacks: set it on the solver
+    #: instance before the controller compiles (e.g. 1e-9 to compare against an exact QP).
     unconstrained_tolerance = 1e-6
 
     def solve(self, problem: QPProblem, shortcut: bool | None = None) -> QPSolution:
