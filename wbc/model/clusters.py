@@ -187,6 +187,16 @@ class ClusterInfo:
         """``G`` is constant (trivial clusters and linear couplings)."""
         return self.G is not None
 
+    def loop_functions(self) -> tuple[ca.Function, ca.Function, ca.Function]:
+        """``(residual, jacobian, bias)`` of a declared cluster.
+
+        Raises:
+            ModelError: the cluster is a single free joint (it has no constraint).
+        """
+        if self.residual is None or self.jacobian is None or self.bias is None:
+            raise ModelError(f"cluster {self.name!r} is a single joint without constraints")
+        return self.residual, self.jacobian, self.bias
+
 
 def _readonly(a) -> np.ndarray:
     a = np.array(a, dtype=float)
@@ -313,7 +323,8 @@ class ClusterModel:
         c = self.infos[k]
         if c.G is not None:
             return ca.DM(c.G)
-        K = c.jacobian(self.cluster_coordinates(k, y))
+        _, jacobian, _ = c.loop_functions()
+        K = jacobian(self.cluster_coordinates(k, y))
         ind, dep = list(c.independent), list(c.dependent)
         Gd = -ca.solve(K[:, dep], K[:, ind])
         return _interleave(ca.DM.eye(len(ind)), Gd, ind, dep)
@@ -323,9 +334,10 @@ class ClusterModel:
         c = self.infos[k]
         if c.G is not None:
             return None
+        _, jacobian, bias = c.loop_functions()
         yc = self.cluster_coordinates(k, y)
-        K = c.jacobian(yc)
-        b = c.bias(yc, self.cluster_coordinates(k, yd, "v"))
+        K = jacobian(yc)
+        b = bias(yc, self.cluster_coordinates(k, yd, "v"))
         ind, dep = list(c.independent), list(c.dependent)
         gd = -ca.solve(K[:, dep], b)
         return _interleave(ca.DM.zeros(len(ind), 1), gd, ind, dep)
@@ -359,13 +371,14 @@ class ClusterModel:
         c = self.infos[k]
         qidx = np.array([self.tree.joints[j].idx_q for j in c.joints])
         dep = list(c.dependent)
+        residual, jacobian, _ = c.loop_functions()
         scale = 1.0
         for _ in range(60):
             yc = y[qidx]
-            r = np.array(c.residual(yc), dtype=float).reshape(-1)
+            r = _numbers(residual(yc)).reshape(-1)
             if np.max(np.abs(r), initial=0.0) <= SOLVE_TOLERANCE * scale:
                 return
-            K = np.array(c.jacobian(yc), dtype=float)
+            K = _numbers(jacobian(yc))
             step, *_ = np.linalg.lstsq(K[:, dep], r, rcond=None)
             big = np.max(np.abs(step), initial=0.0)
             if big > 0.5 and not c.explicit:  # damped far from the solution: stay on the branch of the guess
@@ -373,7 +386,7 @@ class ClusterModel:
             y[qidx[dep]] -= step
             if not np.all(np.isfinite(y)):
                 break
-        r = np.array(c.residual(y[qidx]), dtype=float).reshape(-1)
+        r = _numbers(residual(y[qidx])).reshape(-1)
         if np.max(np.abs(r), initial=0.0) > 1e-11:
             raise InputError(
                 f"cluster {c.name!r}: the loop could not be closed from this configuration "
@@ -424,7 +437,7 @@ class ClusterModel:
 
     def spanning_v_indices(self, k: int) -> list[int]:
         """Tree velocity indices of cluster ``k``'s joints, in its joint order."""
-        out = []
+        out: list[int] = []
         for j in self.infos[k].joints:
             jt = self.tree.joints[j]
             out.extend(range(jt.idx_v, jt.idx_v + jt.nv))
@@ -494,7 +507,8 @@ class ClusterModel:
             raise ModelError(f"model {self.name!r}: {e}") from None
         for k in implicit:
             c = self.infos[k]
-            K = np.array(c.jacobian(np.array(ca.DM(self.cluster_coordinates(k, ca.DM(y))))), dtype=float)
+            _, jacobian, _ = c.loop_functions()
+            K = _numbers(jacobian(np.array(ca.DM(self.cluster_coordinates(k, ca.DM(y))))))
             Kd = K[:, list(c.dependent)]
             s = np.linalg.svd(Kd, compute_uv=False)
             if s.size and s[-1] <= 1e-9 * max(1.0, s[0]):
@@ -512,6 +526,11 @@ class ClusterModel:
         )
 
 
+def _numbers(x) -> np.ndarray:
+    """A CasADi result (DM) as a float numpy array."""
+    return np.array(ca.DM(x), dtype=np.float64)
+
+
 def _readonly_int(idx) -> np.ndarray:
     out = np.array(list(idx), dtype=int)
     out.flags.writeable = False
@@ -521,7 +540,7 @@ def _readonly_int(idx) -> np.ndarray:
 def _interleave(top, bottom, ind: list[int], dep: list[int]):
     """Rows of ``top`` at positions ``ind`` and of ``bottom`` at ``dep``."""
     n = len(ind) + len(dep)
-    rows = [None] * n
+    rows: list = [None] * n
     for r, k in enumerate(ind):
         rows[k] = top[r, :]
     for r, k in enumerate(dep):
@@ -574,7 +593,7 @@ def _resolve(tree: Model, clusters: Sequence[Cluster]) -> tuple[tuple[ClusterInf
     for k, (_, _, joints) in enumerate(groups):
         for j in joints:
             owner[j] = k
-    infos = []
+    infos: list[ClusterInfo] = []
     iq = iv = 0
     for _, decl, joints in groups:
         members = set(joints)
@@ -647,14 +666,14 @@ def _declared_info(
             rows.append(expr)
         elif isinstance(c, PolynomialCoupling):
             dep = _member(tree, c.joint, pos, decl.name)
-            src = ys[_member(tree, c.source, pos, decl.name)]
+            y_src = ys[_member(tree, c.source, pos, decl.name)]
             coeffs = [float(x) for x in c.coefficients]
             if not coeffs:
                 raise ModelError(f"cluster {decl.name!r}: coupling of {c.joint!r} has no coefficients")
             expr = ys[dep]
             for p, coef in enumerate(coeffs):
                 if coef != 0.0:
-                    expr = expr - coef * src**p
+                    expr = expr - coef * y_src**p
             linear = linear and all(x == 0.0 for x in coeffs[2:])
             rows.append(expr)
         elif isinstance(c, LoopClosure):
@@ -678,15 +697,15 @@ def _declared_info(
     G = None
     if linear:
         Kn = np.array(ca.DM(jacobian(np.zeros(len(joints)))), dtype=float)
-        ind, dep = list(independent), [k for k in range(len(joints)) if k not in independent]
-        Kd = Kn[:, dep]
+        ind, dep_cols = list(independent), [k for k in range(len(joints)) if k not in independent]
+        Kd = Kn[:, dep_cols]
         if n_dep and np.linalg.matrix_rank(Kd) < n_dep:
-            names = [tree.joints[joints[k]].name for k in dep]
+            names = [tree.joints[joints[k]].name for k in dep_cols]
             raise ModelError(f"cluster {decl.name!r}: its couplings do not determine the dependent joints {names}")
         G = np.zeros((len(joints), len(independent)))
         G[ind, :] = np.eye(len(independent))
         if n_dep:
-            G[dep, :] = -np.linalg.solve(Kd, Kn[:, ind])
+            G[dep_cols, :] = -np.linalg.solve(Kd, Kn[:, ind])
         G = _readonly(G)
     nv = len(independent)
     return ClusterInfo(

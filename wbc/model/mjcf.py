@@ -186,9 +186,9 @@ class _Loader:
             v = self._floats(a[k], 4, f"{what} axisangle")
             return _axis_angle(v[:3], self._angle(v[3]))
         if k == "euler":
-            v = [self._angle(x) for x in self._floats(a[k], 3, f"{what} euler")]
+            angles = [self._angle(x) for x in self._floats(a[k], 3, f"{what} euler")]
             R = np.eye(3)
-            for axis_name, angle in zip(self.eulerseq, v):
+            for axis_name, angle in zip(self.eulerseq, angles):
                 Ri = _axis_angle(np.eye(3)["xyz".index(axis_name.lower())], angle)
                 # lower case: axes rotating with the frame (post-multiply); upper case: fixed axes
                 R = R @ Ri if axis_name.islower() else Ri @ R
@@ -248,11 +248,11 @@ class _Loader:
         for body in world.findall("body"):
             self._body(body, 0, SE3(np.eye(3), np.zeros((3, 1))), None, top=True)
         opt = self.root.find("option")
-        gravity = [0.0, 0.0, -9.81]
+        gravity = np.array([0.0, 0.0, -9.81])
         if opt is not None and opt.get("gravity") is not None:
             gravity = self._floats(opt.get("gravity"), 3, "<option gravity>")
         actuated = self._actuated()
-        model_name = name or self.root.get("model", "mjcf")
+        model_name = name or self.root.get("model") or "mjcf"
         tree = Model(
             model_name,
             tuple(self.joints),
@@ -419,7 +419,8 @@ class _Loader:
         if eq_root is None:
             return tree, []
         q0 = neutral(tree)
-        items = []  # (joints, constraint, forced dependent joint or None, label)
+        # (joints, constraint, forced dependent joint or None, label)
+        items: list[tuple[set[str], PolynomialCoupling | LoopClosure, str | None, str]] = []
         for k, el in enumerate(eq_root):
             label = f"<{el.tag} {self._label(el)}>"
             if el.get("active", "true") == "false":
@@ -472,9 +473,10 @@ class _Loader:
         b1, b2 = el.get("body1"), el.get("body2", "world")
         if el.get("site1") is not None or el.get("site2") is not None:
             raise ModelError(f"{self.where}: {label}: site-based equalities are not supported (use body1/body2)")
-        for b in (b1, b2):
-            if b is None or b not in self.body_frame:
-                raise ModelError(f"{self.where}: {label}: unknown body {b!r}")
+        if b1 is None or b1 not in self.body_frame:
+            raise ModelError(f"{self.where}: {label}: unknown body {b1!r}")
+        if b2 not in self.body_frame:
+            raise ModelError(f"{self.where}: {label}: unknown body {b2!r}")
         if el.tag == "weld":
             rel = el.get("relpose")
             if rel is not None and np.any(self._floats(rel, 7, f"{label} relpose") != np.array([0, 1, 0, 0, 0, 0, 0])):
@@ -511,7 +513,7 @@ class _Loader:
         y0 = np.array([q0[tree.joints[j].idx_q] for j in joints])
         forced = []
         constraints = []
-        rows_all = []
+        rows_all: list[np.ndarray] = []
         for c, dep, label in members:
             if isinstance(c, LoopClosure):
                 rows = _closure_rows(tree, c, joints, pos, ys, cname)

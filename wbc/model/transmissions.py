@@ -210,11 +210,24 @@ def _read(source: str | os.PathLike) -> str:
         raise ModelError(f"{source}: cannot read URDF file: {e}") from None
 
 
+def _floats(element: ET.Element | None, attribute: str, default: np.ndarray) -> np.ndarray:
+    """The numbers of ``element``'s ``attribute`` (``default`` when the element or attribute is absent)."""
+    text = None if element is None else element.get(attribute)
+    return default if text is None else np.array([float(t) for t in text.split()])
+
+
 def _origin_of(joint: ET.Element) -> tuple[np.ndarray, np.ndarray]:
     o = joint.find("origin")
-    xyz = np.zeros(3) if o is None or o.get("xyz") is None else np.array([float(t) for t in o.get("xyz").split()])
-    rpy = np.zeros(3) if o is None or o.get("rpy") is None else np.array([float(t) for t in o.get("rpy").split()])
-    return xyz, rpy
+    return _floats(o, "xyz", np.zeros(3)), _floats(o, "rpy", np.zeros(3))
+
+
+def _parent_link(joint: ET.Element, where: str) -> str:
+    """The parent link's name of a URDF ``joint`` element."""
+    parent = joint.find("parent")
+    link = None if parent is None else parent.get("link")
+    if link is None:
+        raise ModelError(f"{where}: joint {joint.get('name')!r} has no <parent link=...>")
+    return link
 
 
 def _rpy_matrix(rpy) -> np.ndarray:
@@ -234,15 +247,15 @@ def _add_rotor(root: ET.Element, joints: dict[str, ET.Element], rotor: Rotor, dr
     joint_name = f"{link_name}_joint"
     if any(e.get("name") == link_name for e in root.findall("link")) or joint_name in joints:
         raise ModelError(f"{where}: the URDF already has a link {link_name!r} or joint {joint_name!r}")
-    parent = rotor.parent or dj.find("parent").get("link")
+    drive_parent = _parent_link(dj, where)
+    parent = rotor.parent or drive_parent
     if not any(e.get("name") == parent for e in root.findall("link")):
         raise ModelError(f"{where}: rotor of {drive!r} mounted on unknown link {parent!r}")
     if rotor.placement is None:
-        if rotor.parent is not None and rotor.parent != dj.find("parent").get("link"):
+        if rotor.parent is not None and rotor.parent != drive_parent:
             raise ModelError(f"{where}: a rotor mounted on {parent!r} needs a placement")
         xyz, rpy = _origin_of(dj)
-        ax = dj.find("axis")
-        axis = np.array([1.0, 0.0, 0.0]) if ax is None else np.array([float(t) for t in ax.get("xyz").split()])
+        axis = _floats(dj.find("axis"), "xyz", np.array([1.0, 0.0, 0.0]))
     else:
         xyz = np.asarray(rotor.placement.p, dtype=float).reshape(3)
         rpy = rpy_from_matrix(np.asarray(rotor.placement.R, dtype=float))
@@ -297,7 +310,7 @@ def build_cluster_model(
         raise ModelError(
             f"{urdf if not str(urdf).lstrip().startswith('<') else '<string>'}: malformed XML: {e}"
         ) from None
-    joints = {e.get("name"): e for e in root.findall("joint")}
+    joints = {jn: e for e in root.findall("joint") if (jn := e.get("name")) is not None}
     clusters = []
     for t in transmissions:
         if not isinstance(t, Transmission):
