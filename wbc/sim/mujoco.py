@@ -684,6 +684,7 @@ class MujocoSim:
         self._box_geoms = {b.frame: self.mjmodel.geom(f"{b.frame}_contact").id for b in self.contact_boxes}
         self._pushes: list[_Push] = []
         self._M = np.zeros((self.tree.nv, self.tree.nv))
+        self._residuals = None if self.cluster_model is None else _residual_function(self.cluster_model)
         self._stale = True
         self.reset(neutral(self.tree) if self.cluster_model is None else self.cluster_model.neutral())
 
@@ -738,36 +739,26 @@ class MujocoSim:
     def loop_error(self) -> float:
         """Largest residual of the clustered model's loop closures at the current state, m (or rad
         for weld rows); 0 for a tree."""
-        if self.cluster_model is None:
-            return 0.0
-        y = q_from_qpos(self.tree, self.mjdata.qpos)
-        cm = self.cluster_model
-        worst = 0.0
-        for k, c in enumerate(cm.infos):
-            if c.declared is None or not any(isinstance(x, LoopClosure) for x in c.declared.constraints):
-                continue
-            residual, _, _ = c.loop_functions()
-            r = np.asarray(residual(np.asarray(cm.cluster_coordinates(k, y)).reshape(-1)), dtype=float)
-            rows = _closure_rows_of(c.declared)
-            worst = max(worst, float(np.max(np.abs(r.reshape(-1)[rows]), initial=0.0)))
-        return worst
+        return self._constraint_errors()[0]
 
     def coupling_error(self) -> float:
-        """Largest residual of the clustered model's joint couplings (gears) at the current state, rad."""
-        if self.cluster_model is None:
-            return 0.0
+        """Largest residual of the clustered model's joint couplings (gears, belts) at the current
+        state, rad (or m); 0 for a tree."""
+        return self._constraint_errors()[1]
+
+    def _constraint_errors(self) -> tuple[float, float]:
+        if self._residuals is None:
+            return 0.0, 0.0
         y = q_from_qpos(self.tree, self.mjdata.qpos)
-        cm = self.cluster_model
-        worst = 0.0
-        for k, c in enumerate(cm.infos):
-            if c.declared is None:
-                continue
-            residual, _, _ = c.loop_functions()
-            r = np.asarray(residual(np.asarray(cm.cluster_coordinates(k, y)).reshape(-1)), dtype=float).reshape(-1)
-            mask = np.ones(r.size, dtype=bool)
-            mask[_closure_rows_of(c.declared)] = False
-            worst = max(worst, float(np.max(np.abs(r[mask]), initial=0.0)))
-        return worst
+        loop, coupling = self._residuals(y)
+        return float(np.max(np.abs(np.asarray(loop)), initial=0.0)), float(
+            np.max(np.abs(np.asarray(coupling)), initial=0.0)
+        )
+
+    def center_of_mass(self) -> np.ndarray:
+        """Centre of mass (3,) of the whole robot at the current state, world, m (MuJoCo's)."""
+        self._fresh()
+        return np.array(self.mjdata.subtree_com[0])
 
     def set_state(self, q, v=None, time: float | None = None) -> None:
         """Set the state from wbc's ``q`` (nq,) and ``v`` (nv,) (default zero); optionally the time, s.
@@ -990,3 +981,21 @@ def _closure_rows_of(cluster) -> list[int]:
         else:
             n += 1
     return rows
+
+
+def _residual_function(cm: ClusterModel):
+    """``y -> (loop-closure residuals, coupling residuals)`` of every declared cluster (CasADi)."""
+    import casadi as ca
+
+    y = ca.SX.sym("y", cm.tree.nq)
+    loops, couplings = [], []
+    for k, c in enumerate(cm.infos):
+        if c.declared is None:
+            continue
+        residual, _, _ = c.loop_functions()
+        r = residual(cm.cluster_coordinates(k, y))
+        rows = _closure_rows_of(c.declared)
+        others = [i for i in range(r.shape[0]) if i not in rows]
+        loops += [r[i] for i in rows]
+        couplings += [r[i] for i in others]
+    return ca.Function(f"residuals_{cm.name}", [y], [ca.vertcat(*loops, 0), ca.vertcat(*couplings, 0)])
