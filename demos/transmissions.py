@@ -203,7 +203,9 @@ def run(kind: str, plant: Plant, scenario: Scenario, shadows: bool = False, prog
     return out
 
 
-def summarize(kind: str, r: dict, exact: dict | None) -> dict:
+def summarize(kind: str, r: dict, exact: dict | None, legs: np.ndarray | None = None) -> dict:
+    """The run's figures; against ``exact`` (the exact run, with its shadow evaluations) the motor
+    efforts' differences, over every motor and over the leg motors ``legs`` (indices)."""
     com_err = np.linalg.norm(r["com"] - r["com_ref"], axis=1) if len(r["com"]) else np.array([np.inf])
     out = {
         "controller": kind,
@@ -223,6 +225,8 @@ def summarize(kind: str, r: dict, exact: dict | None) -> dict:
         d = shadow - exact["tau"]
         out["rms_motor_torque_difference_vs_exact_Nm"] = round(float(np.sqrt(np.mean(d**2))), 4)
         out["max_motor_torque_difference_vs_exact_Nm"] = round(float(np.max(np.abs(d))), 4)
+        if legs is not None:
+            out["rms_leg_motor_torque_difference_vs_exact_Nm"] = round(float(np.sqrt(np.mean(d[:, legs] ** 2))), 4)
         n = min(len(r["tau"]), len(exact["tau"]))
         closed = r["tau"][:n] - exact["tau"][:n]
         out["rms_motor_torque_difference_closed_loop_Nm"] = round(float(np.sqrt(np.mean(closed**2))), 4)
@@ -413,45 +417,65 @@ def plot(runs: dict, scenario: Scenario, plant: Plant, out: Path, f14: dict | No
 
 
 def plot_fig14(f14: dict, path: Path) -> Path:
+    """Torque profiles of the knee and the ankle, RMS error against Δt and against the gear ratio,
+    the paper's figures beside them (dotted lines, stars)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    fig, axes = plt.subplots(2, 2, figsize=(13, 8.5))
     prof = f14["profiles"]
-    j = prof["joints"].index(next(n for n in prof["joints"] if "ankle" in n))
     t = np.asarray(prof["t"])
-    for key, style in (("exact", "k-"), ("approximate", "C1--"), ("unconstrained", "C3:")):
-        axes[0].plot(t, np.asarray(prof[key])[:, j], style, lw=1.4, label=key)
-    axes[0].set_xlabel("time (s)")
-    axes[0].set_ylabel("ankle torque (N m)")
-    axes[0].set_title("Ankle torque, A = 0.5 rad, ω = 1.5 (cf. the paper's Fig. 14)")
-    axes[0].legend(fontsize=8)
-    ankle = prof["joints"][j]
+    joints = [n for n in prof["joints"] if "knee" in n or "ankle" in n]
+    for ax, joint in zip(axes[0], joints):
+        j = prof["joints"].index(joint)
+        for key, style in (("exact", "k-"), ("approximate", "C1--"), ("unconstrained", "C3:")):
+            ax.plot(t, np.asarray(prof[key])[:, j], style, lw=1.4, label=key)
+        ax.set_xlabel("time (s)")
+        ax.set_ylabel(f"{joint} torque (N m)")
+        ax.set_title(f"{joint}: q = A sin(2πωt), A = 0.5 rad, ω = 1.5 (the paper's Fig. 14)")
+        ax.legend(fontsize=8)
+    dts = sorted(f14["by_dt"], key=float)
+    scales = sorted(f14["by_gear_scale"], key=float)
+    for joint, marker in zip(joints, ("o", "s")):
+        for key, color in (("approximate", "C1"), ("unconstrained", "C3")):
+            label = f"{joint}, {key}"
+            axes[1, 0].semilogx(
+                [float(d) for d in dts],
+                [f14["by_dt"][d][key][joint]["rms_Nm"] for d in dts],
+                marker + "-",
+                color=color,
+                label=label,
+                mfc="none" if "knee" in joint else color,
+            )
+            axes[1, 1].plot(
+                [f14["nominal_gear_ratio"] * float(s) for s in scales],
+                [f14["by_gear_scale"][s][key][joint]["rms_Nm"] for s in scales],
+                marker + "-",
+                color=color,
+                label=label,
+                mfc="none" if "knee" in joint else color,
+            )
     for key, color in (("approximate", "C1"), ("unconstrained", "C3")):
-        dts = sorted(f14["by_dt"], key=float)
-        axes[1].semilogx(
-            [float(d) for d in dts], [f14["by_dt"][d][key][ankle]["rms_Nm"] for d in dts], "o-", color=color, label=key
-        )
-        axes[1].axhline(f14["paper"][key]["rms_Nm"], color=color, ls=":", lw=1, label=f"paper, {key}")
-        scales = sorted(f14["by_gear_scale"], key=float)
-        axes[2].plot(
-            [6.0 * float(s) for s in scales],
-            [f14["by_gear_scale"][s][key][ankle]["rms_Nm"] for s in scales],
-            "o-",
+        axes[1, 0].axhline(f14["paper"][key]["rms_Nm"], color=color, ls=":", lw=1.2, label=f"paper (ankle), {key}")
+        axes[1, 1].plot(
+            [f14["nominal_gear_ratio"]],
+            [f14["paper"][key]["rms_Nm"]],
+            "*",
             color=color,
-            label=key,
+            ms=13,
+            label=f"paper (ankle), {key}",
         )
-        axes[2].plot([6.0], [f14["paper"][key]["rms_Nm"]], "*", color=color, ms=12, label=f"paper, {key}")
-    axes[1].set_xlabel("Δt (s)")
-    axes[1].set_ylabel("RMS ankle torque error (N m)")
-    axes[1].set_title("RMS error vs sampling period (dotted: paper)")
-    axes[1].legend(fontsize=7)
-    axes[2].set_xlabel("gear ratio (hip, knee and ankle rotors)")
-    axes[2].set_ylabel("RMS ankle torque error (N m)")
-    axes[2].set_title("RMS error vs gear ratio, Δt = 1 ms (stars: paper)")
-    axes[2].legend(fontsize=7)
+    axes[1, 0].set_xlabel("Δt (s)")
+    axes[1, 0].set_ylabel("RMS torque error vs exact (N m)")
+    axes[1, 0].set_title("RMS error vs sampling period Δt (dotted: the paper's)")
+    axes[1, 0].legend(fontsize=7, ncol=2)
+    axes[1, 1].set_xlabel("gear ratio of every rotor (nominal 6)")
+    axes[1, 1].set_ylabel("RMS torque error vs exact (N m), Δt = 1 ms")
+    axes[1, 1].set_yscale("log")
+    axes[1, 1].set_title("RMS error vs gear ratio (stars: the paper's, nominal ratio)")
+    axes[1, 1].legend(fontsize=7, ncol=2)
     return _save(fig, path)
 
 
@@ -493,7 +517,12 @@ def main(argv: list[str] | None = None) -> int:
     for kind in MODELS[1:]:
         runs[kind] = run(kind, plant, sc, progress=True)
     summary: dict = {"robot": "g1_parallel_ankle(joint_rotors=True)", "motors": list(plant.cm.motor_names)}
-    summary["runs"] = {k: summarize(k, r, runs["exact"]) for k, r in runs.items()}
+    legs = np.array([k for k, n in enumerate(plant.cm.motor_names) if "hip" in n or "knee" in n or "ankle" in n])
+    summary["runs"] = {k: summarize(k, r, runs["exact"], legs) for k, r in runs.items()}
+    np.savez_compressed(
+        args.out / "log.npz",
+        **{f"{k}_{name}": v for k, r in runs.items() for name, v in r.items() if isinstance(v, np.ndarray)},
+    )
     ex = runs["exact"]
     med = {k: float(np.median(ex["step_us" if k == "exact" else f"step_us_{k}"])) for k in MODELS}
     summary["step_time_same_run_us"] = {k: round(v, 1) for k, v in med.items()}
