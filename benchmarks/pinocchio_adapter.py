@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+import casadi as ca
 import numpy as np
 import pinocchio as pin
 
@@ -39,6 +40,8 @@ __all__ = [
     "contact_jacobian",
     "loop_constraint_models",
     "constraint_dynamics_call",
+    "relative_error",
+    "oracle_errors",
 ]
 
 #: Pinocchio's reference frames by wbc's.
@@ -66,9 +69,16 @@ def add_op_frame(pm: pin.Model, name: str, parent: str, offset: Sequence[float])
 
 
 def catalog_model(spec: RobotSpec) -> pin.Model:
-    """Pinocchio's model of a catalog robot: its URDF (a free flyer where the wbc model has one)
-    plus the catalog's extra OP frames, so every frame wbc knows exists on both sides."""
+    """Pinocchio's model of a catalog robot: its URDF (a free flyer where the wbc model has one),
+    reduced by ``buildReducedModel`` where the catalog locked joints (``spec.locked``), plus the
+    catalog's extra OP frames, so every frame wbc knows exists on both sides."""
     pm = build_model(spec.urdf, spec.model.floating_base)
+    if spec.locked:
+        q = pin.neutral(pm)
+        for name, value in spec.locked:
+            j = pm.joints[pm.getJointId(name)]
+            q[j.idx_q : j.idx_q + j.nq] = value
+        pm = pin.buildReducedModel(pm, [pm.getJointId(name) for name, _ in spec.locked], q)
     for name, parent, offset in spec.extra_frames:
         add_op_frame(pm, name, parent, offset)
     return pm
@@ -388,3 +398,52 @@ def constraint_dynamics_call(pm: pin.Model, models, y, yd, tau, prox=None):
         return pin.constraintDynamics(pm, pd, y, yd, tau, cms, cds, settings)
 
     return call
+
+
+# ----------------------------------------------------------------------------- whole-model comparison
+def relative_error(actual, expected) -> float:
+    """``max|a − b| / max(1, max|b|)``: the tests' closeness measure (``tests.helpers.assert_close``)."""
+    a, b = np.asarray(actual, float), np.asarray(expected, float)
+    if a.shape != b.shape:
+        return np.inf
+    if not b.size:
+        return 0.0
+    if not np.all(np.isfinite(a)):
+        return np.inf
+    return float(np.max(np.abs(a - b)) / max(1.0, float(np.max(np.abs(b)))))
+
+
+def oracle_errors(model: wbc.Model, pm: pin.Model, rng: np.random.Generator, dynamics: bool = True) -> dict[str, float]:
+    """wbc against Pinocchio on one model at one random state: the relative error (see
+    :func:`relative_error`) of every frame placement (``oMf``), the mass matrix, RNEA and, when
+    ``dynamics`` (the model has no joints that move no mass), ABA. Layout differences (joint names,
+    q/v sizes, frame names and order) are reported as infinite errors under ``"layout"``.
+
+    Pinocchio's ``Data`` grows quadratically with the number of joints: keep ``pm`` to real robots.
+    """
+    same = (
+        model.joint_names == tuple(pm.names)
+        and (model.nq, model.nv) == (pm.nq, pm.nv)
+        and model.frame_names == tuple(f.name for f in pm.frames)
+    )
+    errors = {"layout": 0.0 if same else np.inf}
+    if not same:
+        return errors
+    pd = pm.createData()
+    q = wbc.random_configuration(model, rng)
+    v, a, tau = rng.normal(size=model.nv), rng.normal(size=model.nv), rng.normal(size=model.nv)
+    pin.forwardKinematics(pm, pd, q)
+    pin.updateFramePlacements(pm, pd)
+    ws = wbc.Workspace(model, ca.DM(q))
+    placements = [ws.frame_placement(k) for k in range(len(model.frames))]
+    errors["placements"] = max(
+        relative_error(
+            np.vstack([np.array(ca.DM(X.R)), np.array(ca.DM(X.p)).T]), np.vstack([M.rotation, M.translation])
+        )
+        for X, M in zip(placements, pd.oMf)
+    )
+    errors["M"] = relative_error(wbc.crba(model, q), symmetrized(pin.crba(pm, pd, q)))
+    errors["rnea"] = relative_error(wbc.rnea(model, q, v, a), pin.rnea(pm, pd, q, v, a))
+    if dynamics:
+        errors["aba"] = relative_error(wbc.aba(model, q, v, tau), pin.aba(pm, pd, q, v, tau))
+    return errors

@@ -137,7 +137,7 @@ def test_eager_equals_traced():
 
 def test_compiled_c_aba(kernel_dir):
     cm = case("belt_chain").model
-    kernel = wbc.kernels.compile_kernel(ck.c_aba_function(cm), directory=kernel_dir)
+    kernel = wbc.codegen.compile_function(ck.c_aba_function(cm), directory=kernel_dir)
     for y, v, _, tau in states(cm, 3):
         (qdd,) = kernel(y, v, tau)
         (ref,) = evaluate(ck.c_aba_function(cm), y, v, tau)

@@ -103,7 +103,8 @@ def test_proxqp_is_bounded_on_an_infeasible_collapse():
 def test_proxqp_without_warm_start_is_deterministic():
     """Item 14: with ``warm_start=False`` proxqp's answer does not depend on its history."""
     pytest.importorskip("proxsuite")
-    ctrl, _, _, model, spec = _talos_controller(solver=wbc.control.solvers.ProxQPSolver(warm_start=False))
+    solver = wbc.control.solvers.ProxQPSolver(warm_start=False)
+    ctrl, _, _, model, spec = _talos_controller(solver=solver, limits=[wbc.TorqueLimit()])
     ctrl.solver.try_unconstrained = False  # always solve the QP
     rng = np.random.default_rng(1)
     states = [

@@ -18,13 +18,19 @@ from .algorithms.kinematics import ReferenceFrame
 from .algorithms.workspace import Workspace
 from .codegen import kernels
 from .control import (
+    Capsule,
+    CollisionPair,
     Command,
     Contact,
     Failure,
     Group,
+    JointPositionLimit,
+    JointVelocityLimit,
     Kind,
     PointContact,
+    SelfCollisionLimit,
     Solver,
+    Sphere,
     StepStatus,
     SurfaceContact,
     SurfaceCornersContact,
@@ -37,6 +43,7 @@ from .errors import (
     InputError,
     MissingDependency,
     ModelError,
+    ModelWarning,
     SimulationDiverged,
     WbcError,
     WbcPerformanceWarning,
@@ -46,6 +53,7 @@ from .model.clusters import ClosureKind, Cluster, ClusterModel, JointCoupling, L
 from .model.configuration import difference, integrate, neutral, normalize, random_configuration
 from .model.mjcf import load_mjcf
 from .model.model import Frame, FrameKind, Joint, JointType, Model
+from .model.reduce import lock_joints
 from .model.transmissions import Rotor, Transmission, build_cluster_model
 from .model.urdf import load_urdf
 from .numeric import (
@@ -84,6 +92,7 @@ __all__ = [
     "JointType",
     "FrameKind",
     "load_urdf",
+    "lock_joints",
     "neutral",
     "random_configuration",
     "integrate",
@@ -139,12 +148,19 @@ __all__ = [
     "SurfaceContact",
     "SurfaceCornersContact",
     "TorqueLimit",
+    "JointPositionLimit",
+    "JointVelocityLimit",
+    "SelfCollisionLimit",
+    "CollisionPair",
+    "Sphere",
+    "Capsule",
     "Solver",
     "Kind",
     "Group",
     # errors
     "WbcError",
     "ModelError",
+    "ModelWarning",
     "FrameError",
     "InputError",
     "CompileError",

@@ -13,11 +13,12 @@ from __future__ import annotations
 from . import cluster_kernels, kernels
 from .cache import DEFAULT_FLAGS, cache_dir, find_compiler
 from .kernel import Kernel, compile_function
-from .trace import sanitize, trace
+from .trace import TracedFunction, sanitize, trace
 
 __all__ = [
     "Kernel",
     "trace",
+    "TracedFunction",
     "compile_function",
     "sanitize",
     "cache_dir",

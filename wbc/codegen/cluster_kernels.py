@@ -2,9 +2,11 @@
 
 Each ``*_function(cm, ...)`` traces one algorithm for one :class:`~wbc.ClusterModel` into a
 ``casadi.Function`` whose inputs are plain vectors: ``y`` the spanning configuration (tree.nq),
-``v``/``a``/``tau`` independent vectors (nv). Compile with :func:`wbc.kernels.compile_kernel`::
+``v``/``a``/``tau`` independent vectors (nv); outputs are declared with their shapes (a vector
+``qdd`` (nv,), a matrix ``B̂`` (nv, n_actuated + m) even with one column). Compile with
+:func:`wbc.codegen.compile_function`::
 
-    aba = wbc.kernels.compile_kernel(wbc.cluster_kernels.c_aba_function(cm))
+    aba = wbc.codegen.compile_function(wbc.cluster_kernels.c_aba_function(cm))
     (qdd,) = aba(y, v, tau)
 
 ``method`` of the inverse-dynamics, forward-dynamics and Delassus builders: ``"cluster"`` (C-RNEA,
@@ -65,7 +67,9 @@ def c_rnea_function(cm: ClusterModel, method: str = "cluster") -> ca.Function:
     else:
         am = bl.ApproximateModel.build(cm)
         build = lambda y, v, a: [bl.approximate_rnea(am, y, v, a)]  # noqa: E731
-    return trace(cluster_name(cm, f"crnea_{method}"), [("y", cm.tree.nq), ("v", cm.nv), ("a", cm.nv)], build, ["tau"])
+    return trace(
+        cluster_name(cm, f"crnea_{method}"), [("y", cm.tree.nq), ("v", cm.nv), ("a", cm.nv)], build, [("tau", cm.nv)]
+    )
 
 
 def c_aba_function(cm: ClusterModel, method: str = "cluster") -> ca.Function:
@@ -80,7 +84,9 @@ def c_aba_function(cm: ClusterModel, method: str = "cluster") -> ca.Function:
     else:
         am = bl.ApproximateModel.build(cm)
         build = lambda y, v, t: [bl.approximate_aba(am, y, v, t)]  # noqa: E731
-    return trace(cluster_name(cm, f"caba_{method}"), [("y", cm.tree.nq), ("v", cm.nv), ("tau", cm.nv)], build, ["qdd"])
+    return trace(
+        cluster_name(cm, f"caba_{method}"), [("y", cm.tree.nq), ("v", cm.nv), ("tau", cm.nv)], build, [("qdd", cm.nv)]
+    )
 
 
 def c_efpa_function(
@@ -98,7 +104,11 @@ def c_efpa_function(
         am = bl.ApproximateModel.build(cm)
         build = lambda y: [bl.approximate_efpa(am, y, constraints)]  # noqa: E731
     return trace(
-        cluster_name(cm, f"cefpa_{method}_{len(resolved)}c{m}"), [("y", cm.tree.nq)], build, ["delassus"], cse=cse
+        cluster_name(cm, f"cefpa_{method}_{len(resolved)}c{m}"),
+        [("y", cm.tree.nq)],
+        build,
+        [("delassus", (m, m))],
+        cse=cse,
     )
 
 
@@ -112,7 +122,12 @@ def c_iim_function(cm: ClusterModel, constraints: Sequence[Constraint] = (), met
     else:
         am = bl.ApproximateModel.build(cm)
         build = lambda y: [bl.approximate_iim(am, y, constraints)]  # noqa: E731
-    return trace(cluster_name(cm, f"ciim_{method}_{len(resolved)}c{m}"), [("y", cm.tree.nq)], build, ["Bhat"])
+    return trace(
+        cluster_name(cm, f"ciim_{method}_{len(resolved)}c{m}"),
+        [("y", cm.tree.nq)],
+        build,
+        [("Bhat", (cm.nv, cm.n_actuated + m))],
+    )
 
 
 def c_free_acceleration_and_input_matrix_function(
@@ -130,5 +145,8 @@ def c_free_acceleration_and_input_matrix_function(
 
     m = sum(c.dim for c in resolved)
     return trace(
-        cluster_name(cm, f"ca0_bhat_{len(resolved)}c{m}"), [("y", cm.tree.nq), ("v", cm.nv)], build, ["a0", "Bhat"]
+        cluster_name(cm, f"ca0_bhat_{len(resolved)}c{m}"),
+        [("y", cm.tree.nq), ("v", cm.nv)],
+        build,
+        [("a0", cm.nv), ("Bhat", (cm.nv, cm.n_actuated + m))],
     )

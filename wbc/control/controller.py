@@ -41,7 +41,8 @@ from .contacts import Contact
 from .context import context_type
 from .contributor import Contributor, Runtime
 from .fallback import Failure, FallbackPolicy, StepStatus
-from .limits import TorqueLimit
+from .hierarchy import LexicographicSolver
+from .limits import JointPositionLimit, JointVelocityLimit, TorqueLimit
 from .pieces import TAU, Group
 from .qp import QPProblem, equality_constrained_least_squares, least_squares_by_elimination
 from .schedule import ContactSchedule, ContactState
@@ -103,7 +104,8 @@ class WholeBodyController:
             the spanning configuration ``y`` and the independent velocity, and the inputs are its motors).
         tasks: :class:`~wbc.control.task.Task` objects (see :mod:`wbc.tasks`).
         contacts: :class:`~wbc.control.contacts.Contact` objects (point, surface, surface corners).
-        limits: limit contributors (:mod:`wbc.control.limits`); default ``[TorqueLimit(torque_limit)]``.
+        limits: limit contributors (:mod:`wbc.control.limits`); default ``[TorqueLimit(torque_limit),
+            JointPositionLimit(), JointVelocityLimit()]`` (the URDF's limits).
         solver: a :class:`~wbc.control.solvers.Solver`, its value (``"daqp"``, ``"proxqp"``, ...),
             ``"qpsolvers:<name>"`` or a :class:`~wbc.control.solvers.QPSolver`; resolved once.
         regularization: relative weight ``ε`` of the term ``ε/2 Σᵢ ‖A[:, i]‖² uᵢ²`` (plus a 1e-12 floor)
@@ -137,6 +139,7 @@ class WholeBodyController:
     ) -> None:
         if not isinstance(model, (Model, ClusterModel)):
             raise InputError(f"model must be a wbc.Model or a wbc.ClusterModel, got {type(model).__name__}")
+        checks.invertible_dynamics(model.tree if isinstance(model, ClusterModel) else model, "WholeBodyController")
         self.model = model
         self._context = context_type(model)
         self.contacts: tuple[Contact, ...] = tuple(contacts)
@@ -148,7 +151,7 @@ class WholeBodyController:
         if len(set(names)) != len(names) or TAU in names:
             raise InputError(f"contacts must have distinct names other than {TAU!r}, got {names}")
         if limits is None:
-            limits = [TorqueLimit(torque_limit)]
+            limits = [TorqueLimit(torque_limit), JointPositionLimit(), JointVelocityLimit()]
         elif torque_limit is not None:
             raise InputError("give torque_limit or limits, not both (put a TorqueLimit in limits)")
         self.limits: tuple[Contributor, ...] = tuple(limits)
@@ -160,6 +163,7 @@ class WholeBodyController:
         self.regularization = _positive(regularization, "regularization")
         self.dt = _positive(dt, "dt")
         self.fallback = FallbackPolicy(soft_contact_weight, feasibility_tolerance)
+        self._hierarchy = LexicographicSolver(self.solver, self.fallback)
         self.input_matrix = checks.option(InputMatrixMethod, input_matrix, "input_matrix")
         self.check_inputs = bool(check_inputs)
         self.time = 0.0
@@ -328,7 +332,10 @@ class WholeBodyController:
         outputs = self._evaluate(q, v)
         t1 = time.perf_counter()
         status, conflict, failure = StepStatus.OPTIMAL, _NO_CONFLICT, None
-        x = self._shortcut(layout, outputs) if self.solver.try_unconstrained else None
+        if len(layout.levels) > 1:  # a strict hierarchy (None: infeasible constraints, handled below)
+            x = self._hierarchy.solve(layout, outputs, self.regularization)
+        else:
+            x = self._shortcut(layout, outputs) if self.solver.try_unconstrained else None
         if x is None:
             outcome = self.fallback.solve(layout.problem(outputs, self.regularization), self.solver)
             x, status, conflict, failure = outcome.x, outcome.status, outcome.conflict, outcome.failure

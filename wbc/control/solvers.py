@@ -12,7 +12,9 @@ daqp 47 ms, quadprog 66 ms, proxqp 0.69 s, osqp 1.1 s; every call bounded by ite
   here and deterministic; the backend to use for control;
 * :attr:`Solver.PROXQP` (extra ``proxqp``): ProxSuite dense, warm-started; fast on feasible steps
   but slower when a step is infeasible (diagnosis), and warm starting makes its answer depend on
-  its history within its tolerance (``ProxQPSolver(warm_start=False)`` to avoid it);
+  its history within its tolerance (``ProxQPSolver(warm_start=False)`` to avoid it); it does not
+  converge within its iteration bounds on many steps once every joint's position and velocity
+  limits add their rows (the fallback then applies);
 * :attr:`Solver.QUADPROG` (extra ``quadprog``): Goldfarb-Idnani dual method, exact, about twice
   daqp's time;
 * :attr:`Solver.OSQP` (extra ``osqp``): ADMM through qpsolvers, ~1e-5 accurate and an order of
@@ -87,8 +89,9 @@ class QPSolver:
     name = "?"
     eliminate = True
     try_unconstrained = True
-    #: how far (problem units: N, N m) the shortcut's solution may exceed an inequality
-    unconstrained_tolerance = 1e-9
+    #: how far (problem units: m/s², rad/s², N, N m) the shortcut's solution may exceed an inequality:
+    #: a bound met with equality (a joint resting at its position limit) leaves round-off of ~1e-9
+    unconstrained_tolerance = 1e-6
 
     def solve(self, problem: QPProblem, shortcut: bool | None = None) -> QPSolution:
         """Solve ``problem``; ``shortcut`` overrides ``try_unconstrained`` for this call."""
@@ -121,8 +124,10 @@ class ProxQPSolver(QPSolver):
     """ProxSuite's dense ProxQP.
 
     Args:
-        eps_abs: absolute accuracy (in the Jacobi-scaled variables).
-        max_iter, max_iter_in: bounds on ProxQP's outer and inner iterations: with its infeasibility
+        eps_abs: absolute accuracy, in the Jacobi-scaled variables (a unit-diagonal Hessian); tighter
+            values make ProxQP crawl on the ill-conditioned steps that joint-limit rows bring.
+        max_iter, max_iter_in: bounds on ProxQP's outer and inner iterations (at most their product
+            inner iterations per solve): with its infeasibility
             detection on, they bound the worst case of a solve (``python -m benchmarks.solvers``
             measures it on Talos' infeasible collapse, where unbounded settings took minutes per QP).
         warm_start: start each solve from the previous solution when the sizes repeat (faster);
@@ -133,7 +138,7 @@ class ProxQPSolver(QPSolver):
     name = "proxqp"
 
     def __init__(
-        self, eps_abs: float = 1e-9, max_iter: int = 1000, max_iter_in: int = 200, warm_start: bool = True
+        self, eps_abs: float = 1e-7, max_iter: int = 100, max_iter_in: int = 50, warm_start: bool = True
     ) -> None:
         self._proxqp = _require("proxsuite", "proxqp").proxqp
         self.eps_abs = eps_abs
