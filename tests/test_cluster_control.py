@@ -162,3 +162,50 @@ def test_bad_state_sizes_are_named():
         controller.step(np.zeros(cm.nq), np.zeros(cm.nv))
     with pytest.raises(InputError, match="v"):
         controller.step(robot.y0, np.zeros(cm.tree.nv))
+
+
+def test_joint_limits_act_on_independent_coordinates():
+    robot = transmissions.load("tello")
+    cm = robot.model
+    position, velocity = wbc.JointPositionLimit(), wbc.JointVelocityLimit()
+    position.check(cm)
+    velocity.check(cm)
+    names = [j.name for j in position.joints]
+    assert names == [n for n in cm.joint_names if n != "root_joint"]  # rotors and rods get no limit of their own
+    assert np.array_equal(position.indices, [cm.joint_names.index(n) + 5 for n in names])
+    assert np.array_equal(position.q_indices, [cm.tree.joints[cm.tree.joint_id(n)].idx_q for n in names])
+    assert np.array_equal(velocity.indices, position.indices)
+    with pytest.raises(InputError, match="not an independent coordinate"):
+        wbc.JointPositionLimit(["left_crank_joint"]).check(cm)
+
+
+def test_a_knee_moving_into_its_limit_stays_viable():
+    """A linkage-driven knee moving toward its limit just fast enough to still stop by braking at ``ā``
+    is kept in that viable set by its limit (next state: ``v⁺² ≤ 2ā(q̄ − q⁺)`` for both integrators),
+    and leaves it without the limit (the posture pulls it further out)."""
+    robot = transmissions.load("tello")
+    cm = robot.model
+    braking, dt, gap = 10.0, 1e-3, 0.05
+    limit = wbc.JointPositionLimit(["left_shin_joint"], braking=braking)
+    limit.check(cm)
+    k = limit.indices[0]  # in the independent velocity
+    j = cm.independent_q_indices.tolist().index(limit.q_indices[0])  # in the independent configuration
+    q_bar = limit.effective_limits[1][0]
+    q = cm.independent_configuration(robot.y0)
+    q[j] = q_bar - gap
+    y = cm.spanning_configuration(q, guess=robot.y0)
+    q[j] = q_bar + 0.5
+    y_target = cm.spanning_configuration(q, guess=robot.y0)
+    v = np.zeros(cm.nv)
+    v[k] = 0.99 * np.sqrt(2 * braking * gap)
+    for limits, kept in (([wbc.TorqueLimit()], False), ([wbc.TorqueLimit(), limit], True)):
+        contacts = [wbc.SurfaceContact(f, robot.sole.length, robot.sole.width, mu=0.8) for f in robot.feet]
+        posture = tasks.PostureTask(cm, weight=1.0, kp=400.0)
+        controller = wbc.WholeBodyController(cm, [posture], contacts, limits=limits, dt=dt)
+        posture.set_target(y_target)
+        cmd = controller.step(y, v)
+        assert cmd.failure is None, cmd.status
+        x = v[k] + dt * cmd.qdd[k]
+        room = min(gap - dt * v[k] - theta * dt**2 * cmd.qdd[k] for theta in (0.5, 1.0))
+        viable = bool(x <= 0 or x * x <= 2 * braking * room + 1e-9)
+        assert viable is kept, (x, room)
