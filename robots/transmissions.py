@@ -357,12 +357,13 @@ _MIT_SMALL_ROTOR = (0.05, np.diag([1.084e-4, 1.084e-4, 1.6841e-4]))  # [grbda]: 
 _MIT_LARGE_ROTOR = (0.1, np.diag([3.443e-4, 3.443e-4, 5.548e-4]))
 
 
-def mit_humanoid() -> ClusterRobot:
+def mit_humanoid(gear_scale: float = 1.0) -> ClusterRobot:
     """An MIT-Humanoid-like biped (24 DoF): geared rotors on the hips and arms, the knee and ankle
     driven by parallel belts from rotors on the thigh (hip_ry link) [grbda MIT_Humanoid.hpp:
     every mass, inertia, location, rotor, gear ratio 6 (elbow 9) and belt ratios knee (2), ankle
     (2, 1)]. The right side is the mirror image of the left, as in [grbda]. Sole: 0.15 x 0.06 m
-    under the ankle link (toe 0.1 m, heel 0.05 m, height 0.041 m [grbda]; width [plausible])."""
+    under the ankle link (toe 0.1 m, heel 0.05 m, height 0.041 m [grbda]; width [plausible]).
+    ``gear_scale`` multiplies every gear ratio (belt ratios unchanged), for sweeps."""
     u = _Urdf("mit_humanoid")
     m, c, I = _MIT["torso"]
     u.link("torso", m, c, I)
@@ -381,7 +382,9 @@ def mit_humanoid() -> ClusterRobot:
             if rotor is not None:
                 rp = (rotor_xyz[0], sy * abs(rotor_xyz[1]) if rotor_xyz[1] else 0.0, rotor_xyz[2])
                 transmissions.append(
-                    _geared(f"{side}_{name}", ratio, _rotor(rotor[1], rotor[0], rp, axis, parent, _Ry(pitch)))
+                    _geared(
+                        f"{side}_{name}", ratio * gear_scale, _rotor(rotor[1], rotor[0], rp, axis, parent, _Ry(pitch))
+                    )
                 )
 
         # leg: locations as [grbda] (y of the right side as given there, left mirrored)
@@ -426,7 +429,7 @@ def mit_humanoid() -> ClusterRobot:
         transmissions.append(
             Transmission.parallel_belt(
                 (f"{side}_knee", f"{side}_ankle"),
-                (6.0, 6.0),
+                (6.0 * gear_scale, 6.0 * gear_scale),
                 ((2.0,), (2.0, 1.0)),
                 (knee_rotor, ankle_rotor),
                 f"{side}_knee_ankle",
@@ -632,13 +635,26 @@ def jvrc1() -> ClusterRobot:
 _G1_ANKLE = {"height": 0.2, "half_width": 0.025, "crank": 0.04, "behind": 0.04, "below": 0.02, "ratio": 10.0}
 
 
-def g1_parallel_ankle(floating_base: bool = True, geared: bool = True) -> ClusterRobot:
+#: Geared rotors of the G1-like humanoid's other leg and waist joints (``joint_rotors=True``):
+#: (gear ratio, rotor spin inertia kg m²) [plausible]: the reflected inertias N² I_r are 0.0102 and
+#: 0.0251 kg m², the order of Unitree's published armature values for G1's two leg motor sizes.
+_G1_ROTORS = {
+    "hip_pitch_joint": (14.3, 4.98e-5),
+    "hip_roll_joint": (22.5, 4.96e-5),
+    "hip_yaw_joint": (14.3, 4.98e-5),
+    "knee_joint": (22.5, 4.96e-5),
+}
+_G1_WAIST_ROTOR = ("waist_yaw_joint", 14.3, 4.98e-5)
+
+
+def g1_parallel_ankle(floating_base: bool = True, geared: bool = True, joint_rotors: bool = False) -> ClusterRobot:
     """A G1-like humanoid [erd] whose ankle pitch and roll are driven by two cranks on the knee
     link through two rods (universal joint at the crank, ball joint at the foot: a 3D loop
     closure each), each crank geared to a rotor. Independent coordinates: the URDF's ankle pitch
     and roll joints (so the joint names are G1's); the motors act on the cranks, see
     :func:`wbc.model.transmissions` and the cluster's actuator map. Sole frames as the catalog's
-    ``g1`` (``left_sole``, ``right_sole``)."""
+    ``g1`` (``left_sole``, ``right_sole``). With ``joint_rotors`` the hips, knees and waist yaw are
+    geared too, each through a coaxial rotor on its parent link (:data:`_G1_ROTORS`)."""
     urdf = robots_dir() / "g1_description" / "urdf" / "g1_29dof_rev_1_0.urdf"
     if not urdf.exists():
         raise wbc.ModelError(f"{urdf}: not found (install the 'robots' extra: example-robot-data)")
@@ -690,6 +706,12 @@ def g1_parallel_ankle(floating_base: bool = True, geared: bool = True) -> Cluste
         sole = np.array([0.035, 0.0, -0.035])  # the catalog's g1 sole offset
         parts.append(_Urdf("x")._frame_text(f"{side}_sole", roll, sole))
         feet.append(f"{side}_sole")
+    if joint_rotors:
+        for side in ("left", "right"):
+            for joint, (ratio, spin) in _G1_ROTORS.items():
+                transmissions.append(Transmission.geared(f"{side}_{joint}", ratio, spin))  # a disc on the axis
+        joint, ratio, spin = _G1_WAIST_ROTOR
+        transmissions.append(Transmission.geared(joint, ratio, spin))
     text = text.replace("</robot>", "\n".join(parts) + "\n</robot>")
     cm = build_cluster_model(text, transmissions, floating_base=floating_base, name="g1_parallel_ankle")
     q = np.zeros(cm.nq)

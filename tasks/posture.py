@@ -1,4 +1,4 @@
-"""Joint posture task on the actuated joints."""
+"""Joint posture task on the actuated joints (the independent joints of a clustered model)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from wbc.control.context import StepContext
 from wbc.control.task import Gain, Task
 from wbc.errors import InputError
 from wbc.model import checks
+from wbc.model.clusters import ClusterModel
 from wbc.model.model import JointType, Model
 
 __all__ = ["PostureTask"]
@@ -19,41 +20,66 @@ class PostureTask(Task):
 
     The target is a full configuration ``q_ref`` (nq,); the error is joint-wise ``q_ref ⊖ q``
     (the shortest angle for continuous joints). Default name ``"posture"``.
+
+    On a clustered model (:class:`~wbc.ClusterModel`) the rows are its independent coordinates but
+    a free-flyer's (a linkage-driven ankle's pitch and roll, not its cranks or rods), and the target
+    is a spanning configuration ``y_ref`` (tree.nq), e.g. from ``cm.spanning_configuration``.
     """
 
     def __init__(
-        self, model: Model, weight: Gain = 1.0, kp: Gain = 0.0, kd: Gain | None = None, name: str | None = None
+        self,
+        model: Model | ClusterModel,
+        weight: Gain = 1.0,
+        kp: Gain = 0.0,
+        kd: Gain | None = None,
+        name: str | None = None,
     ) -> None:
         self._model = model
-        self._joints = [model.joints[i] for i in model.actuated]
-        super().__init__(model.n_actuated, weight, kp, kd, name)
+        if isinstance(model, ClusterModel):
+            tree = model.tree
+            joints = [
+                tree.joints[j] for j in model.independent_joints if tree.joints[j].type is not JointType.FREE_FLYER
+            ]
+            self._tree, self._nv = tree, model.nv
+            self._v_indices = np.asarray(model.actuated_v_indices)
+        else:
+            joints = [model.joints[i] for i in model.actuated]
+            self._tree, self._nv = model, model.nv
+            self._v_indices = np.asarray(model.actuated_v_indices)
+        self._joints = joints
+        super().__init__(int(self._v_indices.size), weight, kp, kd, name)
 
     def default_name(self) -> str:
         return "posture"
 
     @property
     def target_size(self) -> int:
-        return self._model.nq
+        return self._tree.nq
 
-    def check(self, model: Model) -> None:
+    def check(self, model: Model | ClusterModel) -> None:
+        if isinstance(model, ClusterModel) or isinstance(self._model, ClusterModel):
+            if model is not self._model:
+                raise InputError(f"task {self.name!r} was built for another model")
+            return
         if model.nq != self._model.nq or model.actuated != self._model.actuated:
             raise InputError(f"task {self.name!r} was built for another model (nq or actuation differs)")
 
     def set_target(self, q, velocity=None, acceleration=None) -> None:
-        """Target configuration ``q`` (nq,), optional joint velocity / acceleration (n_actuated,)."""
-        self._set_target_parameters(checks.configuration(self._model, q, f"task {self.name!r}: target"))
+        """Target configuration ``q`` (nq,) (a spanning configuration for a clustered model), optional
+        joint velocity / acceleration (dim,)."""
+        self._set_target_parameters(checks.configuration(self._tree, q, f"task {self.name!r}: target"))
         zeros = np.zeros(self.dim)
         self.set_reference_velocity(zeros if velocity is None else velocity)
         self.set_reference_acceleration(zeros if acceleration is None else acceleration)
 
-    def set_target_from_configuration(self, model: Model, q) -> None:
+    def set_target_from_configuration(self, model: Model | ClusterModel, q) -> None:
         """Target configuration ``q`` itself, at rest."""
         self.check(model)
         self.set_target(q)
 
     def measure(self, ctx: StepContext):
-        act = ctx.model.actuated_v_indices
-        S = np.zeros((self.dim, ctx.model.nv))
+        act = self._v_indices
+        S = np.zeros((self.dim, self._nv))
         S[np.arange(self.dim), act] = 1.0
         return ca.DM(S), ca.DM.zeros(self.dim, 1), ctx.kin.v[act.tolist()]
 

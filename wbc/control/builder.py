@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from collections.abc import Sequence
+from typing import Any
 
 import casadi as ca
 import numpy as np
@@ -36,8 +37,9 @@ import numpy as np
 from ..algorithms.iim import InputMatrixMethod
 from ..codegen.trace import trace
 from ..errors import InputError
+from ..model.clusters import ClusterModel
 from ..model.model import Model
-from .context import StepContext, Variables
+from .context import Variables, context_type
 from .contributor import Contributor
 from .pieces import TAU, Bounds, Cost, Equality, Group, Inequality
 from .qp import QPProblem
@@ -109,7 +111,7 @@ def _column(x, rows: int, what: str):
 
 
 def trace_step(
-    model: Model,
+    model: Model | ClusterModel,
     contributors: Sequence[Contributor],
     contacts: Sequence,
     method: InputMatrixMethod,
@@ -126,7 +128,8 @@ def trace_step(
     """
     sizes = [c.parameter_size for c in contributors]
     with_parameters = tuple(k for k, size in enumerate(sizes) if size > 0)
-    variables = Variables.of(model.n_actuated, contacts)
+    context: Any = context_type(model)  # StepContext or ClusterStepContext, by the model's type
+    variables = Variables.of(context.input_count(model), contacts)
     n_u = variables.n
     record: dict[str, list] = {"cost": [], "eq": [], "in": []}
     rows_of: dict[str, int] = {"cost": 0, "eq": 0, "in": 0}
@@ -143,7 +146,7 @@ def trace_step(
 
     def build(q, v, *parameters) -> list:
         p = dict(zip(with_parameters, parameters))
-        ctx = StepContext(model, q, v, contacts, method)
+        ctx = context(model, q, v, contacts, method)
         parts: dict[str, list] = {"cost": [], "eq": [], "in": []}
         lb = [ca.SX(-np.inf) for _ in range(n_u)]
         ub = [ca.SX(np.inf) for _ in range(n_u)]
@@ -202,7 +205,8 @@ def trace_step(
 
     tag = "_".join(f"{type(c).__name__}{c.parameter_size}" for c in contributors) + method.value
     name = f"step_{model.name}_{len(contributors)}c_{hashlib.sha1(tag.encode()).hexdigest()[:8]}"
-    inputs = [("q", model.nq), ("v", model.nv)] + [(f"p{k}", sizes[k]) for k in with_parameters]
+    nq, nv = context.state_sizes(model)
+    inputs = [("q", nq), ("v", nv)] + [(f"p{k}", sizes[k]) for k in with_parameters]
     function = trace(name, inputs, build, list(OUTPUTS))
     G_constant = np.zeros((rows_of["in"], n_u))
     is_constant = np.zeros(rows_of["in"], dtype=bool)

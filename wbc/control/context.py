@@ -13,6 +13,12 @@
 
 Variables: ``u = (τ, f₁, ..., f_k)``, the block :data:`~wbc.control.pieces.TAU` first, then every
 declared contact's force variables in declaration order (:class:`Variables`).
+
+The context is chosen from the model's type (:func:`context_type`): a :class:`~wbc.Model` gets
+:class:`StepContext`; a clustered model (:class:`~wbc.ClusterModel`: rotors, transmissions, loops)
+gets :class:`~wbc.control.cluster_context.ClusterStepContext`, whose inputs are the motors. The
+class also says what the controller needs to know of a model: the number and limits of its inputs,
+the sizes and checks of its state.
 """
 
 from __future__ import annotations
@@ -22,16 +28,29 @@ from collections.abc import Sequence
 from functools import cached_property
 
 import casadi as ca
+import numpy as np
 
 from ..algorithms.constraints import ResolvedConstraint, resolve
 from ..algorithms.delassus import pv_osimr
 from ..algorithms.dynamics import ArticulatedBodies, aba
 from ..algorithms.iim import InputMatrixMethod, iim, input_matrix
 from ..algorithms.kinematics import TreeKinematics
+from ..model import checks
 from ..model.model import Model
 from .pieces import TAU
 
-__all__ = ["Variables", "StepContext"]
+__all__ = ["Variables", "StepContext", "context_type"]
+
+
+def context_type(model) -> type[StepContext]:
+    """The :class:`StepContext` class for ``model``: the clustered one for a ``ClusterModel``."""
+    from ..model.clusters import ClusterModel
+
+    if isinstance(model, ClusterModel):
+        from .cluster_context import ClusterStepContext
+
+        return ClusterStepContext
+    return StepContext
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,6 +90,33 @@ class StepContext:
         n_u: number of QP variables.
     """
 
+    # ----------------------------------------------------------------------------- the model's inputs and state
+    @classmethod
+    def input_count(cls, model: Model) -> int:
+        """Number of actuator inputs (the ``"tau"`` block): the actuated degrees of freedom."""
+        return model.n_actuated
+
+    @classmethod
+    def input_limit(cls, model: Model) -> np.ndarray:
+        """Default effort limits of the inputs (input_count,), N m or N (inf where unknown)."""
+        return np.array(model.effort_limit, dtype=float)
+
+    @classmethod
+    def input_names(cls, model: Model) -> tuple[str, ...]:
+        """Names of the inputs, in order."""
+        return model.actuated_joint_names
+
+    @classmethod
+    def state_sizes(cls, model: Model) -> tuple[int, int]:
+        """Sizes of the step's state ``(q, v)``."""
+        return model.nq, model.nv
+
+    @classmethod
+    def check_state(cls, model: Model, q, v) -> tuple[np.ndarray, np.ndarray]:
+        """``(q, v)`` checked (sizes, finiteness, unit quaternions)."""
+        return checks.configuration(model, q), checks.velocity(model, v)
+
+    # ----------------------------------------------------------------------------- traced quantities
     def __init__(self, model: Model, q, v, contacts: Sequence, method: InputMatrixMethod) -> None:
         self.model = model
         self.kin = TreeKinematics(model, q, v)

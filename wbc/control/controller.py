@@ -15,6 +15,11 @@ the contributors' parameters (targets, gains, weights, force limits) straight fr
 minimizer under the equalities alone is kept when it satisfies every inequality and bound (one
 product ``C x ≤ d``; then it is the QP's solution), else the QP is solved. ``q̈ = a₀ + B̂ u`` holds exactly by
 construction: the equations of motion are never QP constraints.
+
+The model may be a :class:`~wbc.Model` or a clustered :class:`~wbc.ClusterModel` (rotors,
+transmissions, loops): the kernel's dynamics come from the step context of the model's type
+(:func:`~wbc.control.context.context_type`); for a clustered model the state is ``(y, v)`` and the
+inputs are the motors (:mod:`wbc.control.cluster_context`).
 """
 
 from __future__ import annotations
@@ -29,9 +34,11 @@ from ..algorithms.iim import InputMatrixMethod
 from ..codegen import Kernel, compile_function
 from ..errors import InputError
 from ..model import checks
+from ..model.clusters import ClusterModel
 from ..model.model import Model
 from .builder import OUTPUTS, Layout, Structure, trace_step
 from .contacts import Contact
+from .context import context_type
 from .contributor import Contributor, Runtime
 from .fallback import Failure, FallbackPolicy, StepStatus
 from .hierarchy import LexicographicSolver
@@ -52,7 +59,8 @@ class Command:
     """The result of one control step.
 
     Attributes:
-        tau: actuator efforts (n_actuated,), N m / N, in ``model.actuated`` order.
+        tau: actuator efforts (n_actuated,), N m / N, in ``model.actuated`` order; for a clustered
+            model the motor efforts (n_motors,), in ``model.motor_joints`` order.
         forces: contact name -> its force variables (zeros for inactive contacts): a world-axis
             force (3,) for a point contact; a sole-frame wrench (6,) or four sole-frame corner forces
             (12,) for a surface contact.
@@ -92,7 +100,8 @@ class WholeBodyController:
     """Operational-space whole-body controller whose QP unknowns are the inputs ``u = (τ, f)``.
 
     Args:
-        model: the robot.
+        model: the robot: a :class:`~wbc.Model`, or a :class:`~wbc.ClusterModel` (then ``step`` takes
+            the spanning configuration ``y`` and the independent velocity, and the inputs are its motors).
         tasks: :class:`~wbc.control.task.Task` objects (see :mod:`wbc.tasks`).
         contacts: :class:`~wbc.control.contacts.Contact` objects (point, surface, surface corners).
         limits: limit contributors (:mod:`wbc.control.limits`); default ``[TorqueLimit(torque_limit),
@@ -128,10 +137,11 @@ class WholeBodyController:
         input_matrix: InputMatrixMethod = InputMatrixMethod.IIM,
         check_inputs: bool = True,
     ) -> None:
-        if not isinstance(model, Model):
-            raise InputError(f"model must be a wbc.Model, got {type(model).__name__}")
-        checks.invertible_dynamics(model, "WholeBodyController")
+        if not isinstance(model, (Model, ClusterModel)):
+            raise InputError(f"model must be a wbc.Model or a wbc.ClusterModel, got {type(model).__name__}")
+        checks.invertible_dynamics(model.tree if isinstance(model, ClusterModel) else model, "WholeBodyController")
         self.model = model
+        self._context = context_type(model)
         self.contacts: tuple[Contact, ...] = tuple(contacts)
         for c in self.contacts:
             if not isinstance(c, Contact):
@@ -164,7 +174,7 @@ class WholeBodyController:
         self._structure: Structure | None = None
         self._layouts: dict[tuple[bool, ...], Layout] = {}
         self._last_tau: np.ndarray | None = None
-        self.n_u = model.n_actuated + sum(c.dim for c in self.contacts)
+        self.n_u = self._context.input_count(model) + sum(c.dim for c in self.contacts)
         for t in tasks:
             self.add_task(t)
 
@@ -271,8 +281,7 @@ class WholeBodyController:
         (views of its buffers, overwritten by the next run)."""
         kernel = self.kernel if self.kernel is not None else self.compile()
         if self.check_inputs:
-            q = checks.configuration(self.model, q)
-            v = checks.velocity(self.model, v)
+            q, v = self._context.check_state(self.model, q, v)
         inputs = kernel.inputs
         np.copyto(inputs[0], q)
         np.copyto(inputs[1], v)
@@ -348,7 +357,7 @@ class WholeBodyController:
             if self._last_tau is not None:
                 tau, status = self._last_tau.copy(), StepStatus.LAST_COMMAND
             else:
-                tau, status = np.zeros(self.model.n_actuated), StepStatus.ZERO_TORQUE
+                tau, status = np.zeros(layout.n_tau), StepStatus.ZERO_TORQUE
             u_full = np.zeros(self.n_u)
             u_full[: tau.size] = tau
             x = u_full[layout.columns].copy()

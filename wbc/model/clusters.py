@@ -132,12 +132,16 @@ class Cluster:
         joints: names of the tree joints (one degree of freedom each) whose bodies form the cluster.
         independent: the independent coordinates among ``joints``.
         constraints: one residual row per dependent joint in total.
+        actuated: the joints among ``joints`` driven by motors, whose efforts (N m or N, at the
+            joint: a gearbox's output) are a controller's inputs, e.g. the two cranks of a parallel
+            ankle; None for the independent joints.
     """
 
     name: str
     joints: tuple[str, ...]
     independent: tuple[str, ...]
     constraints: tuple[Constraint, ...]
+    actuated: tuple[str, ...] | None = None
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -156,6 +160,8 @@ class ClusterInfo:
         jacobian: ``K(y_c)``, or None.
         bias: ``K̇ ẏ`` as a function of ``(y_c, ẏ_c)``, or None.
         declared: the :class:`Cluster` it came from, or None for a single free joint.
+        motors: positions within ``joints`` of the motor joints (:attr:`Cluster.actuated`; a single
+            joint is its own motor when the tree actuates it).
     """
 
     name: str
@@ -172,6 +178,7 @@ class ClusterInfo:
     jacobian: ca.Function | None
     bias: ca.Function | None
     declared: Cluster | None
+    motors: tuple[int, ...] = ()
 
     @property
     def trivial(self) -> bool:
@@ -302,6 +309,48 @@ class ClusterModel:
     def actuated_v_indices(self) -> np.ndarray:
         """Indices in ``v`` of the actuated independent degrees of freedom."""
         return _readonly_int(range(6 if self.floating_base else 0, self.nv))
+
+    @cached_property
+    def motor_joints(self) -> tuple[int, ...]:
+        """Tree joint of each motor (a controller's inputs), cluster after cluster in layout order."""
+        return tuple(c.joints[k] for c in self.infos for k in c.motors)
+
+    @property
+    def n_motors(self) -> int:
+        """Number of motors (one degree of freedom each)."""
+        return len(self.motor_joints)
+
+    @property
+    def motor_names(self) -> tuple[str, ...]:
+        """Names of the motor joints, in input order."""
+        return tuple(self.tree.joints[j].name for j in self.motor_joints)
+
+    @cached_property
+    def motor_effort_limit(self) -> np.ndarray:
+        """Effort limits of the motors (n_motors,), N m or N, from their joints (inf when unknown)."""
+        return _readonly([float(self.tree.joints[j].effort[0]) for j in self.motor_joints])
+
+    def frame_id(self, name: str) -> int:
+        """Index of frame ``name`` in the spanning tree; :class:`~wbc.errors.FrameError` if unknown."""
+        return self.tree.frame_id(name)
+
+    def motor_block(self, k: int, y):
+        """``G_kᵀ E_k`` (nv_k, n_motors_k): cluster ``k``'s independent forces per unit motor effort at
+        ``y`` (CasADi): the rows of its ``G`` at its motor joints, transposed."""
+        c = self.infos[k]
+        G = self.G_block(k, y)
+        return G[list(c.motors), :].T
+
+    def motor_map(self, y) -> np.ndarray:
+        """``Gᵀ E`` (nv, n_motors): independent generalized forces per unit motor effort at ``y``."""
+        y = checks.configuration(self.tree, y, "y")
+        out = np.zeros((self.nv, self.n_motors))
+        col = 0
+        for k, c in enumerate(self.infos):
+            if c.motors:
+                out[c.idx_v : c.idx_v + c.nv, col : col + len(c.motors)] = _numbers(self.motor_block(k, ca.DM(y)))
+                col += len(c.motors)
+        return out
 
     def actuation_matrix(self) -> np.ndarray:
         """``Sᵀ`` (nv, n_actuated): independent generalized forces from actuated-coordinate efforts."""
@@ -630,6 +679,7 @@ def _resolve(tree: Model, clusters: Sequence[Cluster]) -> tuple[tuple[ClusterInf
                 None,
                 None,
                 None,
+                (0,) if joints[0] in tree.actuated and jt.type is not JointType.FREE_FLYER else (),
             )
         else:
             info = _declared_info(tree, decl, joints, parent, tuple(outputs), iq, iv)
@@ -708,8 +758,16 @@ def _declared_info(
             G[dep_cols, :] = -np.linalg.solve(Kd, Kn[:, ind])
         G = _readonly(G)
     nv = len(independent)
+    if decl.actuated is None:
+        motors = independent
+    else:
+        for name in decl.actuated:
+            _member(tree, name, pos, decl.name)
+        if len(set(decl.actuated)) != len(decl.actuated):
+            raise ModelError(f"cluster {decl.name!r}: an actuated joint is listed twice")
+        motors = tuple(sorted(pos[_joint(tree, n, decl.name)] for n in decl.actuated))
     return ClusterInfo(
-        decl.name, joints, independent, parent, outputs, iq, nv, iv, nv, G, residual, jacobian, bias, decl
+        decl.name, joints, independent, parent, outputs, iq, nv, iv, nv, G, residual, jacobian, bias, decl, motors
     )
 
 

@@ -79,7 +79,8 @@ class Transmission:
 
     Attributes:
         name: cluster name.
-        joints: the driven (independent) joints, in the URDF.
+        joints: the driven joints, in the URDF: the motors (their efforts, at the gearbox output, are
+            a controller's inputs) and, unless ``independent`` says otherwise, the independent ones.
         rotors: rotors to add, each with the joint it is placed after by default (``drives``).
         drives: for each rotor, the joint whose frame and parent link are its defaults.
         ratios: (n_rotors, n_joints) rotor angle per joint angle.
@@ -335,7 +336,9 @@ def build_cluster_model(
                 couplings.append(JointCoupling(rj, sources))
         independent = t.independent if t.independent is not None else t.joints
         all_joints = tuple(t.joints) + tuple(t.extra_joints) + tuple(rotor_joints)
-        clusters.append(Cluster(t.name, all_joints, tuple(independent), tuple(couplings) + tuple(t.closures)))
+        clusters.append(
+            Cluster(t.name, all_joints, tuple(independent), tuple(couplings) + tuple(t.closures), tuple(t.joints))
+        )
     ET.indent(root)
     augmented = ET.tostring(root, encoding="unicode")
     tree = load_urdf(augmented, floating_base)

@@ -40,7 +40,7 @@ requires for stability) and ``solimp = (0.95, 0.99, 0.001)``: a 75 kg robot sink
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -53,6 +53,7 @@ except ImportError as _e:  # pragma: no cover - exercised only without mujoco
 
 from ..errors import FrameError, InputError, ModelError, SimulationDiverged
 from ..model import checks
+from ..model.clusters import ClosureKind, ClusterModel, JointCoupling, LoopClosure, PolynomialCoupling
 from ..model.configuration import neutral
 from ..model.model import JointType, Model
 from ..spatial.lie import quaternion_to_rotation, rotation_to_quaternion
@@ -61,6 +62,7 @@ __all__ = [
     "ContactBox",
     "ContactSphere",
     "ContactParameters",
+    "LoopParameters",
     "MujocoSim",
     "SimulationDiverged",
     "build_spec",
@@ -76,6 +78,10 @@ __all__ = [
 
 #: Name of the floor geom.
 FLOOR = "floor"
+
+#: Mass (kg) given to a clustered model's massless rotor bodies (MuJoCo refuses massless moving
+#: bodies); at the body origin, on the rotor's axis: its effect on the dynamics is of this order.
+ROTOR_MASS = 1e-12
 
 #: MuJoCo's mjMAXVAL: larger controls are zeroed, larger states flag an unstable simulation.
 _MAX_VALUE = 1e10
@@ -324,10 +330,19 @@ def acceleration_to_wbc(model: Model, q, v, qacc) -> np.ndarray:
 
 
 # ===================================================================================== model
-def _body_inertial(I6: np.ndarray, where: str) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+def _body_inertial(
+    I6: np.ndarray, where: str, pure_inertia: bool = False
+) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
     """Mass (kg), COM (3,) m, principal-axes quaternion [w x y z] and principal moments (3,) kg m²
-    of a spatial inertia (6, 6) about the body frame origin, [linear; angular] ordering."""
+    of a spatial inertia (6, 6) about the body frame origin, [linear; angular] ordering.
+
+    With ``pure_inertia`` a massless body with a positive rotational inertia (a rotor given by its
+    inertia alone) gets :data:`ROTOR_MASS` at its origin, since MuJoCo refuses massless moving bodies."""
     m = float(I6[0, 0])
+    if pure_inertia and m == 0.0 and np.linalg.eigvalsh(I6[3:6, 3:6]).min() > 0:
+        I6 = np.array(I6, dtype=float)
+        I6[0:3, 0:3] = ROTOR_MASS * np.eye(3)
+        m = ROTOR_MASS
     if not m > 0:
         raise ModelError(f"{where}: MuJoCo needs a positive mass for every moving body, got {m!r}")
     mC = I6[3:6, 0:3]  # m [c]x
@@ -336,29 +351,81 @@ def _body_inertial(I6: np.ndarray, where: str) -> tuple[float, np.ndarray, np.nd
     Ic = I6[3:6, 3:6] + m * C @ C
     Ic = 0.5 * (Ic + Ic.T)
     moments, axes = np.linalg.eigh(Ic)
+    # A thin disc (a rotor given by its spin inertia) has A + B = C exactly; rounding may break
+    # MuJoCo's triangle check by an ulp: restore it by moving A and B up by that much.
+    short = moments[2] - moments[0] - moments[1]
+    if 0.0 < short <= 1e-9 * moments[2]:
+        moments = moments + np.array([short, short, 0.0])
     if np.linalg.det(axes) < 0:
         axes[:, 2] = -axes[:, 2]
     return m, c, _matrix_to_quat_wxyz(axes), moments
 
 
-def _add_body(spec, parent_body, model: Model, i: int, position_limits: bool):
+def _massless_chain(model: Model, i: int) -> list[int]:
+    """``[i]``, or the chain ``[i, c₁, ..., c_k]`` when body ``i`` and its descendants up to ``c_k``
+    are massless with one child each: MuJoCo gets one body (``c_k``'s) with the chain's joints."""
+    chain = [i]
+    while not np.any(model.inertias[chain[-1]]):
+        kids = model.children(chain[-1])
+        if len(kids) != 1 or model.joints[kids[0]].type is JointType.FREE_FLYER:
+            break
+        chain.append(kids[0])
+    return chain
+
+
+def _placement(j) -> tuple[np.ndarray, np.ndarray]:
+    return np.asarray(j.placement.R, dtype=float), np.asarray(j.placement.p, dtype=float).reshape(3)
+
+
+def _add_body(
+    spec, parent_body, model: Model, i: int, position_limits: bool, armature=None, pure_inertia: bool = False
+):
+    """The MuJoCo body of joint ``i``'s body, and the joints it carries (``i`` and the joints of
+    the massless bodies merged into it, see :func:`_massless_chain`): ``(body, chain)``.
+
+    A chain of joints in one MuJoCo body is applied in order, each about its anchor in the moving
+    body frame: with the body frame at the last body's, joint ``k`` sits at ``(P_{k+1} ⋯ P_n)⁻¹``
+    (``P`` the joint placements), which reproduces the spanning tree's kinematics exactly."""
+    chain = _massless_chain(model, i) if pure_inertia else [i]
+    last = model.joints[chain[-1]]
     j = model.joints[i]
-    body = parent_body.add_body(name=j.link)
-    where = f"model {model.name!r}, joint {j.name!r}"
-    m, c, iquat, moments = _body_inertial(np.asarray(model.inertias[i]), where)
+    body = parent_body.add_body(name=last.link)
+    where = f"model {model.name!r}, joint {last.name!r}"
+    m, c, iquat, moments = _body_inertial(np.asarray(model.inertias[chain[-1]]), where, pure_inertia)
     body.explicitinertial = True
     body.mass, body.ipos, body.iquat, body.inertia = m, c, iquat, moments
-    R = np.asarray(j.placement.R, dtype=float)
-    p = np.asarray(j.placement.p, dtype=float).reshape(3)
+    R, p = _placement(j)
     if j.type is JointType.FREE_FLYER:
         if not (np.allclose(R, np.eye(3), atol=1e-12) and np.allclose(p, 0.0, atol=1e-12)):
             raise ModelError(f"{where}: a free-flyer with a non-identity placement is not supported")
         body.add_freejoint(name=j.name)
-        return body
-    body.pos, body.quat = p, _matrix_to_quat_wxyz(R)
+        return body, chain
+    # the body frame: the chain's placements composed; each joint's frame in it
+    Rb, pb = R, p
+    for k in chain[1:]:
+        Rk, pk = _placement(model.joints[k])
+        Rb, pb = Rb @ Rk, pb + Rb @ pk
+    body.pos, body.quat = pb, _matrix_to_quat_wxyz(Rb)
+    Rin, pin_ = np.eye(3), np.zeros(3)  # joint frame in the body frame, from the last joint backwards
+    frames = []
+    for k in reversed(chain):
+        frames.append((k, Rin, pin_))
+        Rk, pk = _placement(model.joints[k])
+        # the frame of the body above joint k: F · P_k⁻¹
+        Rin, pin_ = Rin @ Rk.T, pin_ - Rin @ Rk.T @ pk
+    for k, Rj, pj in reversed(frames):
+        _add_joint(body, model, k, Rj, pj, position_limits, armature)
+    return body, chain
+
+
+def _add_joint(body, model: Model, k: int, R: np.ndarray, p: np.ndarray, position_limits: bool, armature) -> None:
+    """Joint ``k`` in ``body``, its frame at ``(R, p)`` in the body frame."""
+    j = model.joints[k]
     kind = mujoco.mjtJoint.mjJNT_SLIDE if j.type is JointType.PRISMATIC else mujoco.mjtJoint.mjJNT_HINGE
-    joint = body.add_joint(name=j.name, type=kind, axis=np.asarray(j.axis, dtype=float))
+    joint = body.add_joint(name=j.name, type=kind, axis=R @ np.asarray(j.axis, dtype=float), pos=p)
     joint.armature, joint.frictionloss = 0.0, 0.0  # exact rigid-body dynamics: no added terms
+    if armature is not None:
+        joint.armature = float(armature[j.idx_v])  # the clustered model's own (approximate) armature
     joint.damping, joint.stiffness = np.zeros_like(joint.damping), np.zeros_like(joint.stiffness)
     lo, hi = float(j.lower[0]), float(j.upper[0])
     finite = j.type is not JointType.REVOLUTE_UNBOUNDED and np.isfinite(lo) and np.isfinite(hi)
@@ -369,8 +436,8 @@ def _add_body(spec, parent_body, model: Model, i: int, position_limits: bool):
     return body
 
 
-def _add_actuators(spec, model: Model, torque_limits: bool) -> None:
-    for i in model.actuated:
+def _add_actuators(spec, model: Model, torque_limits: bool, joints: Sequence[int] | None = None) -> None:
+    for i in model.actuated if joints is None else joints:
         j = model.joints[i]
         if j.nv != 1:
             raise ModelError(
@@ -427,8 +494,26 @@ def _add_contact_sphere(body, model: Model, sphere: ContactSphere, contact: Cont
     _set_contact(geom, contact)
 
 
+@dataclasses.dataclass(frozen=True)
+class LoopParameters:
+    """MuJoCo settings of a clustered model's constraints (loop closures and joint couplings).
+
+    MuJoCo enforces equality constraints softly: each behaves as a critically damped spring of time
+    constant ``solref[0]`` (at least two time steps) with impedance ``solimp``. The defaults, a 2 ms
+    time constant and impedance 0.9999, keep the G1-like ankle rods closed to micrometres during the
+    balance scenario (the transmission demo reports the largest loop error it saw).
+
+    Attributes:
+        solref: (time constant s, damping ratio).
+        solimp: (d0, dwidth, width m, midpoint, power).
+    """
+
+    solref: tuple[float, float] = (0.002, 1.0)
+    solimp: tuple[float, float, float, float, float] = (0.9999, 0.9999, 0.001, 0.5, 2.0)
+
+
 def build_spec(
-    model: Model,
+    model: Model | ClusterModel,
     contact_boxes: Iterable[BoxLike] = (),
     *,
     contact_spheres: Iterable[ContactSphere] = (),
@@ -437,12 +522,15 @@ def build_spec(
     position_limits: bool = True,
     torque_limits: bool = False,
     contact: ContactParameters = ContactParameters(),
+    loops: LoopParameters = LoopParameters(),
 ):
     """A ``mujoco.MjSpec`` of ``model`` (see the module docstring); arguments as :class:`MujocoSim`."""
-    if not isinstance(model, Model):
-        raise InputError(f"model must be a wbc.Model, got {type(model).__name__}")
+    if not isinstance(model, (Model, ClusterModel)):
+        raise InputError(f"model must be a wbc.Model or a wbc.ClusterModel, got {type(model).__name__}")
     if not (np.isfinite(timestep) and timestep > 0):
         raise InputError(f"timestep must be positive and finite, got {timestep!r}")
+    cm = model if isinstance(model, ClusterModel) else None
+    tree = model.tree if isinstance(model, ClusterModel) else model
     boxes = [_contact_box(b) for b in contact_boxes]
     spec = mujoco.MjSpec()
     spec.modelname = model.name
@@ -451,32 +539,114 @@ def build_spec(
     spec.compiler.balanceinertia = False
     spec.compiler.inertiafromgeom = mujoco.mjtInertiaFromGeom.mjINERTIAFROMGEOM_FALSE
     spec.option.timestep = float(timestep)
-    spec.option.gravity = np.asarray(model.gravity, dtype=float)
+    spec.option.gravity = np.asarray(tree.gravity, dtype=float)
     spec.option.integrator = mujoco.mjtIntegrator.mjINT_EULER
     spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC if contact.cone == "elliptic" else mujoco.mjtCone.mjCONE_PYRAMIDAL
     spec.option.impratio = contact.impratio
     spec.option.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_AUTORESET)
-    bodies = {0: spec.worldbody}
-    for i in range(1, model.njoints):
-        bodies[i] = _add_body(spec, bodies[model.joints[i].parent], model, i, position_limits)
+    bodies: dict = {0: spec.worldbody}
+    armature = None if cm is None else cm.armature
+    for i in range(1, tree.njoints):
+        if i in bodies:
+            continue
+        body, chain = _add_body(spec, bodies[tree.joints[i].parent], tree, i, position_limits, armature, cm is not None)
+        for k in chain:
+            bodies[k] = None  # merged into the chain's last body
+        bodies[chain[-1]] = body
     for box in boxes:
-        joint = model.frames[model.frame_id(box.frame)].joint
+        joint = tree.frames[tree.frame_id(box.frame)].joint
         if joint == 0:
             raise FrameError(f"contact box frame {box.frame!r} is attached to the ground, not to a moving body")
-        _add_contact_box(bodies[joint], model, box, contact)
+        _add_contact_box(_body_of(bodies, tree, joint, box.frame), tree, box, contact)
     for sphere in contact_spheres:
         if not isinstance(sphere, ContactSphere):
             raise InputError(f"contact_spheres must hold ContactSphere objects, got {sphere!r}")
-        joint = model.frames[model.frame_id(sphere.frame)].joint
+        joint = tree.frames[tree.frame_id(sphere.frame)].joint
         if joint == 0:
             raise FrameError(f"contact sphere frame {sphere.frame!r} is attached to the ground, not to a moving body")
-        _add_contact_sphere(bodies[joint], model, sphere, contact)
-    if model.floating_base if floor is None else floor:
+        _add_contact_sphere(_body_of(bodies, tree, joint, sphere.frame), tree, sphere, contact)
+    if tree.floating_base if floor is None else floor:
         plane = spec.worldbody.add_geom(name=FLOOR, type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05])
         plane.contype, plane.conaffinity = 0, 1
         _set_contact(plane, contact)
-    _add_actuators(spec, model, torque_limits)
+    if cm is None:
+        _add_actuators(spec, tree, torque_limits)
+    else:
+        _add_constraints(spec, cm, bodies, loops)
+        _add_actuators(spec, tree, torque_limits, cm.motor_joints)
     return spec
+
+
+def _body_of(bodies: dict, tree: Model, joint: int, frame: str):
+    """The MuJoCo body carrying ``joint``'s body; FrameError for a body merged into a chain."""
+    body = bodies[joint]
+    if body is None:
+        raise FrameError(
+            f"frame {frame!r} is on the massless body of joint {tree.joints[joint].name!r}, which MuJoCo "
+            "merges into its child: give that body an inertia or move the frame"
+        )
+    return body
+
+
+def _add_constraints(spec, cm: ClusterModel, bodies: dict, loops: LoopParameters) -> None:
+    """Each declared constraint as a MuJoCo equality: couplings as ``<equality joint>`` (MuJoCo's
+    polynomial, relative to qpos0 = 0: exact), loop closures as site ``connect`` / ``weld``."""
+    tree = cm.tree
+
+    def equality(kind, name1: str, name2: str | None, data=None, objtype=None):
+        e = spec.add_equality()
+        e.type = kind
+        if objtype is not None:
+            e.objtype = objtype
+        e.name1 = name1
+        if name2 is not None:
+            e.name2 = name2
+        if data is not None:
+            d = np.zeros(len(e.data))
+            d[: len(data)] = data
+            e.data = d
+        e.solref, e.solimp = list(loops.solref), list(loops.solimp)
+        return e
+
+    sites: set[str] = set()
+
+    def site(frame: str) -> str:
+        name = f"{frame}_loop"
+        if name not in sites:
+            fr = tree.frames[tree.frame_id(frame)]
+            body = spec.worldbody if fr.joint == 0 else _body_of(bodies, tree, fr.joint, frame)
+            s = body.add_site(name=name, pos=np.asarray(fr.placement.p, dtype=float).reshape(3))
+            s.quat = _matrix_to_quat_wxyz(np.asarray(fr.placement.R, dtype=float))
+            sites.add(name)
+        return name
+
+    for cluster in cm.clusters:
+        for c in cluster.constraints:
+            where = f"cluster {cluster.name!r}"
+            if isinstance(c, JointCoupling):
+                if len(c.sources) > 1:  # belts, differentials: a fixed tendon Σ coef q held at the offset
+                    tendon = spec.add_tendon(name=f"{c.joint}_coupling")
+                    tendon.wrap_joint(c.joint, 1.0)
+                    for src, ratio in c.sources:
+                        tendon.wrap_joint(src, -float(ratio))
+                    equality(mujoco.mjtEq.mjEQ_TENDON, tendon.name, None, [c.offset])
+                elif not c.sources:
+                    equality(mujoco.mjtEq.mjEQ_JOINT, c.joint, None, [c.offset])
+                else:
+                    src, ratio = c.sources[0]
+                    equality(mujoco.mjtEq.mjEQ_JOINT, c.joint, src, [c.offset, ratio])
+            elif isinstance(c, PolynomialCoupling):
+                if len(c.coefficients) > 5:
+                    raise ModelError(f"{where}: MuJoCo's joint polynomial has at most 5 coefficients")
+                equality(mujoco.mjtEq.mjEQ_JOINT, c.joint, c.source, list(c.coefficients))
+            elif isinstance(c, LoopClosure):
+                a, b = site(c.frame_a), site(c.frame_b)
+                if c.kind is ClosureKind.WELD:
+                    equality(mujoco.mjtEq.mjEQ_WELD, a, b, [0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1], mujoco.mjtObj.mjOBJ_SITE)
+                else:
+                    equality(mujoco.mjtEq.mjEQ_CONNECT, a, b, None, mujoco.mjtObj.mjOBJ_SITE)
+            else:  # pragma: no cover - ClusterModel validates its constraints
+                raise ModelError(f"{where}: unknown constraint {type(c).__name__}")
 
 
 # ===================================================================================== simulator
@@ -519,7 +689,7 @@ class MujocoSim:
 
     def __init__(
         self,
-        model: Model,
+        model: Model | ClusterModel,
         contact_boxes: Iterable[BoxLike] = (),
         *,
         contact_spheres: Iterable[ContactSphere] = (),
@@ -528,10 +698,13 @@ class MujocoSim:
         position_limits: bool = True,
         torque_limits: bool = False,
         contact: ContactParameters = ContactParameters(),
+        loops: LoopParameters = LoopParameters(),
     ) -> None:
         self.contact_boxes = tuple(_contact_box(b) for b in contact_boxes)
         self.contact_spheres = tuple(contact_spheres)
         self.model = model
+        self.cluster_model = model if isinstance(model, ClusterModel) else None
+        self.tree: Model = model.tree if isinstance(model, ClusterModel) else model
         self.spec = build_spec(
             model,
             self.contact_boxes,
@@ -541,6 +714,7 @@ class MujocoSim:
             position_limits=position_limits,
             torque_limits=torque_limits,
             contact=contact,
+            loops=loops,
         )
         try:
             self.mjmodel = self.spec.compile()
@@ -552,16 +726,22 @@ class MujocoSim:
             b.frame: self.mjmodel.geom(f"{b.frame}_contact").id for b in self.contact_boxes + self.contact_spheres
         }
         self._pushes: list[_Push] = []
-        self._M = np.zeros((model.nv, model.nv))
+        self._M = np.zeros((self.tree.nv, self.tree.nv))
+        self._residuals = None if self.cluster_model is None else _residual_function(self.cluster_model)
         self._stale = True
-        self.reset(neutral(model))
+        self.reset(neutral(self.tree) if self.cluster_model is None else self.cluster_model.neutral())
+
+    @property
+    def n_inputs(self) -> int:
+        """Number of actuators: the model's actuated joints, or a clustered model's motors."""
+        return self.tree.n_actuated if self.cluster_model is None else self.cluster_model.n_motors
 
     def _check_layout(self) -> None:
-        adr, nq_mj = _qpos_layout(self.model)
+        adr, nq_mj = _qpos_layout(self.tree)
         m = self.mjmodel
-        if m.nq != nq_mj or m.nv != self.model.nv or m.nu != self.model.n_actuated:
+        if m.nq != nq_mj or m.nv != self.tree.nv or m.nu != self.n_inputs:
             raise ModelError(f"MuJoCo model of {self.model.name!r} has an unexpected size (internal error)")
-        for i, j in enumerate(self.model.joints[1:], start=1):
+        for i, j in enumerate(self.tree.joints[1:], start=1):
             mj = m.joint(j.name)
             if mj.qposadr[0] != adr[i] or mj.dofadr[0] != j.idx_v:
                 raise ModelError(f"joint {j.name!r}: MuJoCo laid it out differently from wbc (internal error)")
@@ -585,9 +765,43 @@ class MujocoSim:
         self.set_state(q, v, time=0.0)
 
     def get_state(self) -> tuple[np.ndarray, np.ndarray]:
-        """The current wbc state: ``q`` (nq,), ``v`` (nv,)."""
-        q = q_from_qpos(self.model, self.mjdata.qpos)
-        return q, v_from_qvel(self.model, q, self.mjdata.qvel)
+        """The current wbc state: ``q`` (nq,), ``v`` (nv,); for a clustered model the spanning
+        configuration ``y`` (tree.nq) and the independent velocity ``v`` (nv,) (``ẏ``'s independent
+        entries: exact, since ``G`` has identity rows there)."""
+        q = q_from_qpos(self.tree, self.mjdata.qpos)
+        v = v_from_qvel(self.tree, q, self.mjdata.qvel)
+        if self.cluster_model is not None:
+            v = v[self.cluster_model.independent_v_indices]
+        return q, v
+
+    def get_spanning_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """The spanning tree's state ``(y, ẏ)`` (tree.nq,), (tree.nv,), as MuJoCo integrates it."""
+        q = q_from_qpos(self.tree, self.mjdata.qpos)
+        return q, v_from_qvel(self.tree, q, self.mjdata.qvel)
+
+    def loop_error(self) -> float:
+        """Largest residual of the clustered model's loop closures at the current state, m (or rad
+        for weld rows); 0 for a tree."""
+        return self._constraint_errors()[0]
+
+    def coupling_error(self) -> float:
+        """Largest residual of the clustered model's joint couplings (gears, belts) at the current
+        state, rad (or m); 0 for a tree."""
+        return self._constraint_errors()[1]
+
+    def _constraint_errors(self) -> tuple[float, float]:
+        if self._residuals is None:
+            return 0.0, 0.0
+        y = q_from_qpos(self.tree, self.mjdata.qpos)
+        loop, coupling = self._residuals(y)
+        return float(np.max(np.abs(np.asarray(loop)), initial=0.0)), float(
+            np.max(np.abs(np.asarray(coupling)), initial=0.0)
+        )
+
+    def center_of_mass(self) -> np.ndarray:
+        """Centre of mass (3,) of the whole robot at the current state, world, m (MuJoCo's)."""
+        self._fresh()
+        return np.array(self.mjdata.subtree_com[0])
 
     def set_state(self, q, v=None, time: float | None = None) -> None:
         """Set the state from wbc's ``q`` (nq,) and ``v`` (nv,) (default zero); optionally the time, s.
@@ -598,10 +812,15 @@ class MujocoSim:
         Raises:
             InputError: wrong sizes, non-finite values, non-unit quaternions or (cos, sin) pairs.
         """
-        q = checks.configuration(self.model, q)
-        v = np.zeros(self.model.nv) if v is None else checks.velocity(self.model, v)
-        self.mjdata.qpos[:] = qpos_from_q(self.model, q, reference=np.array(self.mjdata.qpos))
-        self.mjdata.qvel[:] = qvel_from_v(self.model, q, v)
+        q = checks.configuration(self.tree, q)
+        if self.cluster_model is not None:
+            cm = self.cluster_model
+            v = np.zeros(cm.nv) if v is None else checks.vector(v, cm.nv, "v")
+            v = cm.spanning_velocity(q, v)
+        else:
+            v = np.zeros(self.tree.nv) if v is None else checks.velocity(self.tree, v)
+        self.mjdata.qpos[:] = qpos_from_q(self.tree, q, reference=np.array(self.mjdata.qpos))
+        self.mjdata.qvel[:] = qvel_from_v(self.tree, q, v)
         self.mjdata.qacc_warmstart[:] = 0.0
         if time is not None:
             self.mjdata.time = float(time)
@@ -615,7 +834,7 @@ class MujocoSim:
         Raises:
             InputError: wrong size, non-finite entries or entries beyond 1e10.
         """
-        tau = checks.vector(tau, self.model.n_actuated, "tau")
+        tau = checks.vector(tau, self.n_inputs, "tau")
         if np.any(np.abs(tau) >= _MAX_VALUE):
             raise InputError(f"tau has entries beyond {_MAX_VALUE:g}, which MuJoCo would replace by zero")
         self.mjdata.ctrl[:] = tau
@@ -679,7 +898,7 @@ class MujocoSim:
             FrameError: unknown frame, or a frame on the fixed ground. InputError: bad force,
                 point or duration.
         """
-        fr = self.model.frames[self.model.frame_id(frame)]
+        fr = self.tree.frames[self.tree.frame_id(frame)]
         if fr.joint == 0:
             raise FrameError(f"frame {frame!r} is attached to the ground; pushing it does nothing")
         force = checks.vector(force, 3, "force")
@@ -688,7 +907,7 @@ class MujocoSim:
             raise InputError(f"duration must be positive and finite, s; got {duration!r}")
         R = np.asarray(fr.placement.R, dtype=float)
         p_body = np.asarray(fr.placement.p, dtype=float).reshape(3) + R @ offset
-        body = self.mjmodel.body(self.model.joints[fr.joint].link).id
+        body = self._mj_body(fr.joint, frame)
         steps = max(1, int(round(duration / self.timestep)))
         self._pushes.append(_Push(body, p_body, force.copy(), steps))
         self._stale = True
@@ -719,21 +938,21 @@ class MujocoSim:
     def mass_matrix(self) -> np.ndarray:
         """MuJoCo's mass matrix at the current state, in wbc coordinates: ``M(q)`` (nv, nv)."""
         self._fresh()
-        q, _ = self.get_state()
-        return mass_matrix_to_wbc(self.model, q, self._mj_mass_matrix())
+        q, _ = self.get_spanning_state()
+        return mass_matrix_to_wbc(self.tree, q, self._mj_mass_matrix())
 
     def bias_forces(self) -> np.ndarray:
         """MuJoCo's bias forces at the current state, in wbc coordinates: ``h(q, v)`` (nv,), N / N m."""
         self._fresh()
-        q, v = self.get_state()
-        return bias_to_wbc(self.model, q, v, self._mj_mass_matrix(), self.mjdata.qfrc_bias)
+        q, v = self.get_spanning_state()
+        return bias_to_wbc(self.tree, q, v, self._mj_mass_matrix(), self.mjdata.qfrc_bias)
 
     def acceleration(self) -> np.ndarray:
         """MuJoCo's acceleration ``v̇`` (nv,) at the current state, torques, pushes and contacts, in
         wbc coordinates (m/s², rad/s²)."""
         self._fresh()
-        q, v = self.get_state()
-        return acceleration_to_wbc(self.model, q, v, self.mjdata.qacc)
+        q, v = self.get_spanning_state()
+        return acceleration_to_wbc(self.tree, q, v, self.mjdata.qacc)
 
     def _mj_mass_matrix(self) -> np.ndarray:
         mujoco.mj_fullM(self.mjmodel, self.mjdata, self._M)
@@ -762,17 +981,27 @@ class MujocoSim:
 
     def frame_placement(self, frame: str) -> np.ndarray:
         """Homogeneous transform (4, 4) of a model frame in the world, from MuJoCo's kinematics."""
-        fr = self.model.frames[self.model.frame_id(frame)]
+        fr = self.tree.frames[self.tree.frame_id(frame)]
         self._fresh()
         if fr.joint == 0:
             R0, p0 = np.eye(3), np.zeros(3)
         else:
-            b = self.mjmodel.body(self.model.joints[fr.joint].link).id
+            b = self._mj_body(fr.joint, frame)
             R0, p0 = self.mjdata.xmat[b].reshape(3, 3), self.mjdata.xpos[b]
         T = np.eye(4)
         T[0:3, 0:3] = R0 @ np.asarray(fr.placement.R, dtype=float)
         T[0:3, 3] = p0 + R0 @ np.asarray(fr.placement.p, dtype=float).reshape(3)
         return T
+
+    def _mj_body(self, joint: int, frame: str) -> int:
+        """MuJoCo's id of the body of tree joint ``joint`` (FrameError for a merged massless body)."""
+        link = self.tree.joints[joint].link
+        try:
+            return self.mjmodel.body(link).id
+        except KeyError:
+            raise FrameError(
+                f"frame {frame!r} is on the massless body {link!r}, merged into its child in MuJoCo"
+            ) from None
 
     def to_xml(self) -> str:
         """The generated model as MJCF text, to inspect it or open it in MuJoCo's viewer.
@@ -781,3 +1010,35 @@ class MujocoSim:
         exactly wbc's; the simulation itself uses the compiled spec at full precision.
         """
         return self.spec.to_xml()
+
+
+def _closure_rows_of(cluster) -> list[int]:
+    """Indices, in a declared cluster's residual, of its loop-closure rows (metres, radians)."""
+    rows: list[int] = []
+    n = 0
+    for c in cluster.constraints:
+        if isinstance(c, LoopClosure):
+            k = len(c.rows) if c.rows is not None else (6 if c.kind is ClosureKind.WELD else 3)
+            rows.extend(range(n, n + k))
+            n += k
+        else:
+            n += 1
+    return rows
+
+
+def _residual_function(cm: ClusterModel):
+    """``y -> (loop-closure residuals, coupling residuals)`` of every declared cluster (CasADi)."""
+    import casadi as ca
+
+    y = ca.SX.sym("y", cm.tree.nq)
+    loops, couplings = [], []
+    for k, c in enumerate(cm.infos):
+        if c.declared is None:
+            continue
+        residual, _, _ = c.loop_functions()
+        r = residual(cm.cluster_coordinates(k, y))
+        rows = _closure_rows_of(c.declared)
+        others = [i for i in range(r.shape[0]) if i not in rows]
+        loops += [r[i] for i in rows]
+        couplings += [r[i] for i in others]
+    return ca.Function(f"residuals_{cm.name}", [y], [ca.vertcat(*loops, 0), ca.vertcat(*couplings, 0)])

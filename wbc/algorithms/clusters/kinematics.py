@@ -17,9 +17,10 @@ from functools import cached_property
 import casadi as ca
 
 from ...model.clusters import ClusterModel
+from ...spatial.algebra import act_inv_motion, cross_motion
 from ..kinematics import ReferenceFrame, TreeKinematics
 
-__all__ = ["ClusterKinematics"]
+__all__ = ["ClusterKinematics", "IndependentKinematics"]
 
 
 def _column(x):
@@ -103,3 +104,62 @@ class ClusterKinematics:
         if self.gamma is None:
             return d
         return d + ca.mtimes(self.tree.frame_jacobian(frame, reference), self.gamma)
+
+
+class IndependentKinematics(TreeKinematics):
+    """The spanning tree's kinematics seen in independent coordinates: what tasks and contacts use.
+
+    It answers every query of :class:`~wbc.algorithms.kinematics.TreeKinematics` (placements,
+    frame and body Jacobians, drifts, centre of mass, centroidal momentum) for a clustered model
+    at ``(y, v)``: positions are the spanning tree's (``q`` is ``y``), velocities independent
+    (``v``, nv), and
+
+    * every Jacobian is the spanning tree's times ``G`` (nv columns: ``ẋ = J v``);
+    * every drift is the acceleration at ``q̈ = 0``, i.e. at ``ÿ = g``: the body accelerations
+      carry the constraint bias ``S_i g_i`` of each joint, so ``ẍ = J q̈ + drift`` exactly.
+
+    Placements and velocities are shared with ``kin.tree`` (no second trace of them).
+
+    Args:
+        kin: the clustered kinematics at ``(y, v)`` (built with a velocity).
+    """
+
+    def __init__(self, kin: ClusterKinematics) -> None:
+        if kin.v is None:
+            raise ValueError("IndependentKinematics needs a ClusterKinematics built with a velocity")
+        self.cluster = kin
+        self.model = kin.cm.tree
+        self.q = kin.y
+        self.v = kin.v
+        self.S = kin.tree.S
+
+    @cached_property
+    def liMi(self) -> list:
+        return self.cluster.tree.liMi
+
+    @cached_property
+    def oMi(self) -> list:
+        return self.cluster.tree.oMi
+
+    @cached_property
+    def velocities(self) -> list:
+        return self.cluster.tree.velocities
+
+    @cached_property
+    def drift_accelerations(self) -> list:
+        """Spatial acceleration of each body at ``ÿ = g`` (``q̈ = 0``), no gravity, (6, 1) each."""
+        tree, gamma = self.cluster.tree, self.cluster.gamma
+        if gamma is None:
+            return tree.drift_accelerations
+        out = [ca.DM.zeros(6, 1)]
+        for i, j in enumerate(self.model.joints[1:], start=1):
+            ci = cross_motion(tree.velocities[i], tree._vj(i)) + ca.mtimes(self.S[i], gamma[j.idx_v : j.idx_v + j.nv])
+            out.append(ci if j.parent == 0 else act_inv_motion(self.liMi[i], out[j.parent]) + ci)
+        return out
+
+    def _vj(self, i: int):
+        return self.cluster.tree._vj(i)
+
+    def _assemble(self, cols: dict):
+        """A spanning-tree Jacobian (6, tree.nv) from its columns, projected onto ``v``: (6, nv)."""
+        return self.cluster.project(super()._assemble(cols).T).T

@@ -33,7 +33,7 @@ from ..constraints import ResolvedConstraint
 from .dynamics import ClusterArticulatedBodies
 from .kinematics import ClusterKinematics
 
-__all__ = ["efpa", "iim", "constraint_jacobian", "cluster_support"]
+__all__ = ["efpa", "iim", "motor_iim", "constraint_jacobian", "cluster_support"]
 
 
 def _zeros(like, rows: int, cols: int):
@@ -171,25 +171,75 @@ def iim(
 ):
     """Clustered IIM: ``B̂ = M⁻¹ [Sᵀ, Jᵀ]`` (nv, n_actuated + m), columns: the actuated independent
     degrees of freedom (all but a free-flyer's), then every constraint's rows."""
+    first = cm.nv - cm.n_actuated
+
+    def unit(k: int, ncol: int):
+        c = cm.infos[k]
+        E = _zeros(kin.y, c.nv, ncol)
+        for d in range(c.nv):
+            if c.idx_v + d >= first:
+                E[d, c.idx_v + d - first] = 1
+        return E
+
+    rows, _ = _input_pass(cm, kin, constraints, bodies, cm.n_actuated, unit)
+    return rows
+
+
+def motor_iim(
+    cm: ClusterModel,
+    kin: ClusterKinematics,
+    constraints: Sequence[ResolvedConstraint],
+    bodies: ClusterArticulatedBodies | None = None,
+):
+    """Clustered IIM in motor inputs: ``B̂ = M⁻¹ [Gᵀ E, Jᵀ]`` (nv, n_motors + m), and the constraint
+    rows' accelerations per unit input ``J B̂`` (m, n_motors + m), both from one pass.
+
+    The motor columns are the generalized forces of unit motor efforts (:attr:`ClusterModel.motor_joints`:
+    each cluster's ``G_kᵀ`` rows at its motors), so the loop's and the rotors' dynamics are exact in
+    them. The constraint rows come from the forward pass's body accelerations, ``K_e 𝖺_b`` for
+    constraint ``e`` on body ``b`` (the torque block is ``J M⁻¹ Gᵀ E``, the force block the Delassus
+    matrix ``J M⁻¹ Jᵀ``, symmetrized).
+    """
+    n_m = cm.n_motors
+    start = []
+    col = 0
+    for c in cm.infos:
+        start.append(col)
+        col += len(c.motors)
+
+    def unit(k: int, ncol: int):
+        c = cm.infos[k]
+        E = _zeros(kin.y, c.nv, ncol)
+        if c.motors:
+            block = kin.G[k][list(c.motors), :].T if not c.trivial else ca.DM.eye(c.nv)
+            E[:, start[k] : start[k] + len(c.motors)] = block
+        return E
+
+    rows, acc = _input_pass(cm, kin, constraints, bodies, n_m, unit)
+    if not constraints:
+        return rows, _zeros(kin.y, 0, n_m)
+    J_B = ca.vertcat(*[ca.mtimes(c.local_matrix(kin.tree), acc[c.joint]) for c in constraints])
+    m = J_B.shape[0]
+    J_B[:, n_m : n_m + m] = symmetric(J_B[:, n_m : n_m + m])
+    return rows, J_B
+
+
+def _input_pass(cm: ClusterModel, kin: ClusterKinematics, constraints, bodies, n_inputs: int, unit):
+    """The IIM's two passes: ``(B̂ rows (nv, ncol), body accelerations {tree joint: (6, ncol)})`` for
+    the inputs ``unit(k, ncol)`` (nv_k, ncol) of each cluster, then the constraints' unit forces."""
     bodies = bodies or ClusterArticulatedBodies.compute(cm, kin)
     st = bodies.structure
     n = len(cm.infos)
-    n_act = cm.n_actuated
-    first = cm.nv - n_act
-    ncol = n_act + sum(c.dim for c in constraints)
+    ncol = n_inputs + sum(c.dim for c in constraints)
     P: dict[int, object] = {}
-    col = n_act
+    col = n_inputs
     for c in constraints:
         P[c.joint] = _add(P.get(c.joint), _place(kin.y, -c.local_matrix(kin.tree).T, col, ncol))
         col += c.dim
     u: list = [None] * n
     for k in range(n - 1, -1, -1):
         c = cm.infos[k]
-        E = _zeros(kin.y, c.nv, ncol)
-        for d in range(c.nv):
-            if c.idx_v + d >= first:
-                E[d, c.idx_v + d - first] = 1
-        uk = E
+        uk = unit(k, ncol)
         for b, j in enumerate(c.joints):
             if j in P:
                 uk = uk - ca.mtimes(st.S[k][b].T, P[j])
@@ -219,7 +269,7 @@ def iim(
             SQ = ca.mtimes(st.S[k][b], Q)
             A[j] = SQ if a_pre[b] is None else a_pre[b] + SQ
         rows.append(Q)
-    return ca.vertcat(*rows)
+    return ca.vertcat(*rows), A
 
 
 def _place(like, block, col: int, ncol: int):

@@ -67,10 +67,11 @@ import casadi as ca
 import numpy as np
 
 from ...errors import InputError
+from ...model.clusters import ClusterModel
 from ...model.model import Joint, JointType, Model
 from ..contributor import Contributor, Runtime
 from ..pieces import Group, Inequality, Kind
-from .joint_selection import JointLimitParameters, joint_velocities, positive_per_joint, select_joints
+from .joint_selection import JointLimitParameters, joint_velocities, positive_per_joint, select_joints, state_indices
 from .joint_velocity import DEFAULT_BRAKING, DEFAULT_VELOCITY_MARGIN, velocity_bounds
 
 if TYPE_CHECKING:
@@ -159,12 +160,14 @@ class JointPositionLimit(Contributor):
         self._braking_request = braking
         self._velocity_request = velocity_limit
         self.joints: tuple[Joint, ...] = ()
+        self._q_indices = self._v_indices = np.zeros(0, dtype=int)
         self._p = JointLimitParameters(0, _BLOCKS)
 
-    def check(self, model: Model) -> None:
+    def check(self, model: Model | ClusterModel) -> None:
         joints = select_joints(model, self._names, _has_position_limits, "position limits", self.name)
         n = len(joints)
         self.joints = tuple(joints)
+        self._q_indices, self._v_indices = state_indices(model, joints)
         self._lower = np.array([j.lower[0] for j in joints], dtype=float)
         self._upper = np.array([j.upper[0] for j in joints], dtype=float)
         if self._velocity_request is None:
@@ -181,13 +184,13 @@ class JointPositionLimit(Contributor):
 
     @property
     def indices(self) -> np.ndarray:
-        """The joints' indices in ``v`` (n,)."""
-        return np.array([j.idx_v for j in self.joints], dtype=int)
+        """The joints' indices in the state's ``v`` (n,) (the independent velocity of a clustered model)."""
+        return self._v_indices.copy()
 
     @property
     def q_indices(self) -> np.ndarray:
-        """The joints' indices in ``q`` (n,)."""
-        return np.array([j.idx_q for j in self.joints], dtype=int)
+        """The joints' indices in the state's ``q`` (n,) (the spanning configuration of a clustered model)."""
+        return self._q_indices.copy()
 
     @property
     def effective_limits(self) -> tuple[np.ndarray, np.ndarray]:

@@ -2,7 +2,10 @@
 
 A joint limit acts on the acceleration ``q̈_j = a₀_j + B̂_j u`` of single-degree-of-freedom joints
 (revolute and prismatic; continuous joints have no position limits). :func:`select_joints`
-resolves a user's choice against a model; :class:`JointLimitParameters` lays out the kernel
+resolves a user's choice against a model and :func:`state_indices` says where the chosen joints sit
+in the controller's state (on a clustered model: the independent coordinates, positions in the
+spanning configuration ``y`` and velocities in the independent ``v``; a joint whose motion a loop or
+transmission determines has no limit of its own there); :class:`JointLimitParameters` lays out the kernel
 parameters of such a limit (the control period first, then per-joint blocks) in one array that the
 compiled kernel reads in place.
 """
@@ -14,15 +17,39 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ...errors import InputError
+from ...model.clusters import ClusterModel
 from ...model.model import Joint, JointType, Model
 
-__all__ = ["select_joints", "JointLimitParameters", "positive_per_joint", "joint_velocities"]
+__all__ = ["select_joints", "state_indices", "JointLimitParameters", "positive_per_joint", "joint_velocities"]
 
 _ONE_DOF = (JointType.REVOLUTE, JointType.PRISMATIC, JointType.REVOLUTE_UNBOUNDED)
 
 
+def _candidates(model: Model | ClusterModel) -> tuple[Model, list[Joint]]:
+    """``(tree, joints)``: the kinematic tree and the joints whose coordinates the state holds and
+    the inputs move (a tree's actuated joints; a clustered model's independent joints but a free-flyer)."""
+    if isinstance(model, ClusterModel):
+        tree = model.tree
+        return tree, [tree.joints[j] for j in model.independent_joints if tree.joints[j].type is not JointType.FREE_FLYER]
+    return model, [model.joints[i] for i in model.actuated]
+
+
+def state_indices(model: Model | ClusterModel, joints: Sequence[Joint]) -> tuple[np.ndarray, np.ndarray]:
+    """``(q_indices, v_indices)`` (n,): where ``joints`` (1-dof) sit in the controller's state
+    ``(q, v)`` — for a clustered model ``q`` is the spanning configuration ``y`` and ``v`` the
+    independent velocity."""
+    q_idx = np.array([j.idx_q for j in joints], dtype=int)
+    if not isinstance(model, ClusterModel):
+        return q_idx, np.array([j.idx_v for j in joints], dtype=int)
+    offset, where = 0, {}
+    for j in model.independent_joints:
+        where[j] = offset
+        offset += model.tree.joints[j].nv
+    return q_idx, np.array([where[model.tree.joint_id(j.name)] for j in joints], dtype=int)
+
+
 def select_joints(
-    model: Model, names: Sequence[str] | None, has_limit: Callable[[Joint], bool], what: str, owner: str
+    model: Model | ClusterModel, names: Sequence[str] | None, has_limit: Callable[[Joint], bool], what: str, owner: str
 ) -> list[Joint]:
     """The joints a limit applies to, in model order.
 
@@ -37,18 +64,23 @@ def select_joints(
         InputError: an unknown joint, a joint with more than one degree of freedom, or a named joint
             without the limit.
     """
+    tree, candidates = _candidates(model)
     if names is None:
-        chosen = [model.joints[i] for i in model.actuated]
-        return [j for j in chosen if j.type in _ONE_DOF and has_limit(j)]
+        return [j for j in candidates if j.type in _ONE_DOF and has_limit(j)]
     if isinstance(names, str):
         names = [names]
     out = []
     for name in names:
         if not isinstance(name, str):
             raise InputError(f"{owner}: joint names must be strings, got {name!r}")
-        if name not in model.joint_names:
+        if name not in tree.joint_names:
             raise InputError(f"{owner}: model {model.name!r} has no joint {name!r}")
-        joint = model.joints[model.joint_id(name)]
+        joint = tree.joints[tree.joint_id(name)]
+        if isinstance(model, ClusterModel) and all(c.name != name for c in candidates):
+            raise InputError(
+                f"{owner}: joint {name!r} of clustered model {model.name!r} is not an independent coordinate "
+                f"(its loop or transmission determines it); limit one of {[j.name for j in candidates]}"
+            )
         if joint.type not in _ONE_DOF:
             raise InputError(f"{owner}: joint {name!r} is a {joint.type.value} joint; only 1-dof joints have {what}")
         if not has_limit(joint):
@@ -56,6 +88,9 @@ def select_joints(
         out.append(joint)
     if len({j.name for j in out}) != len(out):
         raise InputError(f"{owner}: a joint is named twice in {list(names)}")
+    if isinstance(model, ClusterModel):
+        order = {j.name: k for k, j in enumerate(candidates)}
+        return sorted(out, key=lambda j: order[j.name])
     return sorted(out, key=lambda j: j.idx_v)
 
 

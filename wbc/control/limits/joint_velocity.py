@@ -21,10 +21,11 @@ import casadi as ca
 import numpy as np
 
 from ...errors import InputError
+from ...model.clusters import ClusterModel
 from ...model.model import Joint, Model
 from ..contributor import Contributor, Runtime
 from ..pieces import Group, Inequality, Kind
-from .joint_selection import JointLimitParameters, joint_velocities, positive_per_joint, select_joints
+from .joint_selection import JointLimitParameters, joint_velocities, positive_per_joint, select_joints, state_indices
 
 if TYPE_CHECKING:
     from ..context import StepContext
@@ -83,9 +84,10 @@ class JointVelocityLimit(Contributor):
         self._braking_request = braking
         self._limit_request = velocity_limit
         self.joints: tuple[Joint, ...] = ()
+        self._v_indices = np.zeros(0, dtype=int)
         self._p = JointLimitParameters(0, 2)
 
-    def check(self, model: Model) -> None:
+    def check(self, model: Model | ClusterModel) -> None:
         joints = select_joints(model, self._names, _has_velocity_limit, "velocity limit", self.name)
         n = len(joints)
         limit = np.array([j.velocity[0] for j in joints], dtype=float)
@@ -93,6 +95,7 @@ class JointVelocityLimit(Contributor):
             limit = positive_per_joint(self._limit_request, n, "velocity_limit", self.name, allow_zero=True)
         braking = positive_per_joint(self._braking_request, n, "braking", self.name)
         self.joints = tuple(joints)
+        self._v_indices = state_indices(model, joints)[1]
         self._v_max = limit
         self._p = JointLimitParameters(n, 2)
         self._p.block(0)[:] = (1.0 - self._margin) * limit
@@ -100,8 +103,8 @@ class JointVelocityLimit(Contributor):
 
     @property
     def indices(self) -> np.ndarray:
-        """The joints' indices in ``v`` (n,)."""
-        return np.array([j.idx_v for j in self.joints], dtype=int)
+        """The joints' indices in the state's ``v`` (n,) (the independent velocity of a clustered model)."""
+        return self._v_indices.copy()
 
     @property
     def limit(self) -> np.ndarray:

@@ -1,4 +1,5 @@
-"""Actuator effort limits: ``−τ_max ≤ τ ≤ τ_max``, bounds on the actuator block of ``u``."""
+"""Actuator effort limits: ``−τ_max ≤ τ ≤ τ_max``, bounds on the actuator block of ``u`` (the
+motors of a clustered model)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import numpy as np
 
 from ...errors import InputError
 from ...model.model import Model
+from ..context import context_type
 from ..contributor import Contributor, Runtime
 from ..pieces import TAU, Bounds, Group, Kind
 
@@ -22,7 +24,8 @@ class TorqueLimit(Contributor):
 
     Args:
         limit: (n_actuated,) N m (or N), ``≥ 0``, ``inf`` where unbounded; default the model's effort
-            limits from its URDF (unbounded where the URDF gives none). Kernel parameters, so
+            limits from its URDF (unbounded where the URDF gives none). For a clustered model: one
+            per motor (n_motors,), default the motor joints' effort limits. Kernel parameters, so
             :meth:`set_limit` never recompiles.
         name: a readable name (default ``"torque_limit"``).
     """
@@ -33,11 +36,12 @@ class TorqueLimit(Contributor):
         self._limit: np.ndarray | None = None
 
     def check(self, model: Model) -> None:
+        inputs = context_type(model)
         if self._requested is None:
-            self._limit = np.array(model.effort_limit, dtype=float)
+            self._limit = inputs.input_limit(model)
             return
         self._limit = None
-        self.set_limit(self._requested, model.n_actuated)
+        self.set_limit(self._requested, inputs.input_count(model))
 
     def set_limit(self, limit, n_actuated: int | None = None) -> None:
         """Set the limits (n_actuated,), N m / N, ``≥ 0`` (``inf`` allowed)."""

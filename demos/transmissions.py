@@ -1,0 +1,545 @@
+"""Exact whole-body control of a humanoid with geared rotors and rod-driven ankles, against the
+approximations today's controllers make.
+
+The robot is the G1-like humanoid of :func:`wbc.robots.transmissions.g1_parallel_ankle` with
+``joint_rotors=True``: every ankle's pitch and roll are driven by two geared cranks on the knee
+through two rods (a kinematic loop each), and the hips, knees and waist yaw by geared rotors.
+MuJoCo simulates it exactly as built (rotors and rods are bodies, gears and rod ends are equality
+constraints, the motors drive the cranks and joints: :mod:`wbc.sim.mujoco`). It balances through
+the scenario of ``humanoid_balance.py`` (settle, CoM sway, lateral and forward pushes, standing)
+three times, controlled by the same tasks with three models of itself:
+
+* ``exact``: the clustered model (:class:`wbc.ClusterModel`); the QP's inputs are the motor
+  efforts, ``q̈ = a₀ + B̂u`` exact (C-ABA, clustered IIM);
+* ``armature``: the independent tree (rods and rotors removed) with each rotor's reflected inertia
+  as a diagonal armature (MuJoCo's and most controllers' rotor model), the ankle as two serial joints;
+* ``ignored``: the independent tree, rotors and loops ignored (a URDF-only controller).
+
+The two approximations command joint torques; like a real robot's driver they are turned into
+motor efforts through the exact linkage at the measured state (``τ = Gᵀ E τ_m`` solved for
+``τ_m``). Besides each closed-loop run, the two approximations are evaluated on the exact run's
+states at every step (same state, same references), which isolates their torque error.
+
+Writes to ``--out``: ``com_error.png``, ``feet.png``, ``motor_torques.png``, ``torque_error.png``,
+``fig14.png`` (the cluster paper's Fig. 14 analogue, see :func:`fig14`), ``summary.json``; prints
+the summary. ``--push-sweep`` adds the largest lateral push (N over 0.1 s) each survives.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+
+import casadi as ca
+import numpy as np
+from humanoid_balance import DEFAULTS, Push, Scenario
+
+import wbc
+from wbc import tasks
+from wbc.algorithms.clusters import ApproximateModel
+from wbc.algorithms.clusters.baselines import approximate_rnea
+from wbc.codegen import cluster_kernels
+from wbc.robots import transmissions
+from wbc.spatial.lie import log3
+
+try:
+    from wbc.sim.mujoco import MujocoSim
+except ImportError as exc:  # pragma: no cover - needs the 'sim' extra
+    raise SystemExit(f"{exc}\nthe transmission demo needs MuJoCo: pip install 'wbc[sim]'") from None
+
+DT = 1e-3
+MODELS = ("exact", "armature", "ignored")
+#: The cluster paper's Fig. 14 (MIT Humanoid ankle): RMS torque error vs the exact algorithm, N m,
+#: and as a share of the largest torque.
+PAPER_FIG14 = {"unconstrained": (4.31, 0.392), "approximate": (1.04, 0.095)}
+
+
+class Plant:
+    """The robot as built (clustered model), its approximations, and the maps between them."""
+
+    def __init__(self) -> None:
+        self.robot = transmissions.g1_parallel_ankle(joint_rotors=True)
+        self.cm = self.robot.model
+        self.approx = ApproximateModel.build(self.cm)
+        self.y0 = self.robot.y0
+        cm = self.cm
+        y = ca.SX.sym("y", cm.tree.nq)
+        blocks = []
+        for k, c in enumerate(cm.infos):
+            if c.motors:
+                blocks.append(ca.DM.eye(c.nv) if c.trivial else cm.motor_block(k, y))
+        # Gᵀ E on the actuated independent coordinates (n_act, n_motors): block diagonal
+        self._motor_map = ca.Function("motor_map", [y], [ca.diagcat(*blocks)])
+        first = cm.nv - cm.n_actuated
+        assert all(c.idx_v >= first for c in cm.infos if c.motors)
+
+    def reduce(self, y: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The independent tree's state ``(q, v)`` from the robot's ``(y, v)``."""
+        q = self.cm.independent_configuration(y)[self.approx.q_order]
+        return q, v[self.approx.order]
+
+    def motor_efforts(self, y: np.ndarray, tau_tree: np.ndarray) -> np.ndarray:
+        """Motor efforts (n_motors,) producing the independent tree's joint torques ``tau_tree``."""
+        tau = np.zeros(self.cm.nv)
+        tau[self.approx.order[6:]] = tau_tree  # the tree's actuated joints, in the clustered layout
+        A = np.array(self._motor_map(y), dtype=float)
+        return np.linalg.solve(A, tau[6:])
+
+
+class Controller:
+    """One of the three controllers (same tasks, contacts, gains), stepping on the robot's state."""
+
+    def __init__(self, kind: str, plant: Plant) -> None:
+        self.kind, self.plant = kind, plant
+        cm, approx = plant.cm, plant.approx
+        if kind == "exact":
+            model = cm
+        elif kind == "armature":
+            model = wbc.ClusterModel(approx.model, armature=_tree_armature(approx))
+        else:
+            model = approx.model
+        self.model = model
+        self.tree = model.tree if isinstance(model, wbc.ClusterModel) else model
+        robot = plant.robot
+        contacts = [wbc.SurfaceContact(f, robot.sole.length, robot.sole.width, mu=0.7) for f in robot.feet]
+        self.com = tasks.CoMTask(weight=10.0, kp=100.0)
+        base = self.tree.joints[1].link
+        self.orientation = tasks.OrientationTask(base, weight=1.0, kp=100.0)
+        self.posture = tasks.PostureTask(model, weight=1e-2, kp=30.0)
+        self.controller = wbc.WholeBodyController(model, [self.com, self.orientation, self.posture], contacts)
+        self.controller.compile()
+        q0 = self.configuration(plant.y0, np.zeros(cm.nv))[0]
+        self.com0 = wbc.center_of_mass(self.tree, q0)
+        self.com.set_target(self.com0)
+        self.orientation.set_target_from_configuration(self.tree, q0)
+        self.posture.set_target(q0)
+        self.step_us: list[float] = []
+
+    def configuration(self, y, v):
+        if self.kind == "exact":
+            return y, v
+        return self.plant.reduce(y, v)
+
+    def step(self, y, v, offset=None, vel=None, acc=None) -> tuple[np.ndarray, wbc.Command]:
+        """Motor efforts (n_motors,) and the controller's command at the robot's state ``(y, v)``."""
+        if offset is not None:
+            self.com.set_target(self.com0 + offset, vel, acc)
+        q, w = self.configuration(y, v)
+        clock = time.perf_counter()
+        cmd = self.controller.step(q, w)
+        self.step_us.append((time.perf_counter() - clock) * 1e6)
+        tau = cmd.tau if self.kind == "exact" else self.plant.motor_efforts(y, cmd.tau)
+        return tau, cmd
+
+
+def _tree_armature(approx: ApproximateModel) -> np.ndarray:
+    """The approximation's armature (model.nv,) in its own velocity order."""
+    return np.asarray(approx.armature, dtype=float)
+
+
+# ----------------------------------------------------------------------------------------- runs
+def run(kind: str, plant: Plant, scenario: Scenario, shadows: bool = False, progress: bool = False) -> dict:
+    """Simulate ``scenario`` with controller ``kind``; with ``shadows`` (the exact run) also evaluate
+    the two approximations on every state."""
+    robot, cm = plant.robot, plant.cm
+    sim = MujocoSim(cm, [(f, robot.sole.length, robot.sole.width) for f in robot.feet])
+    sim.reset(plant.y0)
+    ctl = Controller(kind, plant)
+    others = [Controller(k, plant) for k in MODELS if k != kind] if shadows else []
+    com0 = sim.center_of_mass()
+    base = cm.tree.joints[1].link
+    feet0 = {f: sim.frame_placement(f).copy() for f in robot.feet}
+    base_z0 = sim.get_state()[0][2]
+    keys = ("t", "com", "com_ref", "slip", "foot_rotation", "tau", "base_z", "loop", "coupling", "status")
+    log: dict = {k: [] for k in keys} | {f"tau_{o.kind}": [] for o in others}
+    pushes = sorted(scenario.pushes, key=lambda p: p.time_s)
+    fell = False
+    steps = int(round(scenario.duration / DT))
+    for i in range(steps):
+        t = i * DT
+        y, v = sim.get_state()
+        offset, vel, acc = scenario.com_offset(t)
+        tau, cmd = ctl.step(y, v, offset, vel, acc)
+        for o in others:
+            log[f"tau_{o.kind}"].append(o.step(y, v, offset, vel, acc)[0])
+        sim.set_torques(tau)
+        while pushes and pushes[0].time_s <= t:
+            p = pushes.pop(0)
+            sim.apply_push(base, p.force_N * np.asarray(p.direction, float), p.duration_s)
+        try:
+            sim.step()
+        except wbc.SimulationDiverged:
+            fell = True
+            break
+        log["t"].append(t)
+        log["com"].append(sim.center_of_mass())
+        log["com_ref"].append(com0 + offset)
+        slip, rot = [], []
+        for f in robot.feet:
+            T = sim.frame_placement(f)
+            slip.append(np.linalg.norm((T[0:3, 3] - feet0[f][0:3, 3])[0:2]))
+            rot.append(np.linalg.norm(log3(feet0[f][0:3, 0:3].T @ T[0:3, 0:3])))
+        log["slip"].append(slip)
+        log["foot_rotation"].append(rot)
+        log["tau"].append(tau)
+        log["base_z"].append(y[2])
+        log["loop"].append(sim.loop_error())
+        log["coupling"].append(sim.coupling_error())
+        log["status"].append(cmd.status is wbc.StepStatus.OPTIMAL)
+        if y[2] < 0.5 * base_z0:
+            fell = True
+            break
+        if progress and i % 500 == 0:
+            print(f"  {kind}: t = {t:.1f} s", file=sys.stderr)
+    out = {k: np.asarray(v) for k, v in log.items()}
+    out["fell"], out["base_z0"] = fell, base_z0
+    out["step_us"] = np.asarray(ctl.step_us)
+    for o in others:
+        out[f"step_us_{o.kind}"] = np.asarray(o.step_us)
+    return out
+
+
+def summarize(kind: str, r: dict, exact: dict | None, legs: np.ndarray | None = None) -> dict:
+    """The run's figures; against ``exact`` (the exact run, with its shadow evaluations) the motor
+    efforts' differences, over every motor and over the leg motors ``legs`` (indices)."""
+    com_err = np.linalg.norm(r["com"] - r["com_ref"], axis=1) if len(r["com"]) else np.array([np.inf])
+    out = {
+        "controller": kind,
+        "fell": bool(r["fell"]),
+        "max_com_error_m": round(float(np.max(com_err)), 5),
+        "max_foot_slip_m": round(float(np.max(r["slip"])), 6) if len(r["slip"]) else None,
+        "max_foot_rotation_rad": round(float(np.max(r["foot_rotation"])), 6) if len(r["slip"]) else None,
+        "min_pelvis_height_ratio": round(float(np.min(r["base_z"]) / r["base_z0"]), 4) if len(r["t"]) else 0.0,
+        "max_loop_error_m": float(np.max(r["loop"])) if len(r["loop"]) else None,
+        "max_gear_coupling_error_rad": float(np.max(r["coupling"])) if len(r["coupling"]) else None,
+        "steps": int(len(r["t"])),
+        "non_optimal_steps": int(np.sum(~r["status"])) if len(r["status"]) else 0,
+        "step_us_median": round(float(np.median(r["step_us"])), 1) if len(r["step_us"]) else None,
+    }
+    if exact is not None and kind != "exact":
+        shadow = exact[f"tau_{kind}"]
+        d = shadow - exact["tau"]
+        out["rms_motor_torque_difference_vs_exact_Nm"] = round(float(np.sqrt(np.mean(d**2))), 4)
+        out["max_motor_torque_difference_vs_exact_Nm"] = round(float(np.max(np.abs(d))), 4)
+        if legs is not None:
+            out["rms_leg_motor_torque_difference_vs_exact_Nm"] = round(float(np.sqrt(np.mean(d[:, legs] ** 2))), 4)
+        n = min(len(r["tau"]), len(exact["tau"]))
+        closed = r["tau"][:n] - exact["tau"][:n]
+        out["rms_motor_torque_difference_closed_loop_Nm"] = round(float(np.sqrt(np.mean(closed**2))), 4)
+    return out
+
+
+def survives(kind: str, plant: Plant, force: float) -> bool:
+    sc = Scenario(duration=3.0, sway_start=0.0, sway_end=0.0, pushes=(Push("lateral", (0, 1, 0), force, 0.1, 1.0),))
+    s = summarize(kind, run(kind, plant, sc), None)
+    return not s["fell"] and s["min_pelvis_height_ratio"] >= 0.9 and s["max_foot_slip_m"] < 0.01
+
+
+def push_sweep(kind: str, plant: Plant, lo: float = 0.0, hi: float = 400.0, iterations: int = 7) -> float:
+    """Largest lateral push (N over 0.1 s) survived, by bisection (as ``humanoid_balance.py``)."""
+    for _ in range(iterations):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if survives(kind, plant, mid) else (lo, mid)
+        print(f"  push sweep {kind}: survives {lo:.0f} N, fails {hi:.0f} N", file=sys.stderr)
+    return lo
+
+
+# ----------------------------------------------------------------------------------------- Fig. 14
+def fig14(dts=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1), scales=(0.5, 1.0, 1.5, 2.0, 3.0), duration=2.0) -> dict:
+    """The cluster paper's Fig. 14 on the MIT-Humanoid-like robot: every joint of the left leg follows
+    ``q(t) = A sin(2π ω t)`` (A = 0.5 rad, ω = 1.5, the paper's formula), the base fixed in place;
+    every ``Δt`` the torques of the exact (C-RNEA), approximate (armature) and unconstrained
+    (rotors and loops ignored) inverse dynamics are compared: RMS error per leg joint against
+    ``Δt`` (at the nominal gear ratios) and against a scale of every gear ratio (at ``Δt`` = 1 ms)."""
+    out: dict = {"by_dt": {}, "by_gear_scale": {}}
+    A, w = 0.5, 1.5
+    for scale in sorted(set(scales) | {1.0}):
+        robot = transmissions.mit_humanoid(gear_scale=scale)
+        cm = robot.model
+        exact = cluster_kernels.c_rnea_function(cm, "cluster")
+        approx = cluster_kernels.c_rnea_function(cm, "approximate")
+        am = ApproximateModel.build(cm)
+        unc_model = dataclasses.replace(am, armature=np.zeros_like(am.armature))
+        y_s, v_s, a_s = ca.SX.sym("y", cm.tree.nq), ca.SX.sym("v", cm.nv), ca.SX.sym("a", cm.nv)
+        unconstrained = ca.Function("unc", [y_s, v_s, a_s], [approximate_rnea(unc_model, y_s, v_s, a_s)])
+        names = [n for n in cm.joint_names if n.startswith("left_") and "shoulder" not in n and "elbow" not in n]
+        v_of = {name: i for i, name in enumerate(_v_names(cm))}
+        cols = [v_of[n] for n in names]
+        q0 = cm.independent_configuration(robot.y0)
+        q0[0:3] = [0.0, 0.0, 1.0]
+        q0[3:7] = [0.0, 0.0, 0.0, 1.0]
+        dts_here = dts if scale == 1.0 else (0.001,)
+        for dt in dts_here:
+            ts = np.arange(0.0, duration, dt)
+            taus = {"exact": [], "approximate": [], "unconstrained": []}
+            for t in ts:
+                s, c = np.sin(2 * np.pi * w * t), np.cos(2 * np.pi * w * t)
+                q = q0.copy()
+                v, a = np.zeros(cm.nv), np.zeros(cm.nv)
+                for n, col in zip(names, cols):
+                    q[_q_index(cm, n)] = A * s
+                    v[col] = 2 * A * np.pi * w * c
+                    a[col] = -4 * A * np.pi**2 * w**2 * s
+                y = cm.spanning_configuration(q)
+                for key, f in (("exact", exact), ("approximate", approx), ("unconstrained", unconstrained)):
+                    taus[key].append(np.array(f(y, v, a), dtype=float).reshape(-1)[cols])
+            T = {k: np.array(x) for k, x in taus.items()}
+            peak = np.max(np.abs(T["exact"]), axis=0)
+            entry = {}
+            for key in ("approximate", "unconstrained"):
+                rms = np.sqrt(np.mean((T[key] - T["exact"]) ** 2, axis=0))
+                entry[key] = {
+                    n: {"rms_Nm": round(float(r), 4), "share_of_peak": round(float(r / p), 4)}
+                    for n, r, p in zip(names, rms, peak)
+                }
+            if scale == 1.0:
+                out["by_dt"][f"{dt:g}"] = entry
+                if dt == dts_here[0]:
+                    out["profiles"] = {"t": ts.tolist(), "joints": names} | {k: x.tolist() for k, x in T.items()}
+            if dt == 0.001:
+                out["by_gear_scale"][f"{scale:g}"] = entry
+    out["paper"] = {k: {"rms_Nm": v[0], "share_of_peak": v[1]} for k, v in PAPER_FIG14.items()}
+    out["nominal_gear_ratio"] = 6.0
+    return out
+
+
+def _v_names(cm) -> list[str]:
+    names = []
+    for j in cm.independent_joints:
+        jt = cm.tree.joints[j]
+        names += [jt.name] * jt.nv
+    return names
+
+
+def _q_index(cm, name: str) -> int:
+    off = 0
+    for j in cm.independent_joints:
+        jt = cm.tree.joints[j]
+        if jt.name == name:
+            return off
+        off += jt.nq
+    raise KeyError(name)
+
+
+# ----------------------------------------------------------------------------------------- plots
+COLORS = {"exact": "tab:blue", "armature": "tab:orange", "ignored": "tab:red"}
+
+
+def plot(runs: dict, scenario: Scenario, plant: Plant, out: Path, f14: dict | None) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = []
+
+    def mark(ax):
+        for p in scenario.pushes:
+            ax.axvspan(p.time_s, p.time_s + p.duration_s, color="0.5", alpha=0.3, lw=0)
+
+    fig, axes = plt.subplots(2, 1, figsize=(9, 6.5), sharex=True)
+    for kind, r in runs.items():
+        if not len(r["t"]):
+            continue
+        err = np.linalg.norm(r["com"] - r["com_ref"], axis=1)
+        axes[0].plot(r["t"], 1e3 * err, color=COLORS[kind], lw=1.1, label=kind + (" (fell)" if r["fell"] else ""))
+        axes[1].plot(r["t"], r["com"][:, 1], color=COLORS[kind], lw=1.1, label=kind)
+    first = next(iter(runs.values()))
+    axes[1].plot(first["t"], first["com_ref"][:, 1], "k--", lw=0.8, label="reference")
+    axes[0].set_ylabel("CoM error (mm)")
+    axes[1].set_ylabel("CoM y (m)")
+    axes[1].set_xlabel("time (s)")
+    for ax in axes:
+        mark(ax)
+        ax.legend(loc="upper left", fontsize=8)
+    fig.suptitle("CoM tracking with the exact cluster model and two approximations (grey: pushes)")
+    paths.append(_save(fig, out / "com_error.png"))
+
+    fig, axes = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
+    for kind, r in runs.items():
+        if not len(r["t"]):
+            continue
+        axes[0].plot(r["t"], 1e3 * r["slip"].max(axis=1), color=COLORS[kind], lw=1.1, label=kind)
+        axes[1].plot(r["t"], np.degrees(r["foot_rotation"].max(axis=1)), color=COLORS[kind], lw=1.1, label=kind)
+    axes[0].set_ylabel("foot slip, worse foot (mm)")
+    axes[1].set_ylabel("foot rotation, worse foot (deg)")
+    axes[1].set_xlabel("time (s)")
+    for ax in axes:
+        mark(ax)
+        ax.legend(loc="upper left", fontsize=8)
+    fig.suptitle("Foot tracking: sole displacement and rotation from the start")
+    paths.append(_save(fig, out / "feet.png"))
+
+    names = plant.cm.motor_names
+    shown = [n for n in names if n.startswith("left_") and ("ankle" in n or "knee" in n or "hip_roll" in n)]
+    fig, axes = plt.subplots(len(shown), 1, figsize=(9, 2.0 * len(shown)), sharex=True)
+    for ax, n in zip(np.atleast_1d(axes), shown):
+        k = names.index(n)
+        for kind, r in runs.items():
+            if len(r["t"]):
+                ax.plot(r["t"], r["tau"][:, k], color=COLORS[kind], lw=1.0, label=kind)
+        ax.set_ylabel(n.replace("_joint", "").replace("left_", "L "), fontsize=8)
+        mark(ax)
+    np.atleast_1d(axes)[0].legend(loc="upper left", fontsize=8, ncol=3)
+    np.atleast_1d(axes)[-1].set_xlabel("time (s)")
+    fig.suptitle("Motor efforts (N m at the crank / joint), closed loop")
+    paths.append(_save(fig, out / "motor_torques.png"))
+
+    exact = runs["exact"]
+    fig, axes = plt.subplots(2, 1, figsize=(9, 7))
+    for kind in ("armature", "ignored"):
+        key = f"tau_{kind}"
+        if key not in exact or not len(exact[key]):
+            continue
+        d = exact[key] - exact["tau"]
+        axes[0].semilogy(exact["t"], np.sqrt(np.mean(d**2, axis=1)) + 1e-12, color=COLORS[kind], lw=1.0, label=kind)
+        rms = np.sqrt(np.mean(d**2, axis=0))
+        x = np.arange(len(names)) + (-0.2 if kind == "armature" else 0.2)
+        axes[1].bar(x, rms, width=0.4, color=COLORS[kind], label=kind)
+    mark(axes[0])
+    axes[0].set_xlabel("time (s)")
+    axes[0].set_ylabel("RMS over motors (N m)")
+    axes[0].legend(fontsize=8)
+    axes[1].set_xticks(np.arange(len(names)))
+    axes[1].set_xticklabels([n.replace("_joint", "") for n in names], rotation=90, fontsize=6)
+    axes[1].set_ylabel("RMS over time (N m)")
+    axes[1].legend(fontsize=8)
+    fig.suptitle("Motor-effort error of the approximations against the exact controller (same states)")
+    paths.append(_save(fig, out / "torque_error.png"))
+
+    if f14 is not None:
+        paths.append(plot_fig14(f14, out / "fig14.png"))
+    return paths
+
+
+def plot_fig14(f14: dict, path: Path) -> Path:
+    """Torque profiles of the knee and the ankle, RMS error against Δt and against the gear ratio,
+    the paper's figures beside them (dotted lines, stars)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 2, figsize=(13, 8.5))
+    prof = f14["profiles"]
+    t = np.asarray(prof["t"])
+    joints = [n for n in prof["joints"] if "knee" in n or "ankle" in n]
+    for ax, joint in zip(axes[0], joints):
+        j = prof["joints"].index(joint)
+        for key, style in (("exact", "k-"), ("approximate", "C1--"), ("unconstrained", "C3:")):
+            ax.plot(t, np.asarray(prof[key])[:, j], style, lw=1.4, label=key)
+        ax.set_xlabel("time (s)")
+        ax.set_ylabel(f"{joint} torque (N m)")
+        ax.set_title(f"{joint}: q = A sin(2πωt), A = 0.5 rad, ω = 1.5 (the paper's Fig. 14)")
+        ax.legend(fontsize=8)
+    dts = sorted(f14["by_dt"], key=float)
+    scales = sorted(f14["by_gear_scale"], key=float)
+    for joint, marker in zip(joints, ("o", "s")):
+        for key, color in (("approximate", "C1"), ("unconstrained", "C3")):
+            label = f"{joint}, {key}"
+            axes[1, 0].semilogx(
+                [float(d) for d in dts],
+                [f14["by_dt"][d][key][joint]["rms_Nm"] for d in dts],
+                marker + "-",
+                color=color,
+                label=label,
+                mfc="none" if "knee" in joint else color,
+            )
+            axes[1, 1].plot(
+                [f14["nominal_gear_ratio"] * float(s) for s in scales],
+                [f14["by_gear_scale"][s][key][joint]["rms_Nm"] for s in scales],
+                marker + "-",
+                color=color,
+                label=label,
+                mfc="none" if "knee" in joint else color,
+            )
+    for key, color in (("approximate", "C1"), ("unconstrained", "C3")):
+        axes[1, 0].axhline(f14["paper"][key]["rms_Nm"], color=color, ls=":", lw=1.2, label=f"paper (ankle), {key}")
+        axes[1, 1].plot(
+            [f14["nominal_gear_ratio"]],
+            [f14["paper"][key]["rms_Nm"]],
+            "*",
+            color=color,
+            ms=13,
+            label=f"paper (ankle), {key}",
+        )
+    axes[1, 0].set_xlabel("Δt (s)")
+    axes[1, 0].set_ylabel("RMS torque error vs exact (N m)")
+    axes[1, 0].set_title("RMS error vs sampling period Δt (dotted: the paper's)")
+    axes[1, 0].legend(fontsize=7, ncol=2)
+    axes[1, 1].set_xlabel("gear ratio of every rotor (nominal 6)")
+    axes[1, 1].set_ylabel("RMS torque error vs exact (N m), Δt = 1 ms")
+    axes[1, 1].set_yscale("log")
+    axes[1, 1].set_title("RMS error vs gear ratio (stars: the paper's, nominal ratio)")
+    axes[1, 1].legend(fontsize=7, ncol=2)
+    return _save(fig, path)
+
+
+def _save(fig, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def scenario(duration: float) -> Scenario:
+    """``humanoid_balance.py``'s G1 scenario: sway 2 cm, 40 N lateral then forward pushes (0.1 s)."""
+    d = DEFAULTS["g1"]
+    pushes = (
+        Push("lateral", (0.0, 1.0, 0.0), d["push"], 0.1, 5.5),
+        Push("forward", (1.0, 0.0, 0.0), d["push"], 0.1, 7.0),
+    )
+    return Scenario(duration=duration, sway_amplitude=d["sway"], pushes=tuple(p for p in pushes if p.time_s < duration))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1],
+    )
+    parser.add_argument("--out", type=Path, default=Path("out") / "transmissions", help="output directory")
+    parser.add_argument("--duration", type=float, default=9.0, help="simulated time, s")
+    parser.add_argument("--push-sweep", action="store_true", help="also find the largest lateral push each survives")
+    parser.add_argument("--no-fig14", action="store_true", help="skip the Fig. 14 analogue")
+    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    plant = Plant()
+    sc = scenario(args.duration)
+    runs = {"exact": run("exact", plant, sc, shadows=True, progress=True)}
+    for kind in MODELS[1:]:
+        runs[kind] = run(kind, plant, sc, progress=True)
+    summary: dict = {"robot": "g1_parallel_ankle(joint_rotors=True)", "motors": list(plant.cm.motor_names)}
+    legs = np.array([k for k, n in enumerate(plant.cm.motor_names) if "hip" in n or "knee" in n or "ankle" in n])
+    summary["runs"] = {k: summarize(k, r, runs["exact"], legs) for k, r in runs.items()}
+    np.savez_compressed(
+        args.out / "log.npz",
+        **{f"{k}_{name}": v for k, r in runs.items() for name, v in r.items() if isinstance(v, np.ndarray)},
+    )
+    ex = runs["exact"]
+    med = {k: float(np.median(ex["step_us" if k == "exact" else f"step_us_{k}"])) for k in MODELS}
+    summary["step_time_same_run_us"] = {k: round(v, 1) for k, v in med.items()}
+    summary["step_time_ratio_exact_over_tree"] = round(med["exact"] / med["ignored"], 3)
+    summary["step_time_ratio_exact_over_armature"] = round(med["exact"] / med["armature"], 3)
+    if args.push_sweep:
+        summary["largest_lateral_push_N"] = {k: round(push_sweep(k, plant), 1) for k in MODELS}
+    f14 = None
+    if not args.no_fig14:
+        f14 = fig14()
+        summary["fig14"] = {k: v for k, v in f14.items() if k != "profiles"}
+    if not args.no_plots:
+        summary["plots"] = [p.name for p in plot(runs, sc, plant, args.out, f14)]
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    print(json.dumps({k: v for k, v in summary.items() if k not in ("fig14", "motors")}, indent=2))
+    return 0 if not summary["runs"]["exact"]["fell"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
