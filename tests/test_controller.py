@@ -1,8 +1,9 @@
 """The controller against the full dynamics (Pinocchio's RNEA), its QP, fallbacks and solvers.
 
 The oracle is Pinocchio, not wbc: every step's (τ, f, q̈) must satisfy M q̈ + h = Sᵀτ + Σ Jᵀ f
-with Pinocchio's inverse dynamics, the contacts must not accelerate, and the forces must respect
-friction, unilaterality and the torque limits.
+with Pinocchio's inverse dynamics, the contacts must accelerate as their pose feedback asks
+(``−K_p log₆(M₀⁻¹M) − K_d ν``, computed with Pinocchio: zero at rest where they were placed), and the
+forces must respect friction, unilaterality and the torque limits.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ def talos_controller(contact_model: str = "wrench", mu: float = 0.3):
 
 
 def contact_frame_residuals(case, ctrl, q, v, cmd):
-    """(EoM residual, contact acceleration) of a step, computed with Pinocchio."""
+    """(EoM residual, contact acceleration, the contacts' feedback acceleration) of a step, computed
+    with Pinocchio from the placements the controller recorded."""
     model, pm = case.model, case.pin_model
     data = pm.createData()
     tau = np.zeros(model.nv)
@@ -45,7 +47,7 @@ def contact_frame_residuals(case, ctrl, q, v, cmd):
     generalized = tau.copy()
     pin.computeJointJacobians(pm, data, q)
     pin.updateFramePlacements(pm, data)
-    contact_acc = []
+    contact_acc, feedback = [], []
     pin.forwardKinematics(pm, data, q, v, cmd.qdd)
     for c in ctrl.contacts:
         fid = case.pin_frame(c.frame)
@@ -53,8 +55,13 @@ def contact_frame_residuals(case, ctrl, q, v, cmd):
         wrench = c.force_basis() @ cmd.forces[c.name]
         generalized += J.T @ wrench
         contact_acc.append(pin.getFrameAcceleration(pm, data, fid, pin.LOCAL).vector)  # spatial, not classical
+        state = ctrl.contact_state(c.name)
+        placed = pin.SE3(state.placement[0:3, 0:3], state.placement[0:3, 3])
+        error = pin.log6(placed.actInv(data.oMf[fid])).vector
+        twist = pin.getFrameVelocity(pm, data, fid, pin.LOCAL).vector
+        feedback.append(-state.kp * error - state.kd * twist)
     lhs = pin.rnea(pm, data, q, v, cmd.qdd)
-    return lhs - generalized, np.concatenate(contact_acc)
+    return lhs - generalized, np.concatenate(contact_acc), np.concatenate(feedback)
 
 
 def perturbed_state(model, q0, rng, scale=0.03):
@@ -79,9 +86,9 @@ def test_talos_steps_satisfy_full_dynamics_and_constraints(contact_model):
         hand.set_target(T)
         cmd = ctrl.step(q, v)
         assert cmd.status is wbc.StepStatus.OPTIMAL
-        eom, acc = contact_frame_residuals(case, ctrl, q, v, cmd)
+        eom, acc, feedback = contact_frame_residuals(case, ctrl, q, v, cmd)
         assert_close(eom, np.zeros_like(eom), TOL * 1e3, "M qdd + h - S^T tau - J^T f")  # |M qdd| ~ 1e3
-        assert_close(acc, np.zeros_like(acc), TOL, "contact accelerations")
+        assert_close(acc, feedback, TOL, "contact accelerations = their pose feedback")
         assert np.all(np.abs(cmd.tau) <= model.effort_limit + 1e-9), "torque limits"
         for c in ctrl.contacts:
             G, h, _ = c.inequalities()
