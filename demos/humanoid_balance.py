@@ -110,6 +110,10 @@ def _envelope(s: float, total: float, ramp: float) -> tuple[float, float, float]
     return e, de, dde
 
 
+#: Stiffness of the feet's pose feedback (1/s², damping 2 √kp): the stiffest of 10-10000 that
+#: measured best in ``--push-scan`` (Talos and G1); the library default is 1000.
+CONTACT_KP = 3000.0
+
 # Per-robot defaults: sway amplitude (m) and push magnitudes (N); pushes last 0.1 s.
 DEFAULTS = {"talos": {"sway": 0.03, "push": 150.0}, "g1": {"sway": 0.02, "push": 40.0}}
 
@@ -131,7 +135,7 @@ class Balance:
         self.base = model.joints[1].link
         self.sim = MujocoSim(model, [(f, spec.sole.length, spec.sole.width) for f in spec.feet])
         self.sim.reset(spec.q0)
-        contacts = [wbc.SurfaceContact(f, spec.sole.length, spec.sole.width, mu=0.7) for f in spec.feet]
+        contacts = [wbc.SurfaceContact(f, spec.sole.length, spec.sole.width, mu=0.7, kp=CONTACT_KP) for f in spec.feet]
         self.com = tasks.CoMTask(weight=10.0, kp=100.0)
         self.orientation = tasks.OrientationTask(self.base, weight=1.0, kp=100.0)
         self.posture = tasks.PostureTask(model, weight=1e-2, kp=30.0)
