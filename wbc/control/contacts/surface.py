@@ -34,10 +34,6 @@ class RectangularContact(Contact):
     Args:
         length: sole extent along the frame's x axis, m.
         width: sole extent along its y axis, m.
-        cop_margin: how far inside every edge of the sole the centre of pressure is kept, m (≥ 0,
-            less than half the width): the force set is that of the sole shrunk by the margin on each
-            side. A centre of pressure on the very edge leaves the foot on the verge of tipping, which a
-            soft or compliant ground turns into a rolling foot.
         frame, mu, min_normal_force, max_normal_force, active, name, kp, kd: see :class:`Contact`.
 
     Equality: the sole frame's spatial acceleration in its own axes (6 rows, ``[linear; angular]``) is
@@ -58,28 +54,15 @@ class RectangularContact(Contact):
         name: str | None = None,
         kp: float = DEFAULT_CONTACT_KP,
         kd: float | None = None,
-        cop_margin: float = 0.0,
     ) -> None:
         super().__init__(frame, mu, min_normal_force, max_normal_force, active, name, kp, kd)
         if not all(isinstance(x, (int, float)) and math.isfinite(x) and x > 0 for x in (length, width)):
             raise InputError(f"contact {frame!r}: length and width must be positive, got {length!r}, {width!r}")
         self.length, self.width = float(length), float(width)
-        if not (isinstance(cop_margin, (int, float)) and 0 <= cop_margin < min(length, width) / 2):
-            raise InputError(
-                f"contact {frame!r}: cop_margin must be >= 0 and less than half the sole's width, got {cop_margin!r}"
-            )
-        self.cop_margin = float(cop_margin)
-
-    @property
-    def support(self) -> tuple[float, float]:
-        """Half extents ``(X, Y)`` of the rectangle the centre of pressure is kept in, m (the sole
-        less the margin)."""
-        return self.length / 2 - self.cop_margin, self.width / 2 - self.cop_margin
 
     def corners(self) -> np.ndarray:
-        """The four corners (4, 3) of the support rectangle (:attr:`support`) in the frame: (−x, −y),
-        (−x, +y), (+x, −y), (+x, +y)."""
-        hx, hy = self.support
+        """The four corners (4, 3) in the frame: (−x, −y), (−x, +y), (+x, −y), (+x, +y)."""
+        hx, hy = self.length / 2, self.width / 2
         return np.array([[-hx, -hy, 0.0], [-hx, hy, 0.0], [hx, -hy, 0.0], [hx, hy, 0.0]])
 
     def motion_constraint(self):
@@ -121,7 +104,7 @@ class SurfaceContact(RectangularContact):
 
     def force_inequalities(self, fmin, fmax) -> list[Inequality]:
         mu = self.mu * math.cos(math.pi / 4)  # corner pyramids inscribed in the Coulomb cone
-        X, Y = self.support
+        X, Y = self.length / 2, self.width / 2
         friction = [[-1, 0, -mu, 0, 0, 0], [1, 0, -mu, 0, 0, 0], [0, -1, -mu, 0, 0, 0], [0, 1, -mu, 0, 0, 0]]
         s = mu * (X + Y)
         for a in (-1, 1):
