@@ -372,6 +372,8 @@ def push_sweep(robot: str, lo: float = 0.0, hi: float = 2000.0, iterations: int 
 # ============================================================================ robustness: scan and soak
 #: The push criterion of ``--push-sweep`` and the anchors' table: up, pelvis ≥ 90 %, slip < 1 cm.
 MIN_PELVIS_RATIO, MAX_SLIP_M = 0.9, 0.01
+#: A soak's fall is attributed to the pushes of this many seconds before it.
+FALL_WINDOW = 1.5
 
 
 def push_trial(robot: str, force: float, duration: float = 0.1) -> dict:
@@ -433,7 +435,7 @@ def soak(robot: str, settings: SoakSettings, progress: bool = True) -> dict:
     before that push to just before the next one (or a fall).
 
     Returns:
-        falls (with the time and force of the push that preceded each), pushes, the total foot
+        falls (with the pushes of the 1.5 s before each: time, N, direction in degrees), pushes, the total foot
         displacement summed over pushes, the largest accumulated displacement of a sole from where it
         stood after the last reset, the pushes that moved a foot by more than 1 cm, the non-optimal
         steps by status, the steps whose torques were not finite (NaN count) and the exceptions.
@@ -463,12 +465,14 @@ def soak(robot: str, settings: SoakSettings, progress: bool = True) -> dict:
     bar = _Progress(steps) if progress else None
     t_local = 0.0
 
+    recent: list[tuple[float, float, float]] = []  # pushes of the last FALL_WINDOW s: (t, N, direction deg)
+
     def fallen(i: int) -> None:
         nonlocal home, next_push, t_local, before, last_push
-        fall = {"t": round(i * DT, 3)}
-        if last_push is not None:
-            fall.update(push_t=round(last_push[0], 3), push_N=round(last_push[1], 1), push_deg=round(last_push[2]))
-        out["falls"].append(fall)
+        t = i * DT  # a fall takes time: name the pushes of the last 1.5 s, not only the last one
+        pushes = [[round(pt, 3), round(f, 1), round(a)] for pt, f, a in recent if t - pt <= FALL_WINDOW]
+        out["falls"].append({"t": round(t, 3), "pushes_before_t_N_deg": pushes})
+        recent.clear()
         home, next_push = reset()
         t_local, before, last_push = 0.0, home.copy(), None
 
@@ -501,6 +505,7 @@ def soak(robot: str, settings: SoakSettings, progress: bool = True) -> dict:
             force = rng.uniform(*settings.force)
             sim.apply_push(bal.base, force * np.array([np.cos(angle), np.sin(angle), 0.0]), settings.duration)
             last_push = (i * DT, force, float(np.degrees(angle)))
+            recent[:] = [p for p in recent if i * DT - p[0] <= FALL_WINDOW] + [last_push]
             out["pushes"] += 1
             next_push = t_local + rng.uniform(*settings.interval)
         try:
