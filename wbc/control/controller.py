@@ -155,6 +155,7 @@ class WholeBodyController:
         self._runtime = Runtime(self.dt, self.time, self._schedule)
         self._tasks: list[Task] = []
         self.kernel: Kernel | None = None
+        self._placements: Kernel | None = None  # q -> the contact frames' placements
         self._structure: Structure | None = None
         self._layouts: dict[tuple[bool, ...], Layout] = {}
         self._last_tau: np.ndarray | None = None
@@ -227,7 +228,7 @@ class WholeBodyController:
             self.model, self.contributors, self.contacts, self.input_matrix, self.solver.unconstrained_tolerance
         )
         self.kernel = compile_function(function)
-        self._placements = compile_function(placement_function(self.model, self.contacts))
+        self._placements = compile_function(placement_function(self.model, self.contacts)) if self.contacts else None
         self._structure = structure
         self._layouts = {}
         contributors = self.contributors
@@ -286,6 +287,7 @@ class WholeBodyController:
         if pending:  # contacts just activated without a placement: where they are now
             if self.kernel is None:
                 self.compile()
+            assert self._placements is not None  # pending contacts exist, so the kernel was built
             placements = self._placements(checks.configuration(self.model, q))[0]
             for k, c in enumerate(self.contacts):
                 if c.name in pending:
