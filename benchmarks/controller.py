@@ -35,28 +35,56 @@ from wbc import robots, tasks
 #: The two force models of a rectangular sole, by their command-line names.
 CONTACT_MODELS = {"wrench": wbc.SurfaceContact, "corners": wbc.SurfaceCornersContact}
 
-ANCHORS = Path(__file__).resolve().parents[2] / "shared" / "anchors"
+#: The anchors' scripts: ``shared/anchors`` next to the repository (or next to the worktrees' folder).
+ANCHORS = next(
+    (p / "shared" / "anchors" for p in Path(__file__).resolve().parents if (p / "shared" / "anchors").is_dir()),
+    Path(__file__).resolve().parents[2] / "shared" / "anchors",
+)
 
 
 def build(
-    solver: str, contact_model: str
+    solver: str, contact_model: str, limits: bool = False, levels: int = 0
 ) -> tuple[wbc.WholeBodyController, robots.RobotSpec, tasks.CoMTask, tasks.PostureTask]:
-    """The anchors' standing controller on Talos."""
+    """The anchors' standing controller on Talos.
+
+    Args:
+        limits: also keep every joint inside its position and velocity limits (the controller's
+            default limits); else torque limits only, as the anchors.
+        levels: 0: the anchors' tasks (CoM and posture, weighted). 1, 2 or 3: CoM, pelvis orientation
+            (weight 1, kp 20) and posture in 1 weighted level, in 2 levels (CoM | orientation and
+            posture) or in 3 (CoM | orientation | posture): the same problem, strictly ordered.
+    """
     spec = robots.load("talos")
     model = spec.model
     contacts = [CONTACT_MODELS[contact_model](f, spec.sole.length, spec.sole.width, mu=0.3) for f in spec.feet]
     com = tasks.CoMTask(weight=1.0, kp=20.0)
     posture = tasks.PostureTask(model, weight=1e-3, kp=10.0)
-    ctrl = wbc.WholeBodyController(model, [com, posture], contacts, solver=solver)
+    task_list: list[wbc.control.Task] = [com, posture]
+    if levels:
+        base = model.joints[1].link
+        orientation = tasks.OrientationTask(base, weight=1.0, kp=20.0)
+        orientation.set_target(wbc.frame_placement(model, spec.q0, base)[0:3, 0:3])
+        orientation.set_priority({1: 0, 2: 1, 3: 1}[levels])
+        posture.set_priority({1: 0, 2: 1, 3: 2}[levels])
+        task_list = [com, orientation, posture]
+    ctrl = wbc.WholeBodyController(
+        model, task_list, contacts, solver=solver, limits=None if limits else [wbc.TorqueLimit()]
+    )
     ctrl.compile()
     com.set_target(wbc.center_of_mass(model, spec.q0))
     posture.set_target(spec.q0)
     return ctrl, spec, com, posture
 
 
-def run(steps: int = 2000, solver: str = wbc.Solver.DAQP.value, contact_model: str = "wrench") -> dict:
+def run(
+    steps: int = 2000,
+    solver: str = wbc.Solver.DAQP.value,
+    contact_model: str = "wrench",
+    limits: bool = False,
+    levels: int = 0,
+) -> dict:
     """Stand for ``steps`` ms, timing every step; returns the JSON record."""
-    ctrl, spec, _, _ = build(solver, contact_model)
+    ctrl, spec, _, _ = build(solver, contact_model, limits, levels)
     model, dt = spec.model, 1e-3
     q, v = spec.q0.copy(), np.zeros(model.nv)
     com0 = wbc.center_of_mass(model, q)
@@ -81,6 +109,8 @@ def run(steps: int = 2000, solver: str = wbc.Solver.DAQP.value, contact_model: s
         "steps": steps,
         "solver": ctrl.solver.name,
         "contact_model": contact_model,
+        "joint_limits": limits,
+        "levels": levels or 1,
         "qp": {
             "variables": int(cmd.u.size),
             "equalities": int(sum(c.equality_dim for c in ctrl.contacts)),
@@ -127,7 +157,23 @@ def main(argv: list[str] | None = None) -> int:
         help="with --anchors: alternate wbc, TSID and placo this many times; ratios are the "
         "medians of the per-round ratios",
     )
+    parser.add_argument(
+        "--limits",
+        action="store_true",
+        help="also run with every joint's position and velocity limits, alternating with the run without "
+        "(ratio reported); with --anchors, the ratios to the anchors are those of the run with limits",
+    )
+    parser.add_argument(
+        "--levels",
+        default=None,
+        help="comma-separated numbers of priority levels (e.g. 1,2,3) of a CoM / orientation / posture "
+        "problem, run alternately; reports each one's cost as a ratio to the first",
+    )
     args = parser.parse_args(argv)
+    if args.levels:
+        return _levels_main(args)
+    if args.limits:
+        return _limits_main(args)
     record = run(args.steps, args.solver, args.contact_model)
     lines = [record]
     if args.anchors:
@@ -162,6 +208,88 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("tsid", "placo"):
         if f"ratio_to_{name}" in record:
             print(f"ratio wbc / {name}: {record[f'ratio_to_{name}']:.2f}")
+    return 0
+
+
+def _print_lines(lines: list[dict]) -> None:
+    for line in lines:
+        who = line.get("anchor") or (
+            f"wbc ({line.get('solver')}, {line.get('contact_model')}, joint limits {line.get('joint_limits')}, "
+            f"levels {line.get('levels')})"
+        )
+        print(f"{who:60s} step median {line['step_us_median']:8.1f} µs  failures {line['failures']}")
+
+
+def _limits_main(args) -> int:
+    """With and without joint limits alternately (and the anchors): step costs and their ratios."""
+    per_round: dict[str, list[float]] = {"without": [], "with": [], "tsid": [], "placo": []}
+    lines: list[dict] = []
+    for k in range(max(1, args.rounds)):
+        for limits in (False, True):
+            record = run(args.steps, args.solver, args.contact_model, limits=limits)
+            per_round["with" if limits else "without"].append(record["step_us_median"])
+            if k == 0:
+                lines.append(record)
+        if args.anchors:
+            for name in ("tsid", "placo"):
+                anchor = run_anchor(name, args.steps)
+                if anchor is not None:
+                    per_round[name].append(anchor["step_us_median"])
+                    if k == 0:
+                        lines.append(anchor)
+    with_limits = np.array(per_round["with"])
+    summary = {
+        "benchmark": "joint_limits",
+        "step_us_median_with_limits_per_round": per_round["with"],
+        "step_us_median_without_per_round": per_round["without"],
+        "ratio_with_to_without": round(float(np.median(with_limits / np.array(per_round["without"]))), 3),
+    }
+    for name in ("tsid", "placo"):
+        if per_round[name] and len(per_round[name]) == len(with_limits):
+            summary[f"ratio_with_limits_to_{name}"] = round(float(np.median(with_limits / per_round[name])), 3)
+            summary[f"ratio_without_to_{name}"] = round(
+                float(np.median(np.array(per_round["without"]) / per_round[name])), 3
+            )
+    lines.append(summary)
+    if args.json:
+        for line in lines:
+            print(json.dumps(line))
+        return 0
+    _print_lines([x for x in lines if "step_us_median" in x])
+    print(json.dumps(summary))
+    return 0
+
+
+def _levels_main(args) -> int:
+    """1, 2, 3... priority levels of the same tasks, alternately: step costs as ratios to the first."""
+    try:
+        levels = [int(x) for x in args.levels.split(",")]
+    except ValueError:
+        raise SystemExit(f"--levels takes numbers like 1,2,3, got {args.levels!r}") from None
+    if any(n not in (1, 2, 3) for n in levels):
+        raise SystemExit("--levels: 1, 2 or 3 levels")
+    per_round: dict[int, list[float]] = {n: [] for n in levels}
+    lines = []
+    for k in range(max(1, args.rounds)):
+        for n in levels:
+            record = run(args.steps, args.solver, args.contact_model, limits=args.limits, levels=n)
+            per_round[n].append(record["step_us_median"])
+            if k == 0:
+                lines.append(record)
+    first = np.array(per_round[levels[0]])
+    summary = {
+        "benchmark": "priority_levels",
+        "joint_limits": bool(args.limits),
+        "step_us_median_per_round": {str(n): v for n, v in per_round.items()},
+        "ratio_to_first": {str(n): round(float(np.median(np.array(v) / first)), 3) for n, v in per_round.items()},
+    }
+    lines.append(summary)
+    if args.json:
+        for line in lines:
+            print(json.dumps(line))
+        return 0
+    _print_lines([x for x in lines if "step_us_median" in x])
+    print(json.dumps(summary))
     return 0
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+import casadi as ca
 import numpy as np
 import pinocchio as pin
 
@@ -30,6 +31,17 @@ __all__ = [
     "minverse",
     "delassus_call",
     "minv_b_calls",
+    "cluster_model",
+    "loop_constraints",
+    "kkt",
+    "kkt_inverse",
+    "kkt_forward_dynamics",
+    "kkt_inverse_dynamics",
+    "contact_jacobian",
+    "loop_constraint_models",
+    "constraint_dynamics_call",
+    "relative_error",
+    "oracle_errors",
 ]
 
 #: Pinocchio's reference frames by wbc's.
@@ -57,9 +69,16 @@ def add_op_frame(pm: pin.Model, name: str, parent: str, offset: Sequence[float])
 
 
 def catalog_model(spec: RobotSpec) -> pin.Model:
-    """Pinocchio's model of a catalog robot: its URDF (a free flyer where the wbc model has one)
-    plus the catalog's extra OP frames, so every frame wbc knows exists on both sides."""
+    """Pinocchio's model of a catalog robot: its URDF (a free flyer where the wbc model has one),
+    reduced by ``buildReducedModel`` where the catalog locked joints (``spec.locked``), plus the
+    catalog's extra OP frames, so every frame wbc knows exists on both sides."""
     pm = build_model(spec.urdf, spec.model.floating_base)
+    if spec.locked:
+        q = pin.neutral(pm)
+        for name, value in spec.locked:
+            j = pm.joints[pm.getJointId(name)]
+            q[j.idx_q : j.idx_q + j.nq] = value
+        pm = pin.buildReducedModel(pm, [pm.getJointId(name) for name, _ in spec.locked], q)
     for name, parent, offset in spec.extra_frames:
         add_op_frame(pm, name, parent, offset)
     return pm
@@ -218,3 +237,213 @@ def minv_b_calls(
     if constraints:
         calls["minv+jac@B"] = minv_jac_b
     return calls
+
+
+# ------------------------------------------------------------------ clustered models (loops, transmissions)
+def cluster_model(cm: wbc.ClusterModel) -> pin.Model:
+    """Pinocchio's model of a clustered model's spanning tree (from the same URDF text)."""
+    if cm.urdf is None:
+        raise ValueError(f"cluster model {cm.name!r} was not built from URDF text")
+    pm = build_model(cm.urdf, cm.floating_base, from_text=True)
+    if cm.armature is not None:
+        pm.armature = np.asarray(cm.armature, dtype=float)
+    return pm
+
+
+def _vidx(pm: pin.Model, joint: str) -> int:
+    return pm.joints[pm.getJointId(joint)].idx_v
+
+
+def loop_constraints(pm: pin.Model, cm: wbc.ClusterModel, y: np.ndarray, yd: np.ndarray):
+    """``(K, Kd_yd)``: the declared loop constraints of ``cm`` rebuilt on Pinocchio's side.
+
+    Couplings give their constant rows (polynomials their derivative); loop closures the rows of
+    Pinocchio's frame Jacobians (``R_aᵀ (J_a − J_b)``, translations, and rotations for welds) and
+    their drift from Pinocchio's classical frame accelerations at zero joint acceleration. Nothing
+    of wbc's own G, K or kinematics is used.
+    """
+    from wbc.model.clusters import JointCoupling, LoopClosure, PolynomialCoupling
+
+    pd = pm.createData()
+    pin.forwardKinematics(pm, pd, y, yd, np.zeros(pm.nv))
+    pin.computeJointJacobians(pm, pd, y)
+    pin.updateFramePlacements(pm, pd)
+    rows, drifts = [], []
+    for cluster in cm.clusters:
+        for c in cluster.constraints:
+            if isinstance(c, JointCoupling):
+                r = np.zeros(pm.nv)
+                r[_vidx(pm, c.joint)] += 1.0
+                for src, ratio in c.sources:
+                    r[_vidx(pm, src)] -= ratio
+                rows.append(r)
+                drifts.append(0.0)
+            elif isinstance(c, PolynomialCoupling):
+                r = np.zeros(pm.nv)
+                s = _vidx(pm, c.source)
+                x, xd = y[pm.joints[pm.getJointId(c.source)].idx_q], yd[s]
+                d1 = sum(p * cp * x ** (p - 1) for p, cp in enumerate(c.coefficients) if p >= 1)
+                d2 = sum(p * (p - 1) * cp * x ** (p - 2) for p, cp in enumerate(c.coefficients) if p >= 2)
+                r[_vidx(pm, c.joint)] += 1.0
+                r[s] -= d1
+                rows.append(r)
+                drifts.append(-d2 * xd * xd)
+            elif isinstance(c, LoopClosure):
+                fa, fb = frame_id(pm, c.frame_a), frame_id(pm, c.frame_b)
+                Ra = pd.oMf[fa].rotation
+                Ja = pin.getFrameJacobian(pm, pd, fa, pin.LOCAL_WORLD_ALIGNED)
+                Jb = pin.getFrameJacobian(pm, pd, fb, pin.LOCAL_WORLD_ALIGNED)
+                aa = pin.getFrameClassicalAcceleration(pm, pd, fa, pin.LOCAL_WORLD_ALIGNED)
+                ab = pin.getFrameClassicalAcceleration(pm, pd, fb, pin.LOCAL_WORLD_ALIGNED)
+                full = [Ra.T @ (Ja[0:3] - Jb[0:3])]
+                drift = [Ra.T @ (aa.linear - ab.linear)]
+                if c.kind.value == "weld":
+                    full.append(Ra.T @ (Jb[3:6] - Ja[3:6]))
+                    drift.append(Ra.T @ (ab.angular - aa.angular))
+                K = np.vstack(full)
+                d = np.concatenate(drift)
+                sel = list(range(K.shape[0])) if c.rows is None else list(c.rows)
+                rows.extend(K[sel])
+                drifts.extend(d[sel])
+    K = np.array(rows).reshape(-1, pm.nv)
+    return K, np.array(drifts, dtype=float)
+
+
+def kkt(pm: pin.Model, cm: wbc.ClusterModel, y: np.ndarray, yd: np.ndarray):
+    """``(H, h, K, Kd_yd)`` from Pinocchio: the spanning tree's inertia and bias, the loop rows."""
+    pd = pm.createData()
+    H = symmetrized(pin.crba(pm, pd, y))
+    h = pin.nonLinearEffects(pm, pm.createData(), y, yd)
+    K, drift = loop_constraints(pm, cm, y, yd)
+    return H, h, K, drift
+
+
+def kkt_inverse(H: np.ndarray, K: np.ndarray) -> np.ndarray:
+    """The top-left block ``P`` (nv, nv) of ``[H Kᵀ; K 0]⁻¹``: ``G (Gᵀ H G)⁻¹ Gᵀ`` for any basis
+    ``G`` of the null space of ``K``, computed without one."""
+    n, m = H.shape[0], K.shape[0]
+    A = np.block([[H, K.T], [K, np.zeros((m, m))]])
+    return np.linalg.solve(A, np.vstack([np.eye(n), np.zeros((m, n))]))[:n]
+
+
+def kkt_forward_dynamics(pm: pin.Model, cm: wbc.ClusterModel, y, yd, tau_span) -> np.ndarray:
+    """Spanning accelerations ``ÿ`` (nv) of ``[H Kᵀ; K 0][ÿ; −λ] = [τ − h; −K̇ẏ]`` (Pinocchio's H, h)."""
+    H, h, K, drift = kkt(pm, cm, y, yd)
+    n, m = H.shape[0], K.shape[0]
+    A = np.block([[H, K.T], [K, np.zeros((m, m))]])
+    return np.linalg.solve(A, np.concatenate([tau_span - h, -drift]))[:n]
+
+
+def kkt_inverse_dynamics(pm: pin.Model, cm: wbc.ClusterModel, y, yd, qdd: np.ndarray) -> np.ndarray:
+    """Independent generalized forces (nv_ind) producing independent accelerations ``qdd``.
+
+    The spanning accelerations follow from ``K ÿ = −K̇ẏ`` with ``ÿ_ind = qdd``; the spanning
+    forces ``H ÿ + h`` (Pinocchio's RNEA) are split into loop forces ``Kᵀλ`` carrying all of the
+    dependent joints' share and the independent joints' generalized forces.
+    """
+    K, drift = loop_constraints(pm, cm, y, yd)
+    ind = np.asarray(cm.independent_v_indices)
+    dep = np.setdiff1d(np.arange(pm.nv), ind)
+    ydd = np.zeros(pm.nv)
+    ydd[ind] = qdd
+    if dep.size:
+        ydd[dep] = np.linalg.solve(K[:, dep], -drift - K[:, ind] @ qdd)
+    r = pin.rnea(pm, pm.createData(), y, yd, ydd)
+    if not dep.size:
+        return r[ind]
+    lam = np.linalg.solve(K[:, dep].T, r[dep])
+    return r[ind] - K[:, ind].T @ lam
+
+
+def contact_jacobian(pm: pin.Model, y: np.ndarray, points) -> np.ndarray:
+    """Stacked world-aligned linear Jacobians (3k, nv) of ``(frame, offset)`` points (spanning tree)."""
+    pd = pm.createData()
+    pin.computeJointJacobians(pm, pd, y)
+    blocks = []
+    for frame, offset in points:
+        f = pm.frames[frame_id(pm, frame)]
+        placement = f.placement * pin.SE3(np.eye(3), np.asarray(offset, float))
+        blocks.append(pin.getFrameJacobian(pm, pd, f.parentJoint, placement, pin.LOCAL_WORLD_ALIGNED)[:3])
+    return np.vstack(blocks)
+
+
+def loop_constraint_models(pm: pin.Model, cm: wbc.ClusterModel):
+    """Pinocchio ``RigidConstraintModel`` s of ``cm``'s loop closures (all of them POINT or WELD with
+    every row: ``CONTACT_3D`` / ``CONTACT_6D`` between the two frames), for ``constraintDynamics``."""
+    from wbc.model.clusters import LoopClosure
+
+    models = []
+    for cluster in cm.clusters:
+        for c in cluster.constraints:
+            if isinstance(c, LoopClosure):
+                fa, fb = pm.frames[frame_id(pm, c.frame_a)], pm.frames[frame_id(pm, c.frame_b)]
+                kind = pin.ContactType.CONTACT_6D if c.kind.value == "weld" else pin.ContactType.CONTACT_3D
+                models.append(
+                    pin.RigidConstraintModel(
+                        kind, pm, fa.parentJoint, fa.placement, fb.parentJoint, fb.placement, pin.LOCAL
+                    )
+                )
+    return models
+
+
+def constraint_dynamics_call(pm: pin.Model, models, y, yd, tau, prox=None):
+    """``(call, datas)``: ``call()`` runs ``constraintDynamics`` with the loop-closure ``models``."""
+    cms = pin.StdVec_RigidConstraintModel(models)
+    cds = pin.StdVec_RigidConstraintData([m.createData() for m in models])
+    pd = pm.createData()
+    pin.initConstraintDynamics(pm, pd, cms, cds)
+    settings = prox or pin.ProximalSettings(1e-14, 0.0, 1)
+
+    def call() -> np.ndarray:
+        return pin.constraintDynamics(pm, pd, y, yd, tau, cms, cds, settings)
+
+    return call
+
+
+# ----------------------------------------------------------------------------- whole-model comparison
+def relative_error(actual, expected) -> float:
+    """``max|a − b| / max(1, max|b|)``: the tests' closeness measure (``tests.helpers.assert_close``)."""
+    a, b = np.asarray(actual, float), np.asarray(expected, float)
+    if a.shape != b.shape:
+        return np.inf
+    if not b.size:
+        return 0.0
+    if not np.all(np.isfinite(a)):
+        return np.inf
+    return float(np.max(np.abs(a - b)) / max(1.0, float(np.max(np.abs(b)))))
+
+
+def oracle_errors(model: wbc.Model, pm: pin.Model, rng: np.random.Generator, dynamics: bool = True) -> dict[str, float]:
+    """wbc against Pinocchio on one model at one random state: the relative error (see
+    :func:`relative_error`) of every frame placement (``oMf``), the mass matrix, RNEA and, when
+    ``dynamics`` (the model has no joints that move no mass), ABA. Layout differences (joint names,
+    q/v sizes, frame names and order) are reported as infinite errors under ``"layout"``.
+
+    Pinocchio's ``Data`` grows quadratically with the number of joints: keep ``pm`` to real robots.
+    """
+    same = (
+        model.joint_names == tuple(pm.names)
+        and (model.nq, model.nv) == (pm.nq, pm.nv)
+        and model.frame_names == tuple(f.name for f in pm.frames)
+    )
+    errors = {"layout": 0.0 if same else np.inf}
+    if not same:
+        return errors
+    pd = pm.createData()
+    q = wbc.random_configuration(model, rng)
+    v, a, tau = rng.normal(size=model.nv), rng.normal(size=model.nv), rng.normal(size=model.nv)
+    pin.forwardKinematics(pm, pd, q)
+    pin.updateFramePlacements(pm, pd)
+    ws = wbc.Workspace(model, ca.DM(q))
+    placements = [ws.frame_placement(k) for k in range(len(model.frames))]
+    errors["placements"] = max(
+        relative_error(
+            np.vstack([np.array(ca.DM(X.R)), np.array(ca.DM(X.p)).T]), np.vstack([M.rotation, M.translation])
+        )
+        for X, M in zip(placements, pd.oMf)
+    )
+    errors["M"] = relative_error(wbc.crba(model, q), symmetrized(pin.crba(pm, pd, q)))
+    errors["rnea"] = relative_error(wbc.rnea(model, q, v, a), pin.rnea(pm, pd, q, v, a))
+    if dynamics:
+        errors["aba"] = relative_error(wbc.aba(model, q, v, tau), pin.aba(pm, pd, q, v, tau))
+    return errors

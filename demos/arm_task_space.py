@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
 import wbc
 from wbc import robots, tasks
@@ -149,14 +151,16 @@ class QP:
         return cmd.tau, cmd.task_errors[self.frame.name]
 
 
-def simulate(controller, model: wbc.Model, q0: np.ndarray, circle: Circle, duration: float) -> dict:
+def simulate(controller, model: wbc.Model, q0: np.ndarray, circle: Circle, duration: float, replay=None) -> dict:
     sim = MujocoSim(model)
     sim.reset(q0)
     steps = int(round(duration / DT))
     log = {"t": [], "err_p": [], "err_r": [], "tau": [], "us": []}
-    for i in range(steps):
+    for i in tqdm(range(steps), unit="step", disable=not sys.stderr.isatty(), desc=type(controller).__name__):
         t = i * DT
         q, v = sim.get_state()
+        if replay is not None and i % 33 == 0:  # wbc.viz.Replay, ~30 frames per second
+            replay.add(t, q)
         p_ref, vel_ref, acc_ref = circle(t)
         clock = time.perf_counter()
         tau, e = controller(q, v, (p_ref, circle.R0, vel_ref, acc_ref))
@@ -218,14 +222,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("out") / "arm_task_space")
     parser.add_argument("--duration", type=float, default=4.0, help="simulated time, s")
     parser.add_argument("--no-plots", action="store_true")
+    parser.add_argument("--replay", action="store_true", help="write replay.html of the QP run (needs wbc[viz])")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     spec = robots.load("panda")
     model, q0 = spec.model, spec.q0
     T0 = wbc.frame_placement(model, q0, EE)
     circle = Circle(T0[0:3, 3], T0[0:3, 0:3])
+    replay = None
+    if args.replay:
+        from wbc.viz import Replay
+
+        replay = Replay(model, spec.urdf, title="wbc: Panda end-effector circle (QP controller)")
     runs = {
-        "QP": simulate(QP(model, q0), model, q0, circle, args.duration),
+        "QP": simulate(QP(model, q0), model, q0, circle, args.duration, replay),
         "OSC": simulate(OSC(model, q0), model, q0, circle, args.duration),
     }
     summary = {
@@ -239,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     if not args.no_plots:
         summary["plots"] = plot(runs, model, args.out)
+    if replay is not None:
+        summary["replay"] = replay.write(args.out / "replay.html").name
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     for name in runs:
         s = summary[name]

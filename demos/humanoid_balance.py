@@ -40,9 +40,12 @@ import time
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
 import wbc
 from wbc import robots, tasks
+from wbc.viz import Replay
+from wbc.viz import contact_arrows as replay_arrows
 
 try:
     from wbc.sim.mujoco import MujocoSim
@@ -148,8 +151,9 @@ class Balance:
         self.posture.set_target(spec.q0)
         self.com.set_target(self.com0)
 
-    def run(self, progress: bool = True, viewer=None, frames: list | None = None, renderer=None) -> dict:
-        """Simulate the scenario; returns the log (arrays over time)."""
+    def run(self, progress: bool = True, viewer=None, frames: list | None = None, renderer=None, replay=None) -> dict:
+        """Simulate the scenario; returns the log (arrays over time); records into ``replay`` (a
+        :class:`wbc.viz.Replay`) about 30 times per second."""
         sc, sim, spec = self.scenario, self.sim, self.spec
         steps = int(round(sc.duration / DT))
         feet0 = {f: sim.frame_placement(f)[0:3, 3].copy() for f in spec.feet}
@@ -179,6 +183,10 @@ class Balance:
             if q[2] < 0.5 * base_z0:
                 fell = True
                 break
+            if replay is not None and i % 33 == 0:
+                active = [p for p in sc.pushes if p.time_s <= t < p.time_s + p.duration_s]
+                arrows = replay_arrows(self.model, q, self.controller.contacts, cmd.forces)
+                replay.add(t, q, arrows, {p.name: (q[0:3], p.force_N * np.asarray(p.direction)) for p in active})
             if viewer is not None and i % 16 == 0:
                 viewer.sync()
             if renderer is not None and i % 33 == 0:
@@ -217,21 +225,16 @@ class Balance:
 
 
 class _Progress:
-    """A minimal progress bar on stderr (only when it is a terminal or long runs are expected)."""
+    """A tqdm progress bar on stderr, silent when stderr is not a terminal."""
 
     def __init__(self, total: int) -> None:
-        self.total, self.last, self.start = total, -1, time.time()
+        self.bar = tqdm(total=total, unit="step", disable=not sys.stderr.isatty())
 
     def update(self, n: int) -> None:
-        pct = int(100 * n / self.total)
-        if pct != self.last and pct % 2 == 0:
-            self.last = pct
-            bar = "#" * (pct // 4) + "." * (25 - pct // 4)
-            sys.stderr.write(f"\r  [{bar}] {pct:3d}%  {time.time() - self.start:5.1f} s")
-            sys.stderr.flush()
+        self.bar.update(n - self.bar.n)
 
     def close(self) -> None:
-        sys.stderr.write("\n")
+        self.bar.close()
 
 
 def summarize(robot: str, run: dict, scenario: Scenario) -> dict:
@@ -636,6 +639,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--video", type=Path, default=None, help="render an mp4 offscreen (needs OpenGL and ffmpeg)")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--replay", action="store_true", help="write replay.html (a 3D replay; needs wbc[viz])")
     args = parser.parse_args(argv)
 
     if args.push_scan or args.soak is not None:
@@ -651,7 +655,10 @@ def main(argv: list[str] | None = None) -> int:
     viewer = _open_viewer(balance) if args.viewer else None
     renderer = _open_renderer(balance) if args.video else None
     frames: list = []
-    run = balance.run(progress=not args.quiet, viewer=viewer, frames=frames, renderer=renderer)
+    replay = Replay(balance.model, balance.spec.urdf, title=f"wbc: {args.robot} balancing") if args.replay else None
+    run = balance.run(progress=not args.quiet, viewer=viewer, frames=frames, renderer=renderer, replay=replay)
+    if replay is not None:
+        replay.write(out / "replay.html")
     if viewer is not None:
         viewer.close()
     if renderer is not None and frames:

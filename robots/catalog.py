@@ -1,8 +1,14 @@
-"""The robot catalog: real robots from example-robot-data, with what a controller needs.
+"""The robot catalog: real robots with what a controller needs.
 
-``load("talos")`` returns a :class:`RobotSpec`: the :class:`wbc.Model` plus named feet (sole
-frames, whose origin is the sole centre and whose z axis is the contact normal), the sole
-rectangle, hands, fingertips, and a default posture ``q0`` standing on the ground (z = 0).
+``load("talos")`` returns a :class:`RobotSpec`: the :class:`wbc.Model` plus named feet, the sole
+rectangle (humanoids: sole frames whose origin is the sole centre and whose z axis is the contact
+normal) or the foot radius (quadrupeds: point feet, spheres centred on the foot frames), hands,
+fingertips, and a default posture ``q0`` standing on the ground (z = 0).
+
+Sources: example-robot-data (Talos, G1, Panda, Allegro, Solo12, ANYmal C, Go2, Romeo, TIAGo),
+``jvrc-description`` (JVRC-1) and ``icub-models`` (iCub), all from PyPI. Robots whose files have
+joints that move no mass (Romeo's fingers) or that a controller holds still (TIAGo's wheels and
+hand) come with those joints locked (:func:`wbc.lock_joints`), listed in ``RobotSpec.locked``.
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sysconfig
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -56,6 +63,9 @@ class RobotSpec:
         hands: hand / end-effector frames.
         fingertips: fingertip frames.
         extra_frames: OP frames the catalog added to the URDF's (name -> parent frame).
+        foot_radius: point feet: the radius (m) of the spheres centred on the foot frames (the
+            contact points of ``wbc.PointContact`` feet); None for soles.
+        locked: joints locked at the given positions (``wbc.lock_joints``), in the URDF's model.
     """
 
     name: str
@@ -67,6 +77,8 @@ class RobotSpec:
     hands: tuple[str, ...] = ()
     fingertips: tuple[str, ...] = ()
     extra_frames: tuple[tuple[str, str, tuple[float, float, float]], ...] = ()
+    foot_radius: float | None = None
+    locked: tuple[tuple[str, tuple[float, ...]], ...] = ()
 
     @property
     def mass(self) -> float:
@@ -93,12 +105,28 @@ def _with_frames(model: wbc.Model, frames) -> wbc.Model:
     return model
 
 
-def _stand_on_ground(model: wbc.Model, q: np.ndarray, feet: tuple[str, ...]) -> np.ndarray:
-    """Shift the free-flyer height so that the lowest sole origin is at z = 0."""
+def _stand_on_ground(model: wbc.Model, q: np.ndarray, feet: tuple[str, ...], height: float = 0.0) -> np.ndarray:
+    """Shift the free-flyer height so that the lowest foot frame origin is at z = ``height``."""
     q = q.copy()
     lowest = min(wbc.frame_placement(model, q, f)[2, 3] for f in feet)
-    q[2] -= lowest
+    q[2] += height - lowest
     return q
+
+
+def _set(model: wbc.Model, q: np.ndarray, values: dict[str, float]) -> np.ndarray:
+    q = q.copy()
+    for name, value in values.items():
+        q[model.joints[model.joint_id(name)].idx_q] = value
+    return q
+
+
+def _lock(model: wbc.Model, q: np.ndarray, names) -> tuple[wbc.Model, np.ndarray, tuple]:
+    """Lock ``names`` at their values in ``q``: the reduced model, its ``q`` and the locked list."""
+    joints = [model.joints[model.joint_id(n)] for n in names]
+    locked = tuple((j.name, tuple(float(x) for x in q[j.idx_q : j.idx_q + j.nq])) for j in joints)
+    reduced = wbc.lock_joints(model, dict(locked))
+    kept = [j for j in model.joints[1:] if j.name not in set(names)]
+    return reduced, np.concatenate([q[j.idx_q : j.idx_q + j.nq] for j in kept]), locked
 
 
 def _talos(floating_base: bool) -> RobotSpec:
@@ -193,12 +221,155 @@ def _allegro(floating_base: bool) -> RobotSpec:
     )
 
 
+# ------------------------------------------------------------------------------ quadrupeds
+def _quadruped(
+    name: str,
+    urdf: Path,
+    srdf: Path,
+    feet: tuple[str, ...],
+    radius: float,
+    floating_base: bool,
+    extra: tuple = (),
+) -> RobotSpec:
+    model = _with_frames(wbc.load_urdf(urdf, floating_base), extra)
+    q0 = reference_configuration(model, srdf, "standing")
+    if floating_base:
+        q0 = _stand_on_ground(model, q0, feet, radius)
+    return RobotSpec(name, model, urdf, q0, feet, None, extra_frames=extra, foot_radius=radius)
+
+
+def _solo12(floating_base: bool) -> RobotSpec:
+    root = robots_dir() / "solo_description"
+    # the foot meshes are spheres of radius 0.016 m centred on the *_FOOT frames
+    feet = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
+    return _quadruped(
+        "solo12", root / "robots" / "solo12.urdf", root / "srdf" / "solo.srdf", feet, 0.016, floating_base
+    )
+
+
+def _anymal_c(floating_base: bool) -> RobotSpec:
+    root = robots_dir() / "anymal_c_simple_description"
+    # the foot collision spheres (radius 0.03) are centred 0.0225 m above the *_FOOT frames
+    extra = tuple((f"{leg}_foot_center", f"{leg}_FOOT", (0.0, 0.0, 0.0225)) for leg in ("LF", "RF", "LH", "RH"))
+    feet = tuple(name for name, _, _ in extra)
+    urdf, srdf = root / "urdf" / "anymal.urdf", root / "srdf" / "anymal.srdf"
+    return _quadruped("anymal_c", urdf, srdf, feet, 0.03, floating_base, extra)
+
+
+def _go2(floating_base: bool) -> RobotSpec:
+    root = robots_dir() / "go2_description"
+    # the foot collision meshes are spheres of radius ~0.022 m centred on the *_foot frames
+    feet = ("FL_foot", "FR_foot", "RL_foot", "RR_foot")
+    return _quadruped("go2", root / "urdf" / "go2.urdf", root / "srdf" / "go2.srdf", feet, 0.022, floating_base)
+
+
+# ------------------------------------------------------------------------------ humanoids and TIAGo
+def _romeo(floating_base: bool) -> RobotSpec:
+    root = robots_dir() / "romeo_description"
+    urdf = root / "urdf" / "romeo.urdf"
+    full = wbc.load_urdf(urdf, floating_base)
+    q_full = reference_configuration(full, root / "srdf" / "romeo.srdf", "half_sitting")
+    # the finger and hand joints move no mass (wbc.checks.massless_joints): locked at half_sitting
+    model, q0, locked = _lock(full, q_full, wbc.checks.massless_joints(full))
+    feet = ("l_sole", "r_sole")
+    if floating_base:
+        q0 = _stand_on_ground(model, q0, feet)
+    # the sole meshes span x in [-0.073, 0.121] m and y in [-0.049, 0.062] m around l_sole (mirrored
+    # for r_sole): the rectangle centred on the sole frames that fits inside
+    return RobotSpec("romeo", model, urdf, q0, feet, Sole(0.14, 0.095), hands=("l_wrist", "r_wrist"), locked=locked)
+
+
+_TIAGO_HOME = {
+    "torso_lift_joint": 0.15,
+    "arm_1_joint": 0.2,
+    "arm_2_joint": -1.34,
+    "arm_3_joint": -0.2,
+    "arm_4_joint": 1.94,
+    "arm_5_joint": -1.57,
+    "arm_6_joint": 1.37,
+}
+
+
+def _tiago(floating_base: bool) -> RobotSpec:
+    urdf = robots_dir() / "tiago_description" / "robots" / "tiago.urdf"
+    # the antenna links' inertias are not PSD by 1.7e-8 of the base's: projected, with a warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", wbc.ModelWarning)
+        full = wbc.load_urdf(urdf, floating_base)
+    q_full = _set(full, wbc.neutral(full), _TIAGO_HOME)
+    # a manipulation model: the mobile base's wheels and the underactuated hand are held still
+    still = [j.name for j in full.joints[1:] if j.name.startswith(("wheel_", "hand_"))]
+    model, q0, locked = _lock(full, q_full, still)
+    return RobotSpec("tiago", model, urdf, q0, hands=("hand_palm_link",), locked=locked)
+
+
+def _jvrc_urdf() -> Path:
+    try:
+        import jvrc_description
+    except ImportError:
+        raise ModelError(
+            "jvrc-description is not installed; install the 'robots' extra (pip install 'wbc[robots]')"
+        ) from None
+    return Path(jvrc_description.__file__).parent / "urdf" / "jvrc1.urdf"
+
+
+_JVRC_HALF_SITTING = {
+    f"{s}_{j}": v
+    for s in ("L", "R")
+    for j, v in (("HIP_P", -0.38), ("KNEE", 0.72), ("ANKLE_P", -0.34), ("ELBOW_P", -0.5))
+} | {"L_SHOULDER_R": 0.3, "R_SHOULDER_R": -0.3}
+
+
+def _jvrc1(floating_base: bool) -> RobotSpec:
+    urdf = _jvrc_urdf()
+    # the sole meshes lie 0.1077 m below the ankle frames and span x in [-0.075, 0.137] m, y in ±0.042 m
+    extra = (("l_sole", "l_ankle", (0.031, 0.0, -0.1077)), ("r_sole", "r_ankle", (0.031, 0.0, -0.1077)))
+    model = _with_frames(wbc.load_urdf(urdf, floating_base), extra)
+    q0 = _set(model, wbc.neutral(model), _JVRC_HALF_SITTING)
+    feet = ("l_sole", "r_sole")
+    if floating_base:
+        q0 = _stand_on_ground(model, q0, feet)
+    return RobotSpec("jvrc1", model, urdf, q0, feet, Sole(0.2, 0.08), hands=("l_wrist", "r_wrist"), extra_frames=extra)
+
+
+_ICUB_STANDING = {
+    f"{s}_{j}": v
+    for s in ("l", "r")
+    for j, v in (("hip_pitch", 0.3), ("knee", -0.55), ("ankle_pitch", -0.25), ("shoulder_roll", 0.3), ("elbow", 0.6))
+}
+
+
+def _icub(floating_base: bool) -> RobotSpec:
+    try:
+        import icub_models
+    except ImportError:
+        raise ModelError(
+            "icub-models is not installed; install the 'robots' extra (pip install 'wbc[robots]')"
+        ) from None
+    urdf = icub_models.get_model_file("iCubGazeboV2_7")
+    model = wbc.load_urdf(urdf, floating_base)
+    q0 = _set(model, wbc.neutral(model), _ICUB_STANDING)
+    feet = ("l_sole", "r_sole")
+    if floating_base:
+        q0 = _stand_on_ground(model, q0, feet)
+    # the foot collision boxes span x in [-0.053, 0.107] m, y in [-0.031, 0.041] m around l_sole
+    # (mirrored for r_sole): the rectangle centred on the sole frames that fits inside
+    return RobotSpec("icub", model, urdf, q0, feet, Sole(0.1, 0.06), hands=("l_hand", "r_hand"))
+
+
 _CATALOG: dict[str, tuple[Callable[[bool], RobotSpec], bool]] = {
     "talos": (_talos, True),
     "g1": (lambda fb: _g1(fb, hands=False), True),
     "g1_with_hands": (lambda fb: _g1(fb, hands=True), True),
     "panda": (_panda, False),
     "allegro": (_allegro, False),
+    "solo12": (_solo12, True),
+    "anymal_c": (_anymal_c, True),
+    "go2": (_go2, True),
+    "romeo": (_romeo, True),
+    "tiago": (_tiago, False),
+    "jvrc1": (_jvrc1, True),
+    "icub": (_icub, True),
 }
 
 

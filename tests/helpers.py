@@ -183,6 +183,6 @@ def random_constraints(model: wbc.Model, rng: np.random.Generator) -> list:
 
 def compile_in(function, directory):
     """Compile ``function`` into ``directory``; these tests need a real C compiler."""
-    kernel = wbc.kernels.compile_kernel(function, directory=directory)
+    kernel = wbc.codegen.compile_function(function, directory=directory)
     assert kernel.backend == "c", "these tests need a C compiler"
     return kernel

@@ -374,3 +374,17 @@ def test_the_top_level_exports_the_whole_numeric_api():
     assert set(wbc.numeric.__all__) <= set(wbc.__all__)
     for name in wbc.numeric.__all__:
         assert getattr(wbc, name) is getattr(wbc.numeric, name)
+
+
+def test_every_subpackage_is_packaged():
+    """pyproject's explicit package list names every package directory (a non-editable install would
+    silently miss one otherwise)."""
+    import pathlib
+
+    import tomllib
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    listed = set(tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(root).parts) for p in (root / "wbc").rglob("__init__.py")}
+    found |= {"wbc.tasks", "wbc.robots"}
+    assert found <= listed, f"not packaged: {sorted(found - listed)}"

@@ -184,7 +184,8 @@ def test_string_and_file_loading_agree(tmp_path):
 
 
 def test_catalog_default_postures_are_valid():
-    """Each catalog posture is a valid configuration; floating robots stand with the lowest sole at z = 0."""
+    """Each catalog posture is a valid configuration; floating robots stand with the lowest sole at z = 0
+    (point feet: the lowest foot sphere touches z = 0, its centre at z = radius)."""
     for name in ROBOT_NAMES:
         case = robot_case(name)
         m, spec = case.model, case.spec
@@ -194,4 +195,4 @@ def test_catalog_default_postures_are_valid():
             assert m.has_frame(f), (name, f)
         if m.floating_base:
             z = [wbc.frame_placement(m, q0, f)[2, 3] for f in spec.feet]
-            assert abs(min(z)) <= 1e-12, (name, z)
+            assert abs(min(z) - (spec.foot_radius or 0.0)) <= 1e-12, (name, z)

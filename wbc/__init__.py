@@ -10,6 +10,7 @@ functions on CasADi symbols are in :mod:`wbc.symbolic`.
 from __future__ import annotations
 
 from . import codegen, numeric, symbolic
+from .algorithms.clusters.numeric import cluster_aba, cluster_delassus, cluster_input_matrix, cluster_rnea
 from .algorithms.constraints import LinkConstraint, PointConstraint, WeldConstraint
 from .algorithms.delassus import DelassusMethod
 from .algorithms.iim import InputMatrixMethod
@@ -17,12 +18,19 @@ from .algorithms.kinematics import ReferenceFrame
 from .algorithms.workspace import Workspace
 from .codegen import kernels
 from .control import (
+    Capsule,
+    CollisionPair,
     Command,
     Contact,
+    Failure,
     Group,
+    JointPositionLimit,
+    JointVelocityLimit,
     Kind,
     PointContact,
+    SelfCollisionLimit,
     Solver,
+    Sphere,
     StepStatus,
     SurfaceContact,
     SurfaceCornersContact,
@@ -35,13 +43,18 @@ from .errors import (
     InputError,
     MissingDependency,
     ModelError,
+    ModelWarning,
     SimulationDiverged,
     WbcError,
     WbcPerformanceWarning,
 )
 from .model import checks
+from .model.clusters import ClosureKind, Cluster, ClusterModel, JointCoupling, LoopClosure, PolynomialCoupling
 from .model.configuration import difference, integrate, neutral, normalize, random_configuration
+from .model.mjcf import load_mjcf
 from .model.model import Frame, FrameKind, Joint, JointType, Model
+from .model.reduce import lock_joints
+from .model.transmissions import Rotor, Transmission, build_cluster_model
 from .model.urdf import load_urdf
 from .numeric import (
     aba,
@@ -79,11 +92,27 @@ __all__ = [
     "JointType",
     "FrameKind",
     "load_urdf",
+    "lock_joints",
     "neutral",
     "random_configuration",
     "integrate",
     "difference",
     "normalize",
+    # clustered models (transmissions, loops)
+    "load_mjcf",
+    "ClusterModel",
+    "Cluster",
+    "ClosureKind",
+    "JointCoupling",
+    "PolynomialCoupling",
+    "LoopClosure",
+    "Rotor",
+    "Transmission",
+    "build_cluster_model",
+    "cluster_rnea",
+    "cluster_aba",
+    "cluster_delassus",
+    "cluster_input_matrix",
     # numeric API (wbc.numeric; the same names on CasADi symbols in wbc.symbolic)
     "ReferenceFrame",
     "Workspace",
@@ -113,17 +142,25 @@ __all__ = [
     "WholeBodyController",
     "Command",
     "StepStatus",
+    "Failure",
     "Contact",
     "PointContact",
     "SurfaceContact",
     "SurfaceCornersContact",
     "TorqueLimit",
+    "JointPositionLimit",
+    "JointVelocityLimit",
+    "SelfCollisionLimit",
+    "CollisionPair",
+    "Sphere",
+    "Capsule",
     "Solver",
     "Kind",
     "Group",
     # errors
     "WbcError",
     "ModelError",
+    "ModelWarning",
     "FrameError",
     "InputError",
     "CompileError",

@@ -43,5 +43,10 @@ class SimulationDiverged(WbcError):
     inspection; MuJoCo's automatic reset is disabled so a robot never silently jumps back."""
 
 
+class ModelWarning(UserWarning):
+    """A robot description was accepted after a documented repair (e.g. an inertia that was not
+    positive semi-definite by rounding, projected); the message names the element."""
+
+
 class WbcPerformanceWarning(UserWarning):
     """wbc works, but slower than it could (e.g. no C compiler: kernels run in CasADi's VM)."""

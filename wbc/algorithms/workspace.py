@@ -58,7 +58,12 @@ class Workspace:
     @cached_property
     def bodies(self) -> dynamics.ArticulatedBodies:
         """Articulated-body inertias and their factors (configuration only), shared by the ABA, the
-        IIM and the Delassus algorithms."""
+        IIM and the Delassus algorithms.
+
+        Raises:
+            ModelError: the model has joints that move no mass (:func:`wbc.checks.massless_joints`).
+        """
+        checks.invertible_dynamics(self.model, "the articulated-body algorithm")
         return dynamics.ArticulatedBodies.compute(self.model, self.kinematics)
 
     def frame(self, frame: str | int) -> int:
@@ -142,7 +147,12 @@ class Workspace:
         return dynamics.crba(self.model, self.q, kin=self.kinematics)
 
     def aba(self, tau, fext: Mapping[str, object] | None = None):
-        """Forward dynamics ``q̈`` (nv, 1) with ``M q̈ + h = τ + Σ Jᵀ fext``."""
+        """Forward dynamics ``q̈`` (nv, 1) with ``M q̈ + h = τ + Σ Jᵀ fext``.
+
+        Raises:
+            ModelError: the model has joints that move no mass (then ``M`` is singular).
+        """
+        checks.invertible_dynamics(self.model, "forward dynamics (ABA)")
         return dynamics.aba(
             self.model, self.q, self.v, tau, self.external_forces(fext), kin=self.kinematics, bodies=self.bodies
         )
@@ -152,12 +162,22 @@ class Workspace:
         return self.aba(ca.DM.zeros(self.model.nv, 1))
 
     def input_matrix(self, constraints: Sequence[Constraint] = (), method=InputMatrixMethod.IIM):
-        """``B̂ = M⁻¹ [Sᵀ, Kᵀ]`` (nv, n_actuated + m) by ``method`` (an :class:`InputMatrixMethod`)."""
+        """``B̂ = M⁻¹ [Sᵀ, Kᵀ]`` (nv, n_actuated + m) by ``method`` (an :class:`InputMatrixMethod`).
+
+        Raises:
+            ModelError: the model has joints that move no mass (then ``M`` is singular).
+        """
+        checks.invertible_dynamics(self.model, "the inertia-weighted input matrix")
         return input_matrix(self.model, self.kinematics, resolve(self.model, constraints), method)
 
     def delassus(self, constraints: Sequence[Constraint], method=DelassusMethod.PV_OSIMR):
-        """The Delassus matrix ``K M⁻¹ Kᵀ`` (m, m) of ``constraints`` by ``method`` (a :class:`DelassusMethod`)."""
+        """The Delassus matrix ``K M⁻¹ Kᵀ`` (m, m) of ``constraints`` by ``method`` (a :class:`DelassusMethod`).
+
+        Raises:
+            ModelError: the model has joints that move no mass (then ``M`` is singular).
+        """
         method = checks.option(DelassusMethod, method, "method")
+        checks.invertible_dynamics(self.model, "the Delassus matrix")
         resolved = resolve(self.model, constraints)
         recursive = method in (DelassusMethod.PV_OSIMR, DelassusMethod.PV_OSIM, DelassusMethod.EFPA)
         return delassus_matrix(self.model, self.kinematics, resolved, method, self.bodies if recursive else None)

@@ -1,40 +1,125 @@
-"""The on-disk cache of compiled kernels: C source in, a verified shared library out.
+"""The on-disk cache of compiled kernels: C source in, a verified and loaded shared library out.
 
-A library is stored under ``$WBC_CACHE_DIR`` (default ``~/.cache/wbc/kernels``) with a key that
-hashes its C source, the compiler and its flags, next to a sidecar file holding the SHA-256 of
-the library bytes; a library whose bytes do not match its sidecar (corrupt, truncated or foreign)
-is rebuilt, never loaded. Builds hold an exclusive file lock per key and publish by atomic
-rename, so several processes compiling the same kernel at once build it once and never see a
-partial file.
+Layout. A kernel's library is ``<dir>/<name>-<key>.so`` (``key``: the first 24 hex digits of a
+SHA-256 of its C source, the compiler and its version, the flags, CasADi's version and the
+machine), next to ``<name>-<key>.sha256`` holding the full key and the SHA-256 of the library
+bytes, and ``<name>-<key>.lock``.
+
+Reading writes nothing. A library is used when its sidecar holds this key and its bytes hash to
+the recorded digest, and it loads and exports the function with the traced signature; a library
+that fails any of these (corrupt, truncated, foreign, unreadable sidecar) is rebuilt, never
+loaded. So a read-only cache that already holds the kernels (one shipped with an application,
+built with the same compiler, flags and CasADi version) works as it is.
+
+Building. Under an exclusive lock on ``<name>-<key>.lock`` (checking again once it is held), the C
+source is generated and compiled in a private ``.build-<name>-<key>-*`` directory inside the
+cache; what the compiler produced must be non-empty, load, and export the function with the
+traced signature (else :class:`~wbc.errors.CompileError`); the library, then its sidecar, are
+published by atomic rename. Several processes compiling one kernel build it once and never see a
+partial file. Build directories left by a killed process are removed by a later build in the
+same cache once it holds their kernel's lock, so never while their builder is alive (a directory
+of another layout is removed only when it is a day old).
+
+Where. ``directory=`` if given, else ``$WBC_CACHE_DIR``, else ``~/.cache/wbc/kernels``.
+A location that exists but is not a directory (a file, a dangling symbolic link) is a
+CompileError naming it and where it came from. A location that cannot be written (read-only,
+no permission) and lacks the kernel makes wbc compile into ``$TMPDIR/wbc-kernels-<uid>``
+(created private, used only if owned by this user and closed to others) with a
+:class:`~wbc.errors.WbcPerformanceWarning`; when that fails too, :class:`CacheUnavailable`
+(:func:`~wbc.codegen.compile_function` then runs the kernel in CasADi's VM).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import errno
 import fcntl
 import hashlib
 import os
+import platform
+import re
 import shutil
+import stat
 import subprocess
 import tempfile
+import time
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 import casadi as ca
 
-from ..errors import CompileError
+from ..errors import CompileError, WbcPerformanceWarning
 
-__all__ = ["DEFAULT_FLAGS", "cache_dir", "find_compiler", "cached_library"]
+__all__ = ["DEFAULT_FLAGS", "cache_dir", "find_compiler", "cached_library", "CachedLibrary", "CacheUnavailable"]
 
 #: Compiler flags. ``-O1`` compiles large kernels in seconds (``-O2`` takes minutes on a 1 MB file
 #: for little run-time gain, see DESIGN.md §4).
 DEFAULT_FLAGS: tuple[str, ...] = ("-O1", "-fPIC", "-shared", "-fno-math-errno")
 
+#: A build directory of an unknown layout (no lock to ask) is removed when older than this.
+STALE_SECONDS = 24 * 3600.0
+
+_BUILD = re.compile(r"^\.build-(?P<stem>[A-Za-z0-9_]+-[0-9a-f]{24})-[A-Za-z0-9_]+$")
+_UNWRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
+
+
+class CacheUnavailable(Exception):
+    """No place to put a compiled library could be written (the message says where and why)."""
+
+
+class _Unwritable(Exception):
+    """A cache location cannot be written (read-only, no permission)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class CachedLibrary:
+    """A library taken from (or just built into) the cache, loaded.
+
+    Attributes:
+        function: the loaded ``casadi.Function`` (``casadi.external``).
+        path: the library's path.
+        compiled: whether this call compiled it.
+        load_seconds: time spent loading it.
+    """
+
+    function: ca.Function
+    path: Path
+    compiled: bool
+    load_seconds: float
+
 
 def cache_dir() -> Path:
-    """Where compiled kernels are cached: ``$WBC_CACHE_DIR`` or ``~/.cache/wbc/kernels``."""
+    """Where compiled kernels are cached: ``$WBC_CACHE_DIR`` or ``~/.cache/wbc/kernels`` (or, with
+    no home directory, the private fallback ``$TMPDIR/wbc-kernels-<uid>``)."""
     env = os.environ.get("WBC_CACHE_DIR")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "wbc" / "kernels"
+    if env:
+        return Path(env).expanduser()
+    home = _home()
+    return home / ".cache" / "wbc" / "kernels" if home is not None else _fallback_path()
+
+
+def _home() -> Path | None:
+    try:
+        home = Path.home()
+    except (RuntimeError, KeyError, OSError):
+        return None
+    return home if home.is_absolute() else None
+
+
+def _fallback_path() -> Path:
+    return Path(tempfile.gettempdir()) / f"wbc-kernels-{os.getuid()}"
+
+
+def _origin(directory: Path | None) -> tuple[Path, str]:
+    """The cache location and how it was chosen (for messages: it names the path)."""
+    if directory is not None:
+        return directory, f"the kernel cache directory={str(directory)!r}"
+    path = cache_dir()
+    if os.environ.get("WBC_CACHE_DIR"):
+        return path, f"the kernel cache WBC_CACHE_DIR={os.environ['WBC_CACHE_DIR']!r}"
+    return path, f"the default kernel cache {str(path)!r}"
 
 
 def find_compiler() -> str | None:
@@ -49,30 +134,68 @@ def find_compiler() -> str | None:
     return None
 
 
-def cached_library(function: ca.Function, directory: Path, flags: Sequence[str], compiler: str) -> tuple[Path, bool]:
-    """Generate ``function``'s C source and return the cached shared library built from it,
-    compiling it first when the cache has no valid copy.
-
-    Returns:
-        ``(library, compiled)``: the library's path and whether this call compiled it.
+def cached_library(function: ca.Function, directory: Path | None, flags: Sequence[str], compiler: str) -> CachedLibrary:
+    """The cached shared library of ``function`` built by ``compiler`` with ``flags``, loaded;
+    compiled first when ``directory`` (default :func:`cache_dir`) holds no valid copy.
 
     Raises:
-        CompileError: the compiler failed (its output is in the message).
+        CompileError: the compiler failed or produced no usable library, or the location exists
+            and is not a directory.
+        CacheUnavailable: neither the location nor the private fallback directory can be written.
     """
-    directory.mkdir(parents=True, exist_ok=True)
-    cname = function.name()  # casadi only accepts valid C identifiers as function names
-    with tempfile.TemporaryDirectory(prefix="wbc-gen-") as tmp:
-        generator = ca.CodeGenerator(f"{cname}.c", {"with_header": False})
-        generator.add(function)
-        src_path = Path(generator.generate(tmp + os.sep))
-        key = _key(src_path.read_bytes(), compiler, flags)
-        stem = directory / f"{cname}-{key[:24]}"
-        library, sidecar = stem.with_suffix(".so"), stem.with_suffix(".sha256")
-        with _locked(stem.with_suffix(".lock")):
-            if _valid(library, sidecar, key):
-                return library, False
-            _build(compiler, flags, src_path, library, sidecar, key)
-    return library, True
+    location, origin = _origin(directory)
+    generator = ca.CodeGenerator(f"{function.name()}.c", {"with_header": False})
+    generator.add(function)
+    key = _key(generator.dump().encode(), compiler, flags)
+    try:
+        return _get(function, generator, key, location, origin, compiler, flags)
+    except _Unwritable as e:
+        reason = str(e)
+    fallback = _private_directory(reason)
+    warnings.warn(
+        f"{reason}; compiling kernel {function.name()} into {fallback} instead (set WBC_CACHE_DIR to a "
+        "writable directory to keep kernels across reboots)",
+        WbcPerformanceWarning,
+        stacklevel=3,
+    )
+    try:
+        return _get(function, generator, key, fallback, f"the fallback kernel cache {str(fallback)!r}", compiler, flags)
+    except _Unwritable as e:
+        raise CacheUnavailable(f"{reason}, and {e}") from None
+
+
+def _get(
+    function: ca.Function,
+    generator: ca.CodeGenerator,
+    key: str,
+    directory: Path,
+    origin: str,
+    compiler: str,
+    flags: Sequence[str],
+) -> CachedLibrary:
+    stem = f"{function.name()}-{key[:24]}"
+    library, sidecar = directory / f"{stem}.so", directory / f"{stem}.sha256"
+    found = _lookup(function, library, sidecar, key)  # no lock, no write: a read-only cache works
+    if found is not None:
+        return found
+    _make_directory(directory, origin)
+    with _locked(directory / f"{stem}.lock", origin):
+        found = _lookup(function, library, sidecar, key)  # built by another process meanwhile?
+        if found is not None:
+            return found
+        _remove_stale_builds(directory, stem)
+        _build(function, generator, compiler, flags, directory, stem, key, origin)
+        return _loaded(function, library, compiled=True)
+
+
+def _lookup(function: ca.Function, library: Path, sidecar: Path, key: str) -> CachedLibrary | None:
+    """The cached library, loaded, if it is valid and loads (else None: to be rebuilt)."""
+    if not _valid(library, sidecar, key):
+        return None
+    try:
+        return _loaded(function, library, compiled=False)
+    except CompileError:  # the recorded bytes, but they do not load here
+        return None
 
 
 def _key(source: bytes, compiler: str, flags: Sequence[str]) -> str:
@@ -81,6 +204,7 @@ def _key(source: bytes, compiler: str, flags: Sequence[str]) -> str:
     h.update(b"\0" + " ".join(flags).encode())
     h.update(b"\0" + _compiler_id(compiler).encode())
     h.update(b"\0" + getattr(ca, "__version__", "").encode())
+    h.update(b"\0" + f"{platform.system()} {platform.machine()}".encode())
     return h.hexdigest()
 
 
@@ -90,8 +214,10 @@ _compiler_ids: dict[str, str] = {}
 def _compiler_id(compiler: str) -> str:
     if compiler not in _compiler_ids:
         try:
-            out = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=30).stdout
-        except (OSError, subprocess.SubprocessError):
+            out = subprocess.run(
+                [compiler, "--version"], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
+            ).stdout
+        except (OSError, subprocess.SubprocessError, UnicodeDecodeError):
             out = ""
         _compiler_ids[compiler] = f"{compiler} {out.splitlines()[0] if out else ''}"
     return _compiler_ids[compiler]
@@ -106,40 +232,197 @@ def _sha256(path: Path) -> str:
 
 
 def _valid(library: Path, sidecar: Path, key: str) -> bool:
-    """True when ``library`` exists and its bytes match the digest recorded for ``key``."""
+    """True when ``library`` exists and its bytes match the digest ``sidecar`` records for ``key``
+    (any unreadable, malformed or non-text sidecar is simply not valid)."""
     try:
-        recorded = sidecar.read_text().split()
+        with open(sidecar, "rb") as f:
+            recorded = f.read(256).split()
+        if len(recorded) != 2 or recorded[0] != key.encode():
+            return False
+        return _sha256(library).encode() == recorded[1]
     except OSError:
         return False
-    if len(recorded) != 2 or recorded[0] != key or not library.exists():
-        return False
-    return _sha256(library) == recorded[1]
+
+
+def load_library(function: ca.Function, path: Path) -> ca.Function:
+    """Load ``function`` from the shared library ``path`` and check its signature.
+
+    Raises:
+        CompileError: the library does not load, does not export ``function``, or exports it with
+            other inputs or outputs.
+    """
+    try:
+        loaded = ca.external(function.name(), str(path))
+    except RuntimeError as e:
+        raise CompileError(f"{path}: cannot load {function.name()} from it: {str(e)[-1000:]}") from None
+    same = loaded.n_in() == function.n_in() and loaded.n_out() == function.n_out()
+    same = same and all(loaded.sparsity_in(i) == function.sparsity_in(i) for i in range(function.n_in()))
+    same = same and all(loaded.sparsity_out(i) == function.sparsity_out(i) for i in range(function.n_out()))
+    if not same:
+        raise CompileError(f"{path}: the library's signature does not match the traced function {function.name()}")
+    return loaded
+
+
+def _loaded(function: ca.Function, library: Path, compiled: bool) -> CachedLibrary:
+    t0 = time.perf_counter()
+    loaded = load_library(function, library)
+    return CachedLibrary(loaded, library, compiled, time.perf_counter() - t0)
+
+
+def _unwritable(e: OSError) -> bool:
+    return isinstance(e, PermissionError) or e.errno in _UNWRITABLE
+
+
+def _make_directory(directory: Path, origin: str) -> None:
+    hint = "" if "WBC_CACHE_DIR" in origin else " (set WBC_CACHE_DIR to use another)"
+    if directory.is_dir():
+        return
+    if os.path.islink(directory) and not os.path.exists(directory):
+        raise CompileError(
+            f"{origin} is a symbolic link to {os.readlink(directory)!r}, which does not exist: "
+            f"create that directory or point to another{hint}"
+        )
+    if os.path.lexists(directory):
+        raise CompileError(f"{origin} exists and is not a directory{hint}")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as e:
+        raise CompileError(f"cannot create {origin}: {e.strerror} ({e.filename}){hint}") from None
+    except OSError as e:
+        if _unwritable(e):
+            raise _Unwritable(f"cannot create {origin} ({e.strerror})") from None
+        raise CompileError(f"cannot create {origin}: {e}{hint}") from None
 
 
 @contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with open(path, "a+") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
-def _build(compiler: str, flags: Sequence[str], src: Path, library: Path, sidecar: Path, key: str) -> None:
-    fd, tmp_lib = tempfile.mkstemp(dir=library.parent, prefix=".build-", suffix=".so")
-    os.close(fd)
+def _locked(path: Path, origin: str) -> Iterator[None]:
     try:
-        cmd = [compiler, *flags, str(src), "-o", tmp_lib, "-lm"]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        if _unwritable(e):
+            raise _Unwritable(f"cannot write the lock file {path.name} in {origin} ({e.strerror})") from None
+        raise CompileError(f"cannot open the lock file {path.name} in {origin}: {e}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _remove_stale_builds(directory: Path, own_stem: str) -> None:
+    """Remove the build directories no live process is using: those of ``own_stem`` (whose lock
+    the caller holds), those of other kernels whose lock can be taken at once, and any other
+    ``.build-*`` entry a day old. Never raises."""
+    try:
+        entries = [e for e in os.scandir(directory) if e.name.startswith(".build-")]
+    except OSError:
+        return
+    for entry in entries:
+        match = _BUILD.match(entry.name)
+        stem = match.group("stem") if match else None
+        if stem == own_stem:
+            _remove(entry.path)
+        elif stem is not None and os.path.exists(directory / f"{stem}.lock"):
+            _remove_if_unlocked(entry.path, directory / f"{stem}.lock")
+        else:
+            try:
+                old = time.time() - entry.stat(follow_symlinks=False).st_mtime > STALE_SECONDS
+            except OSError:
+                continue
+            if old:
+                _remove(entry.path)
+
+
+def _remove_if_unlocked(path: str, lock: Path) -> None:
+    try:
+        fd = os.open(lock, os.O_RDWR)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # its builder is alive
+        os.close(fd)
+        return
+    try:
+        _remove(path)
+    finally:
+        os.close(fd)
+
+
+def _remove(path: str) -> None:
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.unlink(path)
+    except OSError:
+        pass
+
+
+def _build(
+    function: ca.Function,
+    generator: ca.CodeGenerator,
+    compiler: str,
+    flags: Sequence[str],
+    directory: Path,
+    stem: str,
+    key: str,
+    origin: str,
+) -> None:
+    """Compile into a private build directory, check the result, publish library then sidecar."""
+    try:
+        build = Path(tempfile.mkdtemp(prefix=f".build-{stem}-", dir=directory))
+    except OSError as e:
+        if _unwritable(e):
+            raise _Unwritable(f"cannot write in {origin} ({e.strerror})") from None
+        raise CompileError(f"cannot write in {origin}: {e}") from None
+    try:
+        src = Path(generator.generate(str(build) + os.sep))
+        out = build / f"{function.name()}.so"
+        cmd = [compiler, *flags, str(src), "-o", str(out), "-lm"]
+        proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace", stdin=subprocess.DEVNULL)
         if proc.returncode != 0:
             raise CompileError(f"compiling {src.name} failed ({' '.join(cmd)}):\n{proc.stderr[-4000:]}")
-        digest = _sha256(Path(tmp_lib))
-        os.replace(tmp_lib, library)
-        fd, tmp_side = tempfile.mkstemp(dir=library.parent, prefix=".build-", suffix=".sha256")
-        with os.fdopen(fd, "w") as f:
-            f.write(f"{key} {digest}\n")
-        os.replace(tmp_side, sidecar)
+        if not out.is_file() or out.stat().st_size == 0:
+            raise CompileError(
+                f"the compiler {compiler} exited 0 but wrote no library ({' '.join(cmd)}); "
+                "is it a C compiler? (WBC_CC chooses it)"
+            )
+        try:
+            load_library(function, out)
+        except CompileError as e:
+            raise CompileError(f"the compiler {compiler} produced an unusable library ({' '.join(cmd)}): {e}") from None
+        digest = _sha256(out)
+        os.replace(out, directory / f"{stem}.so")
+        side = build / "sidecar"
+        side.write_text(f"{key} {digest}\n")
+        os.replace(side, directory / f"{stem}.sha256")
     finally:
-        if os.path.exists(tmp_lib):
-            os.unlink(tmp_lib)
+        shutil.rmtree(build, ignore_errors=True)
+
+
+def _private_directory(reason: str) -> Path:
+    """The private fallback cache ``$TMPDIR/wbc-kernels-<uid>``, created if needed (``reason``: why
+    it is needed, for the message).
+
+    Raises:
+        CacheUnavailable: it cannot be created, or it is not a directory owned by this user and
+            closed to others (someone else's, or a link).
+    """
+    try:
+        path = _fallback_path()
+    except OSError as e:  # no usable temporary directory at all
+        raise CacheUnavailable(f"{reason}, and no temporary directory for a fallback: {e}") from None
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as e:
+        raise CacheUnavailable(f"{reason}, and cannot create the fallback kernel cache {path} ({e.strerror})") from None
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise CacheUnavailable(
+            f"{reason}, and the fallback kernel cache {path} is not a directory owned by this user and closed "
+            "to others (remove it)"
+        )
+    return path

@@ -1,10 +1,11 @@
 """Ready-made traced functions for the classical algorithms, to compile with :mod:`wbc.codegen`.
 
 Each ``*_function(model)`` traces one algorithm for one model into a ``casadi.Function`` whose
-inputs are plain vectors (``q`` (nq,), ``v`` (nv,), ...). Compile it with
-:func:`wbc.codegen.compile_function`, or use :func:`compile_kernel` for both steps::
+inputs are plain vectors (``q`` (nq,), ``v`` (nv,), ...) and whose outputs are declared with their
+shapes (a vector ``qdd`` (nv,), a matrix ``M`` (nv, nv) even when nv = 1). Compile it with
+:func:`wbc.codegen.compile_function`::
 
-    aba = wbc.kernels.compile_kernel(wbc.kernels.aba_function(model))
+    aba = wbc.codegen.compile_function(wbc.kernels.aba_function(model))
     qdd, = aba(q, v, tau)          # numpy in, numpy out (the kernel's buffers: copy to keep)
 
 The state is not validated here (kernels are the fast path); validate with :mod:`wbc.checks`
@@ -14,7 +15,7 @@ where inputs come from users.
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import casadi as ca
 
@@ -26,7 +27,6 @@ from ..algorithms.kinematics import ReferenceFrame, TreeKinematics
 from ..errors import InputError
 from ..model import checks
 from ..model.model import Model
-from .kernel import Kernel, compile_function
 from .trace import trace
 
 __all__ = [
@@ -38,7 +38,6 @@ __all__ = [
     "delassus_function",
     "input_matrix_function",
     "free_acceleration_and_input_matrix_function",
-    "compile_kernel",
 ]
 
 
@@ -47,12 +46,17 @@ def _name(model: Model, what: str) -> str:
 
 
 def aba_function(model: Model) -> ca.Function:
-    """``(q, v, tau) -> qdd``: forward dynamics, ``tau`` (nv,) generalized forces."""
+    """``(q, v, tau) -> qdd``: forward dynamics, ``tau`` (nv,) generalized forces.
+
+    Raises:
+        ModelError: the model has joints that move no mass (:func:`wbc.checks.massless_joints`).
+    """
+    checks.invertible_dynamics(model, "aba_function")
     return trace(
         _name(model, "aba"),
         [("q", model.nq), ("v", model.nv), ("tau", model.nv)],
         lambda q, v, tau: [dyn.aba(model, q, v, tau)],
-        ["qdd"],
+        [("qdd", model.nv)],
     )
 
 
@@ -62,13 +66,13 @@ def rnea_function(model: Model) -> ca.Function:
         _name(model, "rnea"),
         [("q", model.nq), ("v", model.nv), ("a", model.nv)],
         lambda q, v, a: [dyn.rnea(model, q, v, a)],
-        ["tau"],
+        [("tau", model.nv)],
     )
 
 
 def crba_function(model: Model) -> ca.Function:
     """``q -> M``: joint-space inertia matrix (nv, nv)."""
-    return trace(_name(model, "crba"), [("q", model.nq)], lambda q: [dyn.crba(model, q)], ["M"])
+    return trace(_name(model, "crba"), [("q", model.nq)], lambda q: [dyn.crba(model, q)], [("M", (model.nv, model.nv))])
 
 
 def nonlinear_effects_function(model: Model) -> ca.Function:
@@ -77,7 +81,7 @@ def nonlinear_effects_function(model: Model) -> ca.Function:
         _name(model, "nle"),
         [("q", model.nq), ("v", model.nv)],
         lambda q, v: [dyn.nonlinear_effects(model, q, v)],
-        ["h"],
+        [("h", model.nv)],
     )
 
 
@@ -92,20 +96,31 @@ def frame_jacobians_function(model: Model, frames: Sequence[str], reference: Ref
         return [kin.frame_jacobian(i, reference) for i in ids]
 
     return trace(
-        _name(model, f"jac{len(ids)}_{reference.value}"), [("q", model.nq)], build, [f"J_{k}" for k in range(len(ids))]
+        _name(model, f"jac{len(ids)}_{reference.value}"),
+        [("q", model.nq)],
+        build,
+        [(f"J_{k}", (6, model.nv)) for k in range(len(ids))],
     )
 
 
 def _constraint_function(
-    model: Model, constraints: Sequence[Constraint], method: enum.Enum, what: str, compute, output: str, cse: bool
+    model: Model,
+    constraints: Sequence[Constraint],
+    method: enum.Enum,
+    what: str,
+    compute,
+    output: str,
+    shape: Callable[[int], tuple[int, int]],
+    cse: bool,
 ) -> ca.Function:
+    """``q -> compute(...)``, a matrix of ``shape(m)`` for the m constraint rows."""
     resolved = resolve(model, constraints)
     m = sum(c.dim for c in resolved)
     return trace(
         _name(model, f"{what}_{method.name.lower()}_{len(resolved)}c{m}"),
         [("q", model.nq)],
         lambda q: [compute(model, TreeKinematics(model, q), resolved, method)],
-        [output],
+        [(output, shape(m))],
         cse=cse,
     )
 
@@ -116,9 +131,16 @@ def delassus_function(
     method: DelassusMethod = DelassusMethod.PV_OSIMR,
     cse: bool = True,
 ) -> ca.Function:
-    """``q -> Λ⁻¹``: the Delassus matrix (m, m) of ``constraints`` by ``method``."""
+    """``q -> Λ⁻¹``: the Delassus matrix (m, m) of ``constraints`` by ``method``.
+
+    Raises:
+        ModelError: the model has joints that move no mass.
+    """
     method = checks.option(DelassusMethod, method, "method")
-    return _constraint_function(model, constraints, method, "delassus", delassus_matrix, "delassus", cse)
+    checks.invertible_dynamics(model, "delassus_function")
+    return _constraint_function(
+        model, constraints, method, "delassus", delassus_matrix, "delassus", lambda m: (m, m), cse
+    )
 
 
 def input_matrix_function(
@@ -127,16 +149,28 @@ def input_matrix_function(
     method: InputMatrixMethod = InputMatrixMethod.IIM,
     cse: bool = True,
 ) -> ca.Function:
-    """``q -> B̂``: the inertia-weighted input matrix (nv, n_actuated + m) by ``method``."""
+    """``q -> B̂``: the inertia-weighted input matrix (nv, n_actuated + m) by ``method``.
+
+    Raises:
+        ModelError: the model has joints that move no mass.
+    """
     method = checks.option(InputMatrixMethod, method, "method")
-    return _constraint_function(model, constraints, method, "bhat", input_matrix, "Bhat", cse)
+    checks.invertible_dynamics(model, "input_matrix_function")
+    return _constraint_function(
+        model, constraints, method, "bhat", input_matrix, "Bhat", lambda m: (model.nv, model.n_actuated + m), cse
+    )
 
 
 def free_acceleration_and_input_matrix_function(model: Model, constraints: Sequence[Constraint] = ()) -> ca.Function:
     """``(q, v) -> (a0, B̂)``: one IIM pass sharing its articulated-body inertias with the ABA
-    that yields the free acceleration ``a₀ = −M⁻¹ h``."""
+    that yields the free acceleration ``a₀ = −M⁻¹ h``.
+
+    Raises:
+        ModelError: the model has joints that move no mass.
+    """
     from ..algorithms.iim import iim
 
+    checks.invertible_dynamics(model, "free_acceleration_and_input_matrix_function")
     resolved = resolve(model, constraints)
 
     def build(q, v):
@@ -147,10 +181,8 @@ def free_acceleration_and_input_matrix_function(model: Model, constraints: Seque
 
     m = sum(c.dim for c in resolved)
     return trace(
-        _name(model, f"a0_bhat_{len(resolved)}c{m}"), [("q", model.nq), ("v", model.nv)], build, ["a0", "Bhat"]
+        _name(model, f"a0_bhat_{len(resolved)}c{m}"),
+        [("q", model.nq), ("v", model.nv)],
+        build,
+        [("a0", model.nv), ("Bhat", (model.nv, model.n_actuated + m))],
     )
-
-
-def compile_kernel(function: ca.Function, **options) -> Kernel:
-    """Compile ``function`` (cached) and wrap it for buffer calls; see :func:`wbc.codegen.compile_function`."""
-    return compile_function(function, **options)

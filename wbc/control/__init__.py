@@ -3,7 +3,9 @@
 
 * :mod:`.pieces` — the typed pieces (Cost, Equality, Inequality, Bounds) and their groups;
 * :mod:`.contributor` — what every contributor is; :mod:`.task` — the task interface;
-* :mod:`.contacts` — point and rectangular contacts; :mod:`.limits` — torque limits (and more);
+* :mod:`.contacts` — point and rectangular contacts;
+* :mod:`.limits` — torque, joint position and velocity limits, self-collision avoidance;
+* :mod:`.hierarchy` — the lexicographic solve of a strict task hierarchy;
 * :mod:`.context` — the traced dynamics contributors share (a₀, B̂, contact rows);
 * :mod:`.builder` — stacks pieces into the kernel and selects each step's active rows;
 * :mod:`.qp`, :mod:`.solvers` — the problem, its exact reductions, the backends;
@@ -14,8 +16,16 @@ from __future__ import annotations
 
 from .contacts import Contact, PointContact, RectangularContact, SurfaceContact, SurfaceCornersContact
 from .contributor import Contributor, Runtime
-from .controller import Command, StepStatus, WholeBodyController
-from .limits import TorqueLimit
+from .controller import Command, Failure, StepStatus, WholeBodyController
+from .limits import (
+    Capsule,
+    CollisionPair,
+    JointPositionLimit,
+    JointVelocityLimit,
+    SelfCollisionLimit,
+    Sphere,
+    TorqueLimit,
+)
 from .pieces import Bounds, Cost, Equality, Group, Inequality, Kind
 from .qp import QPProblem
 from .solvers import QPSolver, Solver, make_solver
@@ -25,6 +35,7 @@ __all__ = [
     "WholeBodyController",
     "Command",
     "StepStatus",
+    "Failure",
     "Contributor",
     "Runtime",
     "Task",
@@ -34,6 +45,12 @@ __all__ = [
     "SurfaceContact",
     "SurfaceCornersContact",
     "TorqueLimit",
+    "JointPositionLimit",
+    "JointVelocityLimit",
+    "SelfCollisionLimit",
+    "CollisionPair",
+    "Sphere",
+    "Capsule",
     "Kind",
     "Group",
     "Cost",

@@ -50,11 +50,13 @@ OUTPUTS = ("A", "b", "A_eq", "b_eq", "G", "h", "lb", "ub", "a0", "Bhat", "errors
 
 @dataclasses.dataclass(frozen=True)
 class RowBlock:
-    """Rows ``rows`` of one stacked output, from contributor ``owner``, of group ``group``."""
+    """Rows ``rows`` of one stacked output, from contributor ``owner``, of group ``group`` (cost rows:
+    at hierarchy level ``priority``)."""
 
     group: Group
     rows: slice
     owner: int
+    priority: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,7 +176,8 @@ def trace_step(
                     parts[kind].append((None, rhs))
                 else:
                     parts[kind].append((_place(M, cols, n_u), rhs))
-                record[kind].append(RowBlock(piece.group, slice(start, rows_of[kind]), k))
+                level = _priority(piece, where) if isinstance(piece, Cost) else 0
+                record[kind].append(RowBlock(piece.group, slice(start, rows_of[kind]), k, level))
                 if isinstance(piece, Cost) and piece.error is not None:
                     e = _column(piece.error, n_rows, where)
                     error_parts.append(e)
@@ -222,6 +225,13 @@ def trace_step(
     return function, structure
 
 
+def _priority(piece: Cost, where: str) -> int:
+    level = piece.priority
+    if isinstance(level, bool) or not isinstance(level, (int, np.integer)) or level < 0:
+        raise InputError(f"{where}: a cost's priority must be an integer >= 0, got {level!r}")
+    return int(level)
+
+
 def _constant(M) -> bool:
     """True when ``M`` holds no symbol (numbers only)."""
     return not isinstance(M, (ca.SX, ca.MX)) or (isinstance(M, ca.SX) and M.is_constant())
@@ -250,6 +260,19 @@ def _indices(blocks: Sequence[RowBlock], active: Sequence[bool]) -> np.ndarray:
     return np.concatenate(idx).astype(int) if idx else np.zeros(0, dtype=int)
 
 
+def _levels(blocks: Sequence[RowBlock], active: Sequence[bool]) -> tuple[np.ndarray, ...]:
+    """Per hierarchy level present, highest first: its rows among the active cost rows."""
+    position = 0
+    levels: dict[int, list[np.ndarray]] = {}
+    for b in blocks:
+        if not active[b.owner]:
+            continue
+        n = b.rows.stop - b.rows.start
+        levels.setdefault(b.priority, []).append(np.arange(position, position + n))
+        position += n
+    return tuple(np.concatenate(levels[k]).astype(int) for k in sorted(levels))
+
+
 def _groups(blocks: Sequence[RowBlock], active: Sequence[bool]) -> list[Group]:
     return [b.group for b in blocks if active[b.owner] for _ in range(b.rows.stop - b.rows.start)]
 
@@ -264,6 +287,8 @@ class Layout:
         n_tau: number of actuator variables (the leading block).
         eliminable: the equalities are exactly the active contacts' no-acceleration rows, each over its
             own force variables (``Γ = I``), so they can be eliminated through the Delassus matrix.
+        levels: per priority level present (highest first), the indices of its rows among the active
+            cost rows; one entry when every cost is at the same level (the weighted controller).
     """
 
     def __init__(self, structure: Structure, active: Sequence[bool]) -> None:
@@ -289,6 +314,7 @@ class Layout:
         self.all_cost = self.cost_rows.size == (structure.costs[-1].rows.stop if structure.costs else 0)
         self.all_eq = self.eq_rows.size == (structure.equalities[-1].rows.stop if structure.equalities else 0)
         self.all_in = self.in_rows.size == (structure.inequalities[-1].rows.stop if structure.inequalities else 0)
+        self.levels = _levels(structure.costs, active)
         self.eq_groups = _groups(structure.equalities, active)
         self.in_groups = _groups(structure.inequalities, active)
         self.bound_groups = [structure.bounds[i] for i in self.columns]
@@ -307,7 +333,8 @@ class Layout:
 
     def _prepare_feasibility(self) -> None:
         """``C`` of the active inequalities and bounds as rows ``C x ≤ d`` (``d`` a kernel output): its
-        constant rows now, the traced ones (if any) copied in each step."""
+        constant rows now; the traced ones (if any) are zero rows whose products come from the kernel's
+        ``G`` each step."""
         s = self.structure
         n_in = s.G_constant.shape[0]
         bounded = [i for i, g in enumerate(s.bounds) if g is not None]  # in the kernel's d, in this order
@@ -325,6 +352,10 @@ class Layout:
         traced = [(position_in[row], k) for k, row in enumerate(s.traced_rows) if row in position_in]
         self._traced_at = np.array([a for a, _ in traced], dtype=int)
         self._traced_from = np.array([b for _, b in traced], dtype=int)
+        # C keeps zeros on the traced rows; their products are added each step from the kernel's G.
+        # When every traced row and column is in use, in order, G is used as is (no copy).
+        self._all_traced = self.all_columns and np.array_equal(self._traced_from, np.arange(s.traced_rows.size))
+        self._Cx = np.zeros(self._C.shape[0])
 
     def inequality_matrix(self, outputs: Sequence[np.ndarray]) -> np.ndarray:
         """``G`` (m_in, n) of the active rows and columns (a new array)."""
@@ -352,10 +383,12 @@ class Layout:
     def feasible(self, x: np.ndarray, outputs: Sequence[np.ndarray]) -> bool:
         """Whether ``x`` (n,) is finite and satisfies every active inequality and bound within the
         tolerance traced into ``d``: one product ``C x ≤ d``."""
+        Cx = np.dot(self._C, x, out=self._Cx)
         if self._traced_at.size:
-            self._C[self._traced_at] = outputs[4][self._traced_from][:, self.columns]
+            G = outputs[4] if self._all_traced else outputs[4][self._traced_from][:, self.columns]
+            Cx[self._traced_at] += G @ x
         d = outputs[11] if self._d_rows is None else outputs[11][self._d_rows]
-        return bool((self._C @ x <= d).all())
+        return bool((Cx <= d).all())
 
     def problem(self, outputs: Sequence[np.ndarray], regularization: float) -> QPProblem:
         """The step's :class:`QPProblem` (copies of the data), regularization ``ε ‖A[:, i]‖² + 1e-12``."""

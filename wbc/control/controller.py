@@ -34,15 +34,16 @@ from .builder import OUTPUTS, Layout, Structure, trace_step
 from .contacts import Contact
 from .contacts.placement import placement_function
 from .contributor import Contributor, Runtime
-from .fallback import FallbackPolicy, StepStatus
-from .limits import TorqueLimit
+from .fallback import Failure, FallbackPolicy, StepStatus
+from .hierarchy import LexicographicSolver
+from .limits import JointPositionLimit, JointVelocityLimit, TorqueLimit
 from .pieces import TAU, Group
 from .qp import QPProblem, equality_constrained_least_squares, least_squares_by_elimination
 from .schedule import ContactSchedule, ContactState
 from .solvers import DEFAULT_SOLVER, QPSolver, Solver, make_solver
 from .task import Task
 
-__all__ = ["WholeBodyController", "Command", "StepStatus"]
+__all__ = ["WholeBodyController", "Command", "StepStatus", "Failure"]
 
 _NO_CONFLICT: tuple[Group, ...] = ()
 
@@ -58,8 +59,10 @@ class Command:
             (12,) for a surface contact.
         qdd: the acceleration ``a₀ + B̂ u`` (nv,) the command produces (exact dynamics).
         task_errors: task name -> error ``e`` (dim,).
-        status: a :class:`StepStatus`.
+        status: a :class:`StepStatus`: what was applied.
         conflict: the constraint groups found in conflict when the QP was infeasible, else ().
+        failure: why the QP's solution could not be applied as posed (a :class:`Failure`), else None;
+            then ``qdd`` is what the applied command produces if that is finite, else zeros.
         timings: microseconds spent in the ``kernel`` (input checks included), in the ``qp``
             (assembly and solution) and in ``total``.
         u: the inputs ``(τ, f of the active contacts)`` applied.
@@ -73,6 +76,7 @@ class Command:
     conflict: tuple[Group, ...]
     timings: dict
     u: np.ndarray
+    failure: Failure | None = None
 
 
 def _positive(value, name: str) -> float:
@@ -92,7 +96,8 @@ class WholeBodyController:
         model: the robot.
         tasks: :class:`~wbc.control.task.Task` objects (see :mod:`wbc.tasks`).
         contacts: :class:`~wbc.control.contacts.Contact` objects (point, surface, surface corners).
-        limits: limit contributors (:mod:`wbc.control.limits`); default ``[TorqueLimit(torque_limit)]``.
+        limits: limit contributors (:mod:`wbc.control.limits`); default ``[TorqueLimit(torque_limit),
+            JointPositionLimit(), JointVelocityLimit()]`` (the URDF's limits).
         solver: a :class:`~wbc.control.solvers.Solver`, its value (``"daqp"``, ``"proxqp"``, ...),
             ``"qpsolvers:<name>"`` or a :class:`~wbc.control.solvers.QPSolver`; resolved once.
         regularization: relative weight ``ε`` of the term ``ε/2 Σᵢ ‖A[:, i]‖² uᵢ²`` (plus a 1e-12 floor)
@@ -126,6 +131,7 @@ class WholeBodyController:
     ) -> None:
         if not isinstance(model, Model):
             raise InputError(f"model must be a wbc.Model, got {type(model).__name__}")
+        checks.invertible_dynamics(model, "WholeBodyController")
         self.model = model
         self.contacts: tuple[Contact, ...] = tuple(contacts)
         for c in self.contacts:
@@ -136,7 +142,7 @@ class WholeBodyController:
         if len(set(names)) != len(names) or TAU in names:
             raise InputError(f"contacts must have distinct names other than {TAU!r}, got {names}")
         if limits is None:
-            limits = [TorqueLimit(torque_limit)]
+            limits = [TorqueLimit(torque_limit), JointPositionLimit(), JointVelocityLimit()]
         elif torque_limit is not None:
             raise InputError("give torque_limit or limits, not both (put a TorqueLimit in limits)")
         self.limits: tuple[Contributor, ...] = tuple(limits)
@@ -148,6 +154,7 @@ class WholeBodyController:
         self.regularization = _positive(regularization, "regularization")
         self.dt = _positive(dt, "dt")
         self.fallback = FallbackPolicy(soft_contact_weight, feasibility_tolerance)
+        self._hierarchy = LexicographicSolver(self.solver, self.fallback)
         self.input_matrix = checks.option(InputMatrixMethod, input_matrix, "input_matrix")
         self.check_inputs = bool(check_inputs)
         self.time = 0.0
@@ -332,13 +339,28 @@ class WholeBodyController:
         t0 = time.perf_counter()
         outputs = self._evaluate(q, v)
         t1 = time.perf_counter()
-        status, conflict = StepStatus.OPTIMAL, _NO_CONFLICT
-        x = self._shortcut(layout, outputs) if self.solver.try_unconstrained else None
+        status, conflict, failure = StepStatus.OPTIMAL, _NO_CONFLICT, None
+        if len(layout.levels) > 1:  # a strict hierarchy (None: infeasible constraints, handled below)
+            x = self._hierarchy.solve(layout, outputs, self.regularization)
+        else:
+            x = self._shortcut(layout, outputs) if self.solver.try_unconstrained else None
         if x is None:
             outcome = self.fallback.solve(layout.problem(outputs, self.regularization), self.solver)
-            x, status, conflict = outcome.x, outcome.status, outcome.conflict
+            x, status, conflict, failure = outcome.x, outcome.status, outcome.conflict, outcome.failure
         t_end = time.perf_counter()
         a0, Bhat, errors_all = outputs[8], outputs[9], outputs[10]
+        if x is not None:
+            if layout.all_columns:
+                u_full = x
+            else:
+                u_full = np.zeros(self.n_u)
+                u_full[layout.columns] = x
+            qdd = a0 + Bhat @ u_full
+            if np.isfinite(qdd).all():
+                tau = x[: layout.n_tau].copy()
+                self._last_tau = tau
+            else:  # singular or overflowing dynamics: never hand out NaN
+                x, failure = None, Failure.NON_FINITE
         if x is None:
             if self._last_tau is not None:
                 tau, status = self._last_tau.copy(), StepStatus.LAST_COMMAND
@@ -347,15 +369,10 @@ class WholeBodyController:
             u_full = np.zeros(self.n_u)
             u_full[: tau.size] = tau
             x = u_full[layout.columns].copy()
-        else:
-            if layout.all_columns:
-                u_full = x
-            else:
-                u_full = np.zeros(self.n_u)
-                u_full[layout.columns] = x
-            tau = x[: layout.n_tau].copy()
-            self._last_tau = tau
-        qdd = a0 + Bhat @ u_full
+            qdd = a0 + Bhat @ u_full
+            if not np.isfinite(qdd).all():
+                failure, qdd = Failure.NON_FINITE, np.zeros(self.model.nv)
+            failure = failure or Failure.SOLVER
         forces = {}
         for contact, columns, state in self._contact_outputs:
             f = u_full[columns]
@@ -365,4 +382,4 @@ class WholeBodyController:
         errors = {name: errors_all[rows].copy() for name, rows in self._error_rows}
         self.time += self.dt
         timings = {"kernel": (t1 - t0) * 1e6, "qp": (t_end - t1) * 1e6, "total": (t_end - t_start) * 1e6}
-        return Command(tau, forces, qdd, errors, status, conflict, timings, x)
+        return Command(tau, forces, qdd, errors, status, conflict, timings, x, failure)

@@ -23,7 +23,7 @@ from .pieces import Group
 from .qp import QPProblem
 from .solvers import QPSolver
 
-__all__ = ["StepStatus", "FallbackPolicy", "Outcome"]
+__all__ = ["StepStatus", "Failure", "FallbackPolicy", "Outcome"]
 
 
 class StepStatus(enum.Enum):
@@ -35,6 +35,14 @@ class StepStatus(enum.Enum):
     ZERO_TORQUE = "zero_torque"  #: nothing else available
 
 
+class Failure(enum.Enum):
+    """Why a step could not apply the QP's solution as posed (``Command.failure``; None when it did)."""
+
+    INFEASIBLE = "infeasible"  #: the QP has no solution as posed; ``Command.conflict`` names the groups
+    NON_FINITE = "non_finite"  #: the dynamics or the QP data were not finite (singular model, huge state)
+    SOLVER = "solver"  #: the backend failed or returned no valid solution of a feasible-looking problem
+
+
 @dataclasses.dataclass(frozen=True)
 class Outcome:
     """A solved (or not) step: ``x`` (n,) or None, the status, and the groups found in conflict."""
@@ -42,6 +50,7 @@ class Outcome:
     x: np.ndarray | None
     status: StepStatus
     conflict: tuple[Group, ...] = ()
+    failure: Failure | None = None
 
 
 def _positive(value: float, name: str) -> float:
@@ -70,13 +79,15 @@ class FallbackPolicy:
 
     def solve(self, problem: QPProblem, solver: QPSolver) -> Outcome:
         """Solve ``problem`` as posed, else diagnose and solve it with soft equalities."""
+        if not problem.is_finite():
+            return Outcome(None, StepStatus.ZERO_TORQUE, failure=Failure.NON_FINITE)  # the caller picks the command
         x = self.accepted(problem, solver, shortcut=False)
         if x is not None:
             return Outcome(x, StepStatus.OPTIMAL)
         conflict = self.diagnose(problem, solver)
         x = self.accepted(problem.soften_equalities(self.soft_contact_weight), solver)
         solver.reset()
-        return Outcome(x, StepStatus.SOFT_CONTACTS, conflict)
+        return Outcome(x, StepStatus.SOFT_CONTACTS, conflict, Failure.INFEASIBLE if conflict else Failure.SOLVER)
 
     def accepted(self, problem: QPProblem, solver: QPSolver, shortcut: bool | None = None) -> np.ndarray | None:
         """The solver's solution if it is finite and feasible to tolerance, else None."""

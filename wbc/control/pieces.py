@@ -40,6 +40,9 @@ class Kind(enum.Enum):
     CENTER_OF_PRESSURE = "cop"  #: centre-of-pressure bounds of a surface contact
     NORMAL_FORCE = "normal_force"  #: unilaterality and the normal-force limits of a contact
     TORQUE_LIMIT = "torque_limit"  #: actuator effort limits
+    JOINT_POSITION_LIMIT = "joint_position_limit"  #: joint position limits (as acceleration bounds)
+    JOINT_VELOCITY_LIMIT = "joint_velocity_limit"  #: joint velocity limits (as acceleration bounds)
+    SELF_COLLISION = "self_collision"  #: distance between primitives attached to links
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,13 +60,16 @@ class Group:
 @dataclasses.dataclass(frozen=True)
 class Cost:
     """Weighted rows ``A u ≈ b`` (k, width), (k,); ``error`` (optional, (k,)) is reported every step
-    (a task's error ``e``)."""
+    (a task's error ``e``); ``priority`` is the rows' level in a strict hierarchy (0 the highest;
+    rows of one level are weighted against each other, levels are solved lexicographically, see
+    :mod:`wbc.control.hierarchy`)."""
 
     A: Any
     b: Any
     group: Group
     variables: str | None = None
     error: Any = None
+    priority: int = 0
 
 
 @dataclasses.dataclass(frozen=True)

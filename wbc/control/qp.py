@@ -90,6 +90,13 @@ class QPProblem:
         """``−Aᵀb`` (n,)."""
         return -(self.A.T @ self.b)
 
+    def is_finite(self) -> bool:
+        """True when every matrix and vector is finite (``h`` and the bounds may hold infinities)."""
+        finite = all(np.isfinite(x).all() for x in (self.A, self.b, self.r, self.A_eq, self.b_eq, self.G))
+        return bool(
+            finite and not np.isnan(self.h).any() and not np.isnan(self.lb).any() and not np.isnan(self.ub).any()
+        )
+
     def objective(self, u: np.ndarray) -> float:
         res = self.A @ u - self.b
         return float(0.5 * res @ res + 0.5 * self.r @ (u * u))

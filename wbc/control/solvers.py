@@ -4,13 +4,21 @@ Every backend goes through the same exact reductions (:meth:`QPSolver.solve`): f
 under the equalities alone, kept when every inequality and bound holds there (then it is the QP's
 solution); otherwise the equalities are eliminated where they can be
 (:func:`~wbc.control.qp.eliminate_equalities`), the variables scaled to a unit-diagonal Hessian
-(:func:`~wbc.control.qp.jacobi_scaled`), and the backend solves:
+(:func:`~wbc.control.qp.jacobi_scaled`), and the backend solves (worst step of Talos' infeasible
+collapse, ``python -m benchmarks.solvers``, one run:
+daqp 47 ms, quadprog 66 ms, proxqp 0.69 s, osqp 1.1 s; every call bounded by iteration limits):
 
-* :attr:`Solver.DAQP` (default, a core dependency): dual active set, exact to round-off;
-* :attr:`Solver.PROXQP` (extra ``proxqp``): ProxSuite dense, warm-started;
-* :attr:`Solver.QUADPROG` (extra ``quadprog``): Goldfarb-Idnani dual method;
-* :attr:`Solver.OSQP` (extra ``osqp``): ADMM through qpsolvers, tolerant but slow and ~1e-5
-  accurate on these ill-conditioned problems;
+* :attr:`Solver.DAQP` (default, a core dependency): dual active set, exact to round-off, the fastest
+  here and deterministic; the backend to use for control;
+* :attr:`Solver.PROXQP` (extra ``proxqp``): ProxSuite dense, warm-started; fast on feasible steps
+  but slower when a step is infeasible (diagnosis), and warm starting makes its answer depend on
+  its history within its tolerance (``ProxQPSolver(warm_start=False)`` to avoid it); it does not
+  converge within its iteration bounds on many steps once every joint's position and velocity
+  limits add their rows (the fallback then applies);
+* :attr:`Solver.QUADPROG` (extra ``quadprog``): Goldfarb-Idnani dual method, exact, about twice
+  daqp's time;
+* :attr:`Solver.OSQP` (extra ``osqp``): ADMM through qpsolvers, ~1e-5 accurate and an order of
+  magnitude slower on these ill-conditioned problems: for comparisons, not for control;
 * any qpsolvers backend as ``"qpsolvers:<name>"`` (extra ``qpsolvers``).
 
 :func:`make_solver` resolves a choice (a :class:`Solver`, its value, ``"qpsolvers:<name>"`` or a
@@ -81,8 +89,9 @@ class QPSolver:
     name = "?"
     eliminate = True
     try_unconstrained = True
-    #: how far (problem units: N, N m) the shortcut's solution may exceed an inequality
-    unconstrained_tolerance = 1e-9
+    #: how far (problem units: m/s², rad/s², N, N m) the shortcut's solution may exceed an inequality:
+    #: a bound met with equality (a joint resting at its position limit) leaves round-off of ~1e-9
+    unconstrained_tolerance = 1e-6
 
     def solve(self, problem: QPProblem, shortcut: bool | None = None) -> QPSolution:
         """Solve ``problem``; ``shortcut`` overrides ``try_unconstrained`` for this call."""
@@ -112,14 +121,30 @@ def _finite_or_big(x: np.ndarray) -> np.ndarray:
 
 
 class ProxQPSolver(QPSolver):
-    """ProxSuite's dense ProxQP, warm-started from the previous solution when the sizes repeat."""
+    """ProxSuite's dense ProxQP.
+
+    Args:
+        eps_abs: absolute accuracy, in the Jacobi-scaled variables (a unit-diagonal Hessian); tighter
+            values make ProxQP crawl on the ill-conditioned steps that joint-limit rows bring.
+        max_iter, max_iter_in: bounds on ProxQP's outer and inner iterations (at most their product
+            inner iterations per solve): with its infeasibility
+            detection on, they bound the worst case of a solve (``python -m benchmarks.solvers``
+            measures it on Talos' infeasible collapse, where unbounded settings took minutes per QP).
+        warm_start: start each solve from the previous solution when the sizes repeat (faster);
+            the result then depends on the solver's history within ``eps_abs``. ``False`` makes it
+            a function of the problem only (deterministic, like daqp).
+    """
 
     name = "proxqp"
 
-    def __init__(self, eps_abs: float = 1e-9, max_iter: int = 20000) -> None:
+    def __init__(
+        self, eps_abs: float = 1e-7, max_iter: int = 100, max_iter_in: int = 50, warm_start: bool = True
+    ) -> None:
         self._proxqp = _require("proxsuite", "proxqp").proxqp
         self.eps_abs = eps_abs
         self.max_iter = max_iter
+        self.max_iter_in = max_iter_in
+        self.warm_start = warm_start
         self._qp: Any = None
         self._dims: tuple[int, int, int] | None = None
 
@@ -140,26 +165,31 @@ class ProxQPSolver(QPSolver):
             _finite_or_big(problem.lb),
             _finite_or_big(problem.ub),
         )
-        if self._dims != (n, m_eq, m_in):
+        if not self.warm_start or self._dims != (n, m_eq, m_in):
             qp = proxqp.dense.QP(n, m_eq, m_in, True)
             qp.settings.eps_abs = self.eps_abs
             qp.settings.eps_rel = 0.0
             qp.settings.max_iter = self.max_iter
+            qp.settings.max_iter_in = self.max_iter_in
             qp.settings.verbose = False
-            # The default infeasibility thresholds (1e-4) misfire on these ill-conditioned QPs.
-            qp.settings.eps_primal_inf = 1e-12
-            qp.settings.eps_dual_inf = 1e-12
+            # Infeasibility detection on, at 1e-6: ProxSuite's default 1e-4 declares some feasible
+            # (ill-conditioned) steps infeasible; 1e-12 turns detection off and a solve then runs to its
+            # iteration limits (seen: minutes per QP with unbounded limits).
+            qp.settings.eps_primal_inf = 1e-6
+            qp.settings.eps_dual_inf = 1e-6
             qp.init(*args)
             qp.solve()  # a first solve before any warm start (ProxSuite 0.8 may crash otherwise)
-            qp.settings.initial_guess = proxqp.InitialGuess.WARM_START_WITH_PREVIOUS_RESULT
+            if self.warm_start:
+                qp.settings.initial_guess = proxqp.InitialGuess.WARM_START_WITH_PREVIOUS_RESULT
             self._qp, self._dims = qp, (n, m_eq, m_in)
         else:
             self._qp.update(*args)
             self._qp.solve()
         found = self._qp.results.info.status == proxqp.QPSolverOutput.PROXQP_SOLVED
-        if not found:
+        x = self._qp.results.x.copy() if found else None
+        if not found or not self.warm_start:
             self.reset()
-        return QPSolution(self._qp.results.x.copy() if found else None, found, self.name)
+        return QPSolution(x, found, self.name)
 
 
 class DaqpSolver(QPSolver):
@@ -279,10 +309,10 @@ def make_solver(choice: Solver | str | QPSolver = DEFAULT_SOLVER, **options) -> 
     opts = {
         "eps_abs": 1e-8,
         "eps_rel": 1e-8,
-        "eps_prim_inf": 1e-12,
-        "eps_dual_inf": 1e-12,
+        "eps_prim_inf": 1e-6,
+        "eps_dual_inf": 1e-6,
         "polishing": False,
-        "max_iter": 200000,
+        "max_iter": 4000,  # bounded: OSQP is slow on these problems (see benchmarks.solvers)
         "verbose": False,
     }
     opts.update(options)

@@ -77,6 +77,7 @@ class Task(Contributor):
             raise InputError(f"a task name must be a non-empty string, got {self.name!r}")
         self._params_storage: np.ndarray | None = None
         self._owner: weakref.ref | None = None
+        self._priority = 0
         self.set_gains(kp, kd)
         self.set_weight(weight)
 
@@ -169,6 +170,27 @@ class Task(Contributor):
             self._params[self._slice(4)] = np.sqrt(w)
 
     @property
+    def priority(self) -> int:
+        """The task's level in a strict hierarchy: 0 (default) the highest; see :meth:`set_priority`."""
+        return self._priority
+
+    def set_priority(self, level: int) -> None:
+        """Put the task at hierarchy ``level`` (an integer ≥ 0; 0 the highest).
+
+        Tasks of one level are weighted against each other; a lower level never changes what a higher
+        one obtains (:mod:`wbc.control.hierarchy`). The controller that owns the task re-traces its
+        kernel on its next step (the compiled code is the same: it comes from the disk cache).
+        """
+        if isinstance(level, bool) or not isinstance(level, (int, np.integer)) or level < 0:
+            raise InputError(f"task {self.name!r}: priority must be an integer >= 0, got {level!r}")
+        if int(level) == self._priority:
+            return
+        self._priority = int(level)
+        owner = self._owner() if self._owner is not None else None
+        if owner is not None:
+            owner._invalidate()
+
+    @property
     def kp(self) -> np.ndarray:
         return self._params[self._slice(2)].copy()
 
@@ -214,7 +236,15 @@ class Task(Contributor):
         e = self.error(ctx, target)
         desired = acc_ref + kd * (vel_ref - velocity) + kp * e
         A_u, d0 = self.input_rows(ctx, J, drift)
-        return [Cost(ca.mtimes(ca.diag(sw), A_u), sw * (desired - d0), Group(Kind.TASK, self.name), error=e)]
+        return [
+            Cost(
+                ca.mtimes(ca.diag(sw), A_u),
+                sw * (desired - d0),
+                Group(Kind.TASK, self.name),
+                error=e,
+                priority=self._priority,
+            )
+        ]
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, dim={self.dim})"

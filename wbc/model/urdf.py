@@ -8,6 +8,22 @@ Layout rules (checked against Pinocchio in the tests):
   frame and a ``BODY`` frame kept); ``floating`` joints become free-flyers;
 * ``continuous`` joints are ``REVOLUTE_UNBOUNDED`` (q = cos, sin); mimic joints are independent.
 
+What real files contain, and what happens to it:
+
+* **Inertias that are not positive semi-definite by rounding.** A link's rotational inertia
+  (about its centre of mass) whose most negative principal moment is within
+  :data:`INERTIA_TOLERANCE` (relative) of the largest principal moment of the *body* it belongs to
+  (the link and every link welded to it by fixed joints: the rigid body the dynamics see), about
+  that body's joint, is projected to the nearest PSD inertia (negative principal moments set to
+  zero, the Frobenius-nearest PSD matrix) with a :class:`~wbc.errors.ModelWarning` naming the link. TIAGo's antenna
+  links (principal moment −3.5e-8 kg m² on a 43 kg base) are such a case. A larger defect is a
+  wrong file and raises :class:`~wbc.errors.ModelError` (``inertia_tolerance=`` overrides).
+* **Joints that move no mass** (massless finger links, a sensor's point mass on its own axis) load:
+  kinematics, Jacobians, CRBA and RNEA work on them. What needs ``M⁻¹`` (ABA, B̂, Delassus, the
+  controller) raises a clear error naming them (:func:`wbc.model.checks.invertible_dynamics`)
+  and suggests :func:`wbc.lock_joints`.
+* **Deep trees** (chains of thousands of links) are walked iteratively, never recursively.
+
 Every problem with the file raises :class:`~wbc.errors.ModelError` naming the source and element.
 """
 
@@ -15,6 +31,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,11 +39,20 @@ from pathlib import Path
 import casadi as ca
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import InputError, ModelError, ModelWarning
 from ..spatial.algebra import SE3, act_inertia, compose, rigid_inertia
 from .model import Frame, FrameKind, Joint, JointType, Mimic, Model
 
-__all__ = ["load_urdf"]
+__all__ = ["load_urdf", "INERTIA_TOLERANCE"]
+
+#: How negative a link's principal moment of inertia (about its centre of mass) may be before the
+#: file is refused, relative to the largest principal moment, about its joint's origin, of the body
+#: the link belongs to (the link and everything welded to it by fixed joints). Below it the inertia
+#: is rounding noise and is projected to the nearest PSD inertia, with a warning.
+INERTIA_TOLERANCE = 1e-6
+#: Negative principal moments smaller than this fraction of their body's scale are below double
+#: precision once added to the body (zeros written as ``-5.4e-20``, as iCub's): left as they are.
+_ROUNDOFF = 1e-12
 
 _INF = math.inf
 _MOVABLE = {"revolute", "continuous", "prismatic", "floating"}
@@ -36,7 +62,9 @@ _KNOWN = _MOVABLE | {"fixed"}
 @dataclass
 class _Link:
     name: str
-    inertia: np.ndarray  # (6, 6) about the link frame
+    mass: float  # kg
+    com: np.ndarray  # (3,) in the link frame, m
+    inertia_com: np.ndarray  # (3, 3) about the COM in the link axes, kg m²
     parent_joint: str | None = None
     child_joints: list[str] = field(default_factory=list)
 
@@ -57,23 +85,32 @@ class _UJoint:
 
 
 def load_urdf(
-    source: str | os.PathLike,
+    source: str | bytes | os.PathLike,
     floating_base: bool = True,
     *,
     actuated: list[str] | None = None,
+    inertia_tolerance: float = INERTIA_TOLERANCE,
 ) -> Model:
-    """Load a URDF file (or a URDF document given as a string) into a :class:`Model`.
+    """Load a URDF file (or a URDF document given as a string or bytes) into a :class:`Model`.
 
     Args:
-        source: path to a ``.urdf`` file, or the XML text itself (recognised by a leading ``<``).
+        source: path to a ``.urdf`` file, or the XML text itself (``str`` or ``bytes``, recognised by
+            a leading ``<``; bytes are decoded as their XML declaration says, UTF-8 by default).
         floating_base: add a free-flyer ``root_joint`` between the world and the root link.
         actuated: names of the actuated joints; default every movable joint but the free-flyer.
+        inertia_tolerance: relative tolerance below which a link inertia that is not positive
+            semi-definite is projected (with a :class:`~wbc.errors.ModelWarning`) rather than
+            refused; see :data:`INERTIA_TOLERANCE` and the module docstring.
 
     Raises:
         ModelError: unreadable file, malformed XML, missing or duplicate links and joints,
             several roots, cycles, unknown joint types, zero axes, negative mass, an inertia
-            that is not positive semi-definite, non-numeric attributes.
+            that is not positive semi-definite beyond ``inertia_tolerance``, non-numeric
+            attributes, a ``floating`` joint from a massless root link with ``floating_base=True``.
+        InputError: a negative or non-finite ``inertia_tolerance``.
     """
+    if not (isinstance(inertia_tolerance, (int, float)) and 0.0 <= inertia_tolerance < math.inf):
+        raise InputError(f"inertia_tolerance must be a finite non-negative number, got {inertia_tolerance!r}")
     text, where = _read(source)
     try:
         root = ET.fromstring(text)
@@ -84,16 +121,24 @@ def load_urdf(
     links = _parse_links(root, where)
     joints = _parse_joints(root, where, links)
     root_link = _find_root(links, joints, where)
-    model = _build(root.get("name", "robot"), links, joints, root_link, floating_base, where)
+    if floating_base:
+        _check_no_second_free_flyer(links, joints, root_link, where)
+    model = _build(root.get("name", "robot"), links, joints, root_link, floating_base, where, float(inertia_tolerance))
     if actuated is not None:
         model = model.with_actuation(actuated)
     return model
 
 
 # --------------------------------------------------------------------------------- reading
-def _read(source: str | os.PathLike) -> tuple[str, str]:
+def _read(source: str | bytes | os.PathLike) -> tuple[str | bytes, str]:
     if isinstance(source, str) and source.lstrip().startswith("<"):
         return source, "<string>"
+    if isinstance(source, (bytes, bytearray)):
+        if bytes(source).lstrip(b" \t\r\n\xef\xbb\xbf").startswith(b"<"):
+            return bytes(source), "<bytes>"
+        source = os.fsdecode(bytes(source))  # a file name given as bytes
+    if not isinstance(source, (str, os.PathLike)):
+        raise ModelError(f"a URDF source is a path, a str or bytes document, got {type(source).__name__}")
     path = Path(source)
     try:
         return path.read_text(), str(path)
@@ -158,16 +203,18 @@ def _parse_links(root: ET.Element, where: str) -> dict[str, _Link]:
             raise ModelError(f"{where}: a <link> has no name")
         if name in links:
             raise ModelError(f"{where}: link {name!r} is defined twice")
-        links[name] = _Link(name, _parse_inertial(elem, f"link {name!r}", where))
+        links[name] = _Link(name, *_parse_inertial(elem, f"link {name!r}", where))
     if not links:
         raise ModelError(f"{where}: no <link> elements")
     return links
 
 
-def _parse_inertial(link: ET.Element, what: str, where: str) -> np.ndarray:
+def _parse_inertial(link: ET.Element, what: str, where: str) -> tuple[float, np.ndarray, np.ndarray]:
+    """Mass (kg), centre of mass (3,) in the link frame and rotational inertia (3, 3) about it, in the
+    link axes. Positive semi-definiteness is judged later, against the body the link belongs to."""
     inertial = link.find("inertial")
     if inertial is None:
-        return np.zeros((6, 6))
+        return 0.0, np.zeros(3), np.zeros((3, 3))
     mass_el = inertial.find("mass")
     mass = 0.0 if mass_el is None else _float_attr(mass_el, "value", f"{what} mass", where, 0.0)
     if not math.isfinite(mass) or mass < 0.0:
@@ -180,16 +227,9 @@ def _parse_inertial(link: ET.Element, what: str, where: str) -> np.ndarray:
         if not all(math.isfinite(x) for x in v.values()):
             raise ModelError(f"{where}: {what} inertia is not finite")
         I = np.array([[v["ixx"], v["ixy"], v["ixz"]], [v["ixy"], v["iyy"], v["iyz"]], [v["ixz"], v["iyz"], v["izz"]]])
-    scale = max(1.0, float(np.abs(I).max()))
-    eig = np.linalg.eigvalsh(I)
-    if eig.min() < -1e-9 * scale:
-        raise ModelError(
-            f"{where}: {what} inertia is not positive semi-definite (principal moments {np.round(eig, 9)})"
-        )
     origin = _origin(inertial, f"{what} inertial", where)
     # Rotational inertia about the COM, expressed in the link axes.
-    I_link = origin.R @ I @ origin.R.T
-    return rigid_inertia(mass, np.asarray(origin.p).reshape(3), I_link)
+    return mass, np.asarray(origin.p, float).reshape(3), origin.R @ I @ origin.R.T
 
 
 def _parse_joints(root: ET.Element, where: str, links: dict[str, _Link]) -> dict[str, _UJoint]:
@@ -283,6 +323,73 @@ def _find_root(links: dict[str, _Link], joints: dict[str, _UJoint], where: str) 
 
 
 # --------------------------------------------------------------------------------- building
+def _check_no_second_free_flyer(
+    links: dict[str, _Link], joints: dict[str, _UJoint], root_link: str, where: str
+) -> None:
+    """``floating_base=True`` on a file whose massless root (typically ``world``) already carries a
+    ``floating`` joint would stack two free-flyers, the first moving no mass of its own: M would be
+    singular. Pinocchio builds that model; wbc refuses it and says how to load the file."""
+    root = links[root_link]
+    if root.mass > 0.0 or np.any(root.inertia_com):
+        return
+    floating = [j for j in root.child_joints if joints[j].type == "floating"]
+    if floating:
+        raise ModelError(
+            f"{where}: the root link {root_link!r} is massless and its joint {floating[0]!r} is already a "
+            "floating joint (a free-flyer); floating_base=True would stack a second free-flyer on it, "
+            "which moves no mass (singular mass matrix). Load this file with floating_base=False: "
+            f"{floating[0]!r} is then the free-flyer"
+        )
+
+
+def _body_scale(parts: list[tuple[_Link, SE3]]) -> float:
+    """Largest principal moment (kg m²) of the rotational inertia about the body frame's origin (the
+    joint) of the rigid body made of ``parts`` (links and their placements in the body frame)."""
+    I_origin = np.zeros((3, 3))
+    for link, X in parts:
+        R, p = np.asarray(X.R, float), np.asarray(X.p, float).reshape(3)
+        c = R @ link.com + p
+        I_origin += R @ link.inertia_com @ R.T + link.mass * (c @ c * np.eye(3) - np.outer(c, c))
+    return float(np.max(np.abs(np.linalg.eigvalsh(0.5 * (I_origin + I_origin.T)))))
+
+
+def _repair_inertias(
+    bodies: dict[int, list[tuple[_Link, SE3]]], body_names: dict[int, str], tolerance: float, where: str
+) -> dict[str, np.ndarray]:
+    """The rotational inertias (3, 3) to use instead of the file's for links that are not PSD by
+    rounding; raises for links that are not PSD beyond ``tolerance`` of their body's scale."""
+    repaired: dict[str, np.ndarray] = {}
+    for joint, parts in bodies.items():
+        scale = None
+        for link, _ in parts:
+            eig, vec = np.linalg.eigh(0.5 * (link.inertia_com + link.inertia_com.T))
+            if eig[0] >= 0.0:
+                continue
+            if scale is None:
+                scale = _body_scale(parts)
+            relative = -eig[0] / scale if scale > 0.0 else math.inf
+            if relative <= _ROUNDOFF:
+                continue  # below double precision on this body: an exact zero written with noise
+            what = (
+                f"link {link.name!r} inertia is not positive semi-definite (principal moments "
+                f"{np.array2string(eig, precision=3)} kg m² about its centre of mass; the most negative is "
+                f"{relative:.2g} of the largest principal moment, {scale:.3g} kg m², of body "
+                f"{body_names[joint]!r} about its joint)"
+            )
+            if relative > tolerance:
+                raise ModelError(
+                    f"{where}: {what}: beyond rounding (inertia_tolerance={tolerance:g}), the file is wrong; fix it, "
+                    "or pass a larger inertia_tolerance to project it to the nearest PSD inertia anyway"
+                )
+            warnings.warn(
+                f"{where}: {what}: projected to the nearest PSD inertia (negative moments set to 0)",
+                ModelWarning,
+                stacklevel=4,
+            )
+            repaired[link.name] = (vec * np.clip(eig, 0.0, None)) @ vec.T
+    return repaired
+
+
 def _build(
     name: str,
     links: dict[str, _Link],
@@ -290,14 +397,15 @@ def _build(
     root_link: str,
     floating_base: bool,
     where: str,
+    inertia_tolerance: float,
 ) -> Model:
     identity = SE3(np.eye(3), np.zeros((3, 1)))
     zero = np.zeros(0)
     joints: list[Joint] = [
         Joint("universe", JointType.UNIVERSE, -1, identity, np.zeros(3), 0, 0, zero, zero, zero, zero, "universe")
     ]
-    inertias: list[np.ndarray] = [np.zeros((6, 6))]
     frames: list[Frame] = [Frame("universe", FrameKind.FIXED_JOINT, 0, identity)]
+    bodies: dict[int, list[tuple[_Link, SE3]]] = {}  # joint -> its links and their placements, in visit order
     counters = {"q": 0, "v": 0}
 
     def add_joint(
@@ -330,64 +438,60 @@ def _build(
                 None if u is None else u.mimic,
             )
         )
-        inertias.append(np.zeros((6, 6)))
         counters["q"] += nq
         counters["v"] += nv
         return len(joints) - 1
 
-    def append_body(joint: int, inertia: np.ndarray, placement: SE3) -> None:
-        if np.any(inertia):
-            moved = np.array(ca.DM(act_inertia(placement, inertia)))
-            inertias[joint] = inertias[joint] + moved
+    def add_body(joint: int, link: _Link, placement: SE3) -> None:
+        bodies.setdefault(joint, []).append((link, placement))
 
-    def visit(link_name: str, joint: int, in_joint: SE3) -> None:
-        """Visit the children of ``link_name``, whose frame sits at ``in_joint`` in ``joint``."""
-        for jname in links[link_name].child_joints:
-            u = ujoints[jname]
-            placement = compose(in_joint, u.origin)
-            placement = SE3(np.array(ca.DM(placement.R)), np.array(ca.DM(placement.p)).reshape(3, 1))
-            child = links[u.child]
-            if u.type == "fixed":
-                frames.append(Frame(jname, FrameKind.FIXED_JOINT, joint, placement))
-                frames.append(Frame(child.name, FrameKind.BODY, joint, placement))
-                append_body(joint, child.inertia, placement)
-                visit(child.name, joint, placement)
-                continue
+    root = links[root_link]
+    if floating_base:
+        k = add_joint("root_joint", JointType.FREE_FLYER, 0, identity, np.zeros(3), root.name, None)
+        frames.append(Frame("root_joint", FrameKind.JOINT, k, identity))
+    else:
+        k = 0
+    frames.append(Frame(root.name, FrameKind.BODY, k, identity))
+    add_body(k, root, identity)
+
+    # Depth-first, children in name order (urdfdom's), iteratively: a stack of the joints still to
+    # visit, each with the body it hangs from and the placement of its parent link in that body.
+    stack = [(jname, k, identity) for jname in reversed(links[root_link].child_joints)]
+    while stack:
+        jname, joint, in_joint = stack.pop()
+        u = ujoints[jname]
+        placement = compose(in_joint, u.origin)
+        placement = SE3(np.array(ca.DM(placement.R)), np.array(ca.DM(placement.p)).reshape(3, 1))
+        child = links[u.child]
+        if u.type == "fixed":
+            frames.append(Frame(jname, FrameKind.FIXED_JOINT, joint, placement))
+            frames.append(Frame(child.name, FrameKind.BODY, joint, placement))
+            add_body(joint, child, placement)
+            body, child_placement = joint, placement
+        else:
             jtype = {
                 "revolute": JointType.REVOLUTE,
                 "continuous": JointType.REVOLUTE_UNBOUNDED,
                 "prismatic": JointType.PRISMATIC,
                 "floating": JointType.FREE_FLYER,
             }[u.type]
-            k = add_joint(jname, jtype, joint, placement, u.axis, child.name, u)
-            frames.append(Frame(jname, FrameKind.JOINT, k, identity))
-            frames.append(Frame(child.name, FrameKind.BODY, k, identity))
-            append_body(k, child.inertia, identity)
-            visit(child.name, k, identity)
+            body = add_joint(jname, jtype, joint, placement, u.axis, child.name, u)
+            frames.append(Frame(jname, FrameKind.JOINT, body, identity))
+            frames.append(Frame(child.name, FrameKind.BODY, body, identity))
+            add_body(body, child, identity)
+            child_placement = identity
+        stack.extend((c, body, child_placement) for c in reversed(child.child_joints))
 
-    root = links[root_link]
-    if floating_base:
-        k = add_joint("root_joint", JointType.FREE_FLYER, 0, identity, np.zeros(3), root.name, None)
-        frames.append(Frame("root_joint", FrameKind.JOINT, k, identity))
-        frames.append(Frame(root.name, FrameKind.BODY, k, identity))
-        append_body(k, root.inertia, identity)
-        visit(root.name, k, identity)
-    else:
-        frames.append(Frame(root.name, FrameKind.BODY, 0, identity))
-        append_body(0, root.inertia, identity)
-        visit(root.name, 0, identity)
+    body_names = {j: joints[j].link if j > 0 else root_link for j in bodies}
+    repaired = _repair_inertias(bodies, body_names, inertia_tolerance, where)
+    inertias: list[np.ndarray] = [np.zeros((6, 6)) for _ in joints]
+    for joint, parts in bodies.items():
+        for link, placement in parts:
+            I_com = repaired.get(link.name, link.inertia_com)
+            if link.mass == 0.0 and not np.any(I_com):
+                continue
+            I = rigid_inertia(link.mass, link.com, I_com)
+            inertias[joint] = inertias[joint] + np.array(ca.DM(act_inertia(placement, I)))
 
     actuated = tuple(i for i, j in enumerate(joints) if i > 0 and j.type is not JointType.FREE_FLYER)
-    model = Model(name, tuple(joints), tuple(inertias), tuple(frames), actuated, source=where)
-    _check_massless(model, where)
-    return model
-
-
-def _check_massless(model: Model, where: str) -> None:
-    """A movable joint whose whole subtree has no mass and no inertia makes M singular."""
-    for i in range(1, model.njoints):
-        if not any(np.any(model.inertias[k]) for k in model.subtree(i)):
-            raise ModelError(
-                f"{where}: joint {model.joints[i].name!r} moves no mass or inertia "
-                "(its subtree is massless), so the mass matrix would be singular"
-            )
+    return Model(name, tuple(joints), tuple(inertias), tuple(frames), actuated, source=where)

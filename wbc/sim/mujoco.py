@@ -11,8 +11,8 @@ unlimited), slides for prismatic joints; position limits as joint ranges where f
 no damping, armature, friction loss or springs, so the smooth dynamics are exactly wbc's; a torque
 motor (gear 1) on every actuated joint, in ``model.actuated`` order, unlimited or clamped to the
 effort limits (optional); gravity ``model.gravity``; a floor plane at z = 0 (floating-base models by
-default); and thin collision boxes under the given soles. Only the sole boxes collide, and only
-with the floor: every other body has no geometry at all.
+default); thin collision boxes under the given soles and spheres at the given point feet. Only
+those collide, and only with the floor: every other body has no geometry at all.
 
 **Coordinates.** MuJoCo and wbc agree on everything but these, which the converters handle:
 
@@ -59,6 +59,7 @@ from ..spatial.lie import quaternion_to_rotation, rotation_to_quaternion
 
 __all__ = [
     "ContactBox",
+    "ContactSphere",
     "ContactParameters",
     "MujocoSim",
     "SimulationDiverged",
@@ -108,6 +109,19 @@ class ContactBox:
 
 
 BoxLike = ContactBox | tuple
+
+
+@dataclasses.dataclass(frozen=True)
+class ContactSphere:
+    """A point foot: a sphere of ``radius`` (m) centred on the origin of ``frame`` (a quadruped's
+    foot frame), touching the floor at its lowest point."""
+
+    frame: str
+    radius: float
+
+    def __post_init__(self) -> None:
+        if not (np.isfinite(self.radius) and self.radius > 0):
+            raise InputError(f"contact sphere {self.frame!r}: radius must be positive and finite, got {self.radius!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -399,10 +413,25 @@ def _add_contact_box(body, model: Model, box: ContactBox, contact: ContactParame
     _set_contact(geom, contact)
 
 
+def _add_contact_sphere(body, model: Model, sphere: ContactSphere, contact: ContactParameters) -> None:
+    frame = model.frames[model.frame_id(sphere.frame)]
+    geom = body.add_geom(
+        name=f"{sphere.frame}_contact",
+        type=mujoco.mjtGeom.mjGEOM_SPHERE,
+        size=[sphere.radius, 0.0, 0.0],
+        pos=np.asarray(frame.placement.p, dtype=float).reshape(3),
+        rgba=[0.8, 0.3, 0.3, 1.0],
+    )
+    geom.contype, geom.conaffinity = 1, 0
+    geom.mass = 0.0
+    _set_contact(geom, contact)
+
+
 def build_spec(
     model: Model,
     contact_boxes: Iterable[BoxLike] = (),
     *,
+    contact_spheres: Iterable[ContactSphere] = (),
     timestep: float = 1e-3,
     floor: bool | None = None,
     position_limits: bool = True,
@@ -435,6 +464,13 @@ def build_spec(
         if joint == 0:
             raise FrameError(f"contact box frame {box.frame!r} is attached to the ground, not to a moving body")
         _add_contact_box(bodies[joint], model, box, contact)
+    for sphere in contact_spheres:
+        if not isinstance(sphere, ContactSphere):
+            raise InputError(f"contact_spheres must hold ContactSphere objects, got {sphere!r}")
+        joint = model.frames[model.frame_id(sphere.frame)].joint
+        if joint == 0:
+            raise FrameError(f"contact sphere frame {sphere.frame!r} is attached to the ground, not to a moving body")
+        _add_contact_sphere(bodies[joint], model, sphere, contact)
     if model.floating_base if floor is None else floor:
         plane = spec.worldbody.add_geom(name=FLOOR, type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05])
         plane.contype, plane.conaffinity = 0, 1
@@ -463,6 +499,8 @@ class MujocoSim:
     Args:
         model: the robot.
         contact_boxes: soles, each a :class:`ContactBox` or ``(frame, length, width[, thickness])``.
+        contact_spheres: point feet, each a :class:`ContactSphere` (reported by :meth:`contact_forces`
+            under their frame's name, like the soles).
         timestep: integration step, s (MuJoCo's semi-implicit Euler: ``v += dt a; q ⊕= dt v``).
         floor: add a floor plane at z = 0 (default: for floating-base models).
         position_limits: joint ranges from the model's finite position limits.
@@ -484,6 +522,7 @@ class MujocoSim:
         model: Model,
         contact_boxes: Iterable[BoxLike] = (),
         *,
+        contact_spheres: Iterable[ContactSphere] = (),
         timestep: float = 1e-3,
         floor: bool | None = None,
         position_limits: bool = True,
@@ -491,10 +530,12 @@ class MujocoSim:
         contact: ContactParameters = ContactParameters(),
     ) -> None:
         self.contact_boxes = tuple(_contact_box(b) for b in contact_boxes)
+        self.contact_spheres = tuple(contact_spheres)
         self.model = model
         self.spec = build_spec(
             model,
             self.contact_boxes,
+            contact_spheres=self.contact_spheres,
             timestep=timestep,
             floor=floor,
             position_limits=position_limits,
@@ -507,7 +548,9 @@ class MujocoSim:
             raise ModelError(f"MuJoCo rejected the model {model.name!r}: {e}") from None
         self.mjdata = mujoco.MjData(self.mjmodel)
         self._check_layout()
-        self._box_geoms = {b.frame: self.mjmodel.geom(f"{b.frame}_contact").id for b in self.contact_boxes}
+        self._box_geoms = {
+            b.frame: self.mjmodel.geom(f"{b.frame}_contact").id for b in self.contact_boxes + self.contact_spheres
+        }
         self._pushes: list[_Push] = []
         self._M = np.zeros((model.nv, model.nv))
         self._stale = True
@@ -698,7 +741,7 @@ class MujocoSim:
 
     # ------------------------------------------------------------------------------- readout
     def contact_forces(self) -> dict[str, np.ndarray]:
-        """Total contact force (3,) the floor exerts on each sole box, N, world axes."""
+        """Total contact force (3,) the floor exerts on each sole box and point foot, N, world axes."""
         self._fresh()
         out = {name: np.zeros(3) for name in self._box_geoms}
         owner = {g: name for name, g in self._box_geoms.items()}

@@ -1,0 +1,313 @@
+"""Joint limits, a strict task hierarchy and self-collision avoidance: Talos in MuJoCo.
+
+Talos stands on both feet in a 1 kHz MuJoCo simulation (MuJoCo's joint ranges disabled: only the
+controller keeps the joints inside their limits) while its posture task is asked, over a smooth
+1.5 s ramp, for the impossible: the left knee straighter than straight, the left elbow bent
+backwards (both beyond their URDF limits), and the right arm folded so that the right hand passes
+through the torso. Two runs:
+
+* **with** the new pieces: joint position and velocity limits (on by default), self-collision
+  avoidance between the right forearm / hand and the torso / pelvis (capsules bounding their
+  collision meshes), and a strict hierarchy: the CoM (balance) at level 0, the posture at level 1;
+* **without** them: torque limits only, CoM and posture weighted in one level.
+
+Writes to ``--out`` the plots ``joints.png`` (the two joints against their limits), ``distance.png``
+(minimum distance between the watched primitives, measured by MuJoCo's ``mj_geomDistance`` on the
+same capsules), ``task_errors.png`` (task errors by priority level), plus ``summary.json``, and
+prints the summary (worst limit violation, minimum distance, non-optimal steps).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import wbc
+from wbc import robots, tasks
+from wbc.control.limits import collision_primitives
+
+try:
+    import mujoco
+
+    from wbc.sim.mujoco import MujocoSim, build_spec, qpos_from_q
+except ImportError as exc:  # pragma: no cover - needs the 'sim' extra
+    raise SystemExit(f"{exc}\nthis demo needs MuJoCo: pip install 'wbc[sim]'") from None
+
+DT = 1e-3
+KNEE, ELBOW = "leg_left_4_joint", "arm_left_4_joint"
+#: The posture's adversarial targets (rad): beyond the knee's and the elbow's limits, and the right arm
+#: folded so that its hand is inside the torso.
+TARGETS = {
+    KNEE: -0.5,
+    ELBOW: 0.6,
+    "arm_right_1_joint": -0.46,
+    "arm_right_2_joint": -0.13,
+    "arm_right_3_joint": 1.97,
+    "arm_right_4_joint": -2.15,
+}
+#: Watched pairs: (moving link, torso or pelvis link).
+ARM_LINKS = ("arm_right_5_link", "arm_right_7_link", "gripper_right_base_link", "gripper_right_motor_single_link")
+BODY_LINKS = ("torso_2_link", "base_link")
+
+
+def watched_pairs(spec: robots.RobotSpec) -> list[wbc.CollisionPair]:
+    """The pairs of the demo: each right forearm / hand primitive against the torso and the pelvis."""
+    prims = {p.frame: p for p in collision_primitives(spec.model, spec.urdf)}
+    return [wbc.CollisionPair(prims[a], prims[b]) for a in ARM_LINKS for b in BODY_LINKS]
+
+
+class DistanceProbe:
+    """MuJoCo's own distance (``mj_geomDistance``) between the same primitives, on a kinematic copy of
+    the robot: the independent measure of the demo and of the tests."""
+
+    def __init__(self, model: wbc.Model, pairs) -> None:
+        spec = build_spec(model, floor=False, position_limits=False)
+        bodies = {b.name: b for b in spec.bodies}
+        self.model = model
+        self.ids: list[tuple[str, str]] = []
+        names = {}
+        for k, pair in enumerate(pairs):
+            ids = []
+            for j, prim in enumerate((pair.first, pair.second)):
+                key = (prim.frame, str(prim), prim.radius, prim.points.tobytes())
+                if key not in names:
+                    names[key] = f"probe_{k}_{j}"
+                    add_geom(bodies, model, prim, names[key])
+                ids.append(names[key])
+            self.ids.append((ids[0], ids[1]))
+        self.mjmodel = spec.compile()
+        self.mjdata = mujoco.MjData(self.mjmodel)
+        self.geom = [(self.mjmodel.geom(a).id, self.mjmodel.geom(b).id) for a, b in self.ids]
+
+    def distances(self, q: np.ndarray) -> np.ndarray:
+        """Distances (k,) m of the pairs at configuration ``q`` (nq,)."""
+        self.mjdata.qpos[:] = qpos_from_q(self.model, q)
+        mujoco.mj_kinematics(self.mjmodel, self.mjdata)
+        fromto = np.zeros(6)
+        return np.array([mujoco.mj_geomDistance(self.mjmodel, self.mjdata, a, b, 10.0, fromto) for a, b in self.geom])
+
+
+def add_geom(bodies: dict, model: wbc.Model, prim, name: str) -> None:
+    """Add ``prim`` (a Sphere or a Capsule) to its body of a MuJoCo spec built by ``build_spec``,
+    colliding with nothing (it only measures)."""
+    frame = model.frames[model.frame_id(prim.frame)]
+    body = bodies[model.joints[frame.joint].link] if frame.joint > 0 else bodies["world"]
+    R, p = np.asarray(frame.placement.R, float), np.asarray(frame.placement.p, float).reshape(3)
+    points = prim.points @ R.T + p
+    if isinstance(prim, wbc.Sphere):
+        geom = body.add_geom(name=name, type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[prim.radius, 0, 0], pos=points[0])
+    else:
+        geom = body.add_geom(
+            name=name, type=mujoco.mjtGeom.mjGEOM_CAPSULE, size=[prim.radius, 0, 0], fromto=points.reshape(-1)
+        )
+    geom.contype, geom.conaffinity, geom.mass = 0, 0, 0.0
+
+
+def _ramp(t: float, start: float, duration: float) -> float:
+    """Smooth (quintic) 0 → 1 between ``start`` and ``start + duration``."""
+    x = min(max((t - start) / duration, 0.0), 1.0)
+    return x**3 * (10 - 15 * x + 6 * x * x)
+
+
+def run(
+    with_limits: bool,
+    duration: float = 4.0,
+    ramp_start: float = 0.5,
+    ramp: float = 1.5,
+    targets: dict | None = None,
+    on_step=None,
+) -> dict:
+    """One simulated run; returns its log (arrays over time).
+
+    Args:
+        targets: joint name -> posture target (rad), default :data:`TARGETS`.
+        on_step: called as ``on_step(controller, q, v, command)`` after every control step.
+    """
+    targets = TARGETS if targets is None else targets
+    spec = robots.load("talos")
+    model = spec.model
+    sim = MujocoSim(model, [(f, spec.sole.length, spec.sole.width) for f in spec.feet], position_limits=False)
+    sim.reset(spec.q0)
+    # the controller keeps the centres of pressure within 80 % of the soles: MuJoCo's feet stay flat
+    contacts = [wbc.SurfaceContact(f, 0.8 * spec.sole.length, 0.8 * spec.sole.width, mu=0.7) for f in spec.feet]
+    com = tasks.CoMTask(weight=10.0, kp=100.0)
+    weights = np.full(model.n_actuated, 1e-2)
+    weights[list(model.actuated).index(model.joint_id(KNEE))] = 1.0  # the knee's request dominates the posture
+    posture = tasks.PostureTask(model, weight=weights, kp=30.0)
+    pairs = watched_pairs(spec)
+    if with_limits:
+        posture.set_priority(1)  # strictly below the CoM
+        limits = [
+            wbc.TorqueLimit(),
+            wbc.JointPositionLimit(),
+            wbc.JointVelocityLimit(),
+            wbc.SelfCollisionLimit(pairs, margin=0.02, gain=20.0),
+        ]
+    else:
+        limits = [wbc.TorqueLimit()]
+    controller = wbc.WholeBodyController(model, [com, posture], contacts, limits=limits)
+    controller.compile()
+    com.set_target(wbc.center_of_mass(model, spec.q0))
+    q_target = spec.q0.copy()
+    for name, value in targets.items():
+        q_target[model.joints[model.joint_id(name)].idx_q] = value
+    probe = DistanceProbe(model, pairs)
+    idx = {n: model.joints[model.joint_id(n)].idx_q for n in (KNEE, ELBOW)}
+    vidx = np.array([model.joints[i].idx_v for i in model.actuated])
+    log: dict[str, list] = {k: [] for k in ("t", "q", "v", "knee", "elbow", "distance", "com_error", "posture_error")}
+    log["ok"] = []
+    log["velocity_ratio"] = []
+    steps = int(round(duration / DT))
+    fell = False
+    step_us = []
+    for i in range(steps):
+        t = i * DT
+        q, v = sim.get_state()
+        s = _ramp(t, ramp_start, ramp)
+        posture.set_target(spec.q0 + s * (q_target - spec.q0))
+        cmd = controller.step(q, v)
+        step_us.append(cmd.timings["total"])
+        if on_step is not None:
+            on_step(controller, q, v, cmd)
+        sim.set_torques(cmd.tau)
+        try:
+            sim.step()
+        except wbc.SimulationDiverged:
+            fell = True
+            break
+        log["t"].append(t)
+        log["q"].append(q)
+        log["v"].append(v)
+        log["knee"].append(q[idx[KNEE]])
+        log["elbow"].append(q[idx[ELBOW]])
+        log["distance"].append(probe.distances(q).min() if i % 5 == 0 else log["distance"][-1])
+        log["com_error"].append(float(np.linalg.norm(cmd.task_errors["com"])))
+        log["posture_error"].append(float(np.linalg.norm(cmd.task_errors["posture"])))
+        log["velocity_ratio"].append(float(np.max(np.abs(v[vidx]) / model.velocity_limit[vidx])))
+        log["ok"].append(cmd.status is wbc.StepStatus.OPTIMAL)
+        if q[2] < 0.5 * spec.q0[2]:
+            fell = True
+            break
+    out = {k: np.asarray(x) for k, x in log.items()}
+    out["fell"] = fell
+    out["step_us"] = np.asarray(step_us)
+    return out
+
+
+def violation(model: wbc.Model, name: str, values: np.ndarray) -> float:
+    """Largest excursion (rad) of joint ``name``'s positions ``values`` beyond its URDF limits (≤ 0 inside)."""
+    j = model.joints[model.joint_id(name)]
+    return float(np.max(np.maximum(values - j.upper[0], j.lower[0] - values)))
+
+
+def worst_violation(model: wbc.Model, qs: np.ndarray) -> float:
+    """Largest excursion (rad or m) of any joint beyond its URDF position limits over ``qs`` (k, nq)."""
+    lo, hi = model.lower_position_limit, model.upper_position_limit
+    finite = np.isfinite(lo) & np.isfinite(hi)
+    return float(np.max(np.maximum(qs[:, finite] - hi[finite], lo[finite] - qs[:, finite])))
+
+
+def summarize(runs: dict[str, dict], model: wbc.Model) -> dict:
+    out = {}
+    for label, r in runs.items():
+        out[label] = {
+            "fell": bool(r["fell"]),
+            "steps": int(len(r["t"])),
+            "non_optimal_steps": int(np.sum(~r["ok"])),
+            "knee_violation_rad": round(violation(model, KNEE, r["knee"]), 5),
+            "elbow_violation_rad": round(violation(model, ELBOW, r["elbow"]), 5),
+            "min_distance_m": round(float(np.min(r["distance"])), 7),
+            "worst_joint_violation_rad": round(worst_violation(model, r["q"]), 5),
+            "max_velocity_ratio": round(float(np.max(r["velocity_ratio"])), 4),
+            "max_com_error_m": round(float(np.max(r["com_error"])), 5),
+            "final_posture_error_rad": round(float(r["posture_error"][-1]), 4),
+            "step_us_median": round(float(np.median(r["step_us"])), 1),
+        }
+    return out
+
+
+def plot(runs: dict[str, dict], model: wbc.Model, out: Path) -> list[Path]:
+    """Write the three PNG plots; returns their paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    styles = {"with": dict(color="tab:blue"), "without": dict(color="tab:red", linestyle="--")}
+    paths = []
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for ax, name, key in ((axes[0], KNEE, "knee"), (axes[1], ELBOW, "elbow")):
+        j = model.joints[model.joint_id(name)]
+        for label, r in runs.items():
+            ax.plot(r["t"], r[key], label=f"{label} new pieces", **styles[label])
+        target = TARGETS[name]
+        ax.axhline(target, color="gray", linestyle=":", label="posture target")
+        for bound in (j.lower[0], j.upper[0]):
+            ax.axhline(bound, color="black", linewidth=1.0)
+        ax.axhspan(j.upper[0], max(j.upper[0], target) + 0.2, color="black", alpha=0.08)
+        ax.axhspan(min(j.lower[0], target) - 0.2, j.lower[0], color="black", alpha=0.08)
+        ax.set_ylim(min(j.lower[0], target) - 0.1, max(j.upper[0], target) + 0.1)
+        ax.set_title(f"{name} (URDF limits black, outside shaded)")
+        ax.set_xlabel("time (s)")
+        ax.set_ylabel("position (rad)")
+        ax.legend(fontsize=8)
+    paths.append(_save(fig, out / "joints.png"))
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for label, r in runs.items():
+        ax.plot(r["t"], r["distance"], label=f"{label} new pieces", **styles[label])
+    ax.axhline(0.02, color="gray", linestyle=":", label="margin (2 cm)")
+    ax.axhline(0.0, color="black", linewidth=1.0)
+    ax.set_title(
+        "right forearm and hand to torso and pelvis: minimum distance\n(MuJoCo mj_geomDistance on the same capsules)"
+    )
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("distance (m)")
+    ax.legend(fontsize=8)
+    paths.append(_save(fig, out / "distance.png"))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for label, r in runs.items():
+        axes[0].semilogy(r["t"], np.maximum(r["com_error"], 1e-9), label=f"{label} new pieces", **styles[label])
+        axes[1].plot(r["t"], r["posture_error"], label=f"{label} new pieces", **styles[label])
+    axes[0].set_title("level 0: CoM error ‖e‖ (m)")
+    axes[1].set_title("level 1: posture error ‖e‖ (rad) (one weighted level without)")
+    for ax in axes:
+        ax.set_xlabel("time (s)")
+        ax.legend(fontsize=8)
+    paths.append(_save(fig, out / "task_errors.png"))
+    return paths
+
+
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default="out/limits", help="output directory")
+    parser.add_argument("--duration", type=float, default=4.0, help="simulated seconds per run")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    model = robots.load("talos").model
+    runs = {}
+    for label in ("with", "without"):
+        print(f"run {label} the new pieces ...", file=sys.stderr)
+        runs[label] = run(label == "with", args.duration)
+    summary = summarize(runs, model)
+    summary["plots"] = [str(p) for p in plot(runs, model, out)]
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

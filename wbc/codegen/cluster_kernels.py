@@ -1,0 +1,152 @@
+"""Traced functions of the clustered-model algorithms, to compile with :mod:`wbc.codegen`.
+
+Each ``*_function(cm, ...)`` traces one algorithm for one :class:`~wbc.ClusterModel` into a
+``casadi.Function`` whose inputs are plain vectors: ``y`` the spanning configuration (tree.nq),
+``v``/``a``/``tau`` independent vectors (nv); outputs are declared with their shapes (a vector
+``qdd`` (nv,), a matrix ``B̂`` (nv, n_actuated + m) even with one column). Compile with
+:func:`wbc.codegen.compile_function`::
+
+    aba = wbc.codegen.compile_function(wbc.cluster_kernels.c_aba_function(cm))
+    (qdd,) = aba(y, v, tau)
+
+``method`` of the inverse-dynamics, forward-dynamics and Delassus builders: ``"cluster"`` (C-RNEA,
+C-ABA, C-EFPA), ``"approximate"`` (independent tree with armature, loops ignored), ``"projected"``
+(``Gᵀ H G`` of the spanning tree) or, for forward dynamics, ``"lagrange"`` (KKT on spanning
+coordinates); see :mod:`wbc.algorithms.clusters.baselines`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import casadi as ca
+
+from ..algorithms.clusters import baselines as bl
+from ..algorithms.clusters import dynamics as cdyn
+from ..algorithms.clusters import operational as op
+from ..algorithms.clusters.kinematics import ClusterKinematics
+from ..algorithms.constraints import Constraint, resolve
+from ..errors import InputError
+from ..model.clusters import ClusterModel
+from .trace import trace
+
+__all__ = [
+    "INVERSE_METHODS",
+    "FORWARD_METHODS",
+    "DELASSUS_METHODS",
+    "c_rnea_function",
+    "c_aba_function",
+    "c_efpa_function",
+    "c_iim_function",
+    "c_free_acceleration_and_input_matrix_function",
+    "cluster_name",
+]
+
+INVERSE_METHODS = ("cluster", "approximate", "projected")
+FORWARD_METHODS = ("cluster", "approximate", "projected", "lagrange")
+DELASSUS_METHODS = ("cluster", "approximate", "projected")
+
+
+def cluster_name(cm: ClusterModel, what: str) -> str:
+    """A kernel name for ``what`` on ``cm`` (sizes included; sanitized by :func:`trace`)."""
+    return f"{what}_{cm.name}_{cm.tree.nq}_{cm.nv}"
+
+
+def _check(method: str, methods: Sequence[str]) -> None:
+    if method not in methods:
+        raise InputError(f"unknown method {method!r}; choose one of {', '.join(methods)}")
+
+
+def c_rnea_function(cm: ClusterModel, method: str = "cluster") -> ca.Function:
+    """``(y, v, a) -> tau``: constrained inverse dynamics (independent generalized forces)."""
+    _check(method, INVERSE_METHODS)
+    if method == "cluster":
+        build = lambda y, v, a: [cdyn.rnea(cm, y, v, a)]  # noqa: E731
+    elif method == "projected":
+        build = lambda y, v, a: [bl.projected_rnea(cm, y, v, a)]  # noqa: E731
+    else:
+        am = bl.ApproximateModel.build(cm)
+        build = lambda y, v, a: [bl.approximate_rnea(am, y, v, a)]  # noqa: E731
+    return trace(
+        cluster_name(cm, f"crnea_{method}"), [("y", cm.tree.nq), ("v", cm.nv), ("a", cm.nv)], build, [("tau", cm.nv)]
+    )
+
+
+def c_aba_function(cm: ClusterModel, method: str = "cluster") -> ca.Function:
+    """``(y, v, tau) -> qdd``: constrained forward dynamics."""
+    _check(method, FORWARD_METHODS)
+    if method == "cluster":
+        build = lambda y, v, t: [cdyn.aba(cm, y, v, t)]  # noqa: E731
+    elif method == "projected":
+        build = lambda y, v, t: [bl.projected_aba(cm, y, v, t)]  # noqa: E731
+    elif method == "lagrange":
+        build = lambda y, v, t: [bl.lagrange_aba(cm, y, v, t)]  # noqa: E731
+    else:
+        am = bl.ApproximateModel.build(cm)
+        build = lambda y, v, t: [bl.approximate_aba(am, y, v, t)]  # noqa: E731
+    return trace(
+        cluster_name(cm, f"caba_{method}"), [("y", cm.tree.nq), ("v", cm.nv), ("tau", cm.nv)], build, [("qdd", cm.nv)]
+    )
+
+
+def c_efpa_function(
+    cm: ClusterModel, constraints: Sequence[Constraint], method: str = "cluster", cse: bool = True
+) -> ca.Function:
+    """``y -> Λ⁻¹``: the Delassus matrix (m, m) of link constraints on the spanning tree's bodies."""
+    _check(method, DELASSUS_METHODS)
+    resolved = resolve(cm.tree, constraints)
+    m = sum(c.dim for c in resolved)
+    if method == "cluster":
+        build = lambda y: [op.efpa(cm, ClusterKinematics(cm, y), resolved)]  # noqa: E731
+    elif method == "projected":
+        build = lambda y: [bl.projected_efpa(cm, y, resolved)]  # noqa: E731
+    else:
+        am = bl.ApproximateModel.build(cm)
+        build = lambda y: [bl.approximate_efpa(am, y, constraints)]  # noqa: E731
+    return trace(
+        cluster_name(cm, f"cefpa_{method}_{len(resolved)}c{m}"),
+        [("y", cm.tree.nq)],
+        build,
+        [("delassus", (m, m))],
+        cse=cse,
+    )
+
+
+def c_iim_function(cm: ClusterModel, constraints: Sequence[Constraint] = (), method: str = "cluster") -> ca.Function:
+    """``y -> B̂``: ``M⁻¹ [Sᵀ, Jᵀ]`` (nv, n_actuated + m) in independent coordinates."""
+    _check(method, ("cluster", "approximate"))
+    resolved = resolve(cm.tree, constraints)
+    m = sum(c.dim for c in resolved)
+    if method == "cluster":
+        build = lambda y: [op.iim(cm, ClusterKinematics(cm, y), resolved)]  # noqa: E731
+    else:
+        am = bl.ApproximateModel.build(cm)
+        build = lambda y: [bl.approximate_iim(am, y, constraints)]  # noqa: E731
+    return trace(
+        cluster_name(cm, f"ciim_{method}_{len(resolved)}c{m}"),
+        [("y", cm.tree.nq)],
+        build,
+        [("Bhat", (cm.nv, cm.n_actuated + m))],
+    )
+
+
+def c_free_acceleration_and_input_matrix_function(
+    cm: ClusterModel, constraints: Sequence[Constraint] = ()
+) -> ca.Function:
+    """``(y, v) -> (a0, B̂)``: the C-ABA's free acceleration and the clustered IIM sharing their
+    articulated-cluster inertias (what a controller's step needs)."""
+    resolved = resolve(cm.tree, constraints)
+
+    def build(y, v):
+        kin = ClusterKinematics(cm, y, v)
+        bodies = cdyn.ClusterArticulatedBodies.compute(cm, kin)
+        a0 = cdyn.aba(cm, y, v, ca.SX.zeros(cm.nv, 1), kin=kin, bodies=bodies)
+        return [a0, op.iim(cm, kin, resolved, bodies)]
+
+    m = sum(c.dim for c in resolved)
+    return trace(
+        cluster_name(cm, f"ca0_bhat_{len(resolved)}c{m}"),
+        [("y", cm.tree.nq), ("v", cm.nv)],
+        build,
+        [("a0", cm.nv), ("Bhat", (cm.nv, cm.n_actuated + m))],
+    )

@@ -1,0 +1,234 @@
+r"""Joint position limits as viability bounds on the joint accelerations ``q̈ = a₀ + B̂u``.
+
+A bound on the acceleration of the next period only (``q⁺ ≤ q_max``) lets a joint arrive at its
+limit too fast to stop: the next step then needs more deceleration than the actuators have, and the
+QP becomes infeasible. The bounds here keep every joint in a *viable* state, one from which braking
+at a given acceleration ``ā`` stops it before its limit; they are always compatible with the
+velocity limits (:mod:`.joint_velocity`) and never empty, including for a robot started outside
+its limits. (The idea of viability-based bounds is Del Prete's, "Joint position and velocity bounds
+in discrete-time acceleration/torque control of robot manipulators", RA-L 2018; the derivation below
+is this module's own.)
+
+Derivation (one joint, the upper side; the lower side is the mirror image)
+--------------------------------------------------------------------------
+Notation: position ``q``, velocity ``v``, acceleration ``a`` held over the control period ``Δ``;
+URDF limit ``q_max``; effective limit ``q̄ = q_max − m`` (``m`` the margin); braking acceleration
+``ā > 0``, an acceleration the joint can always produce (it is what the bounds count on, not a
+limit on the joint's acceleration). Over one period ``v⁺ = v + Δa`` and
+``q⁺ = q + Δv + θΔ²a``, with ``θ = ½`` for an exact (constant-acceleration) integration and
+``θ = 1`` for semi-implicit Euler (MuJoCo's); every bound is taken as the smaller of its values at
+``θ = ½`` and ``θ = 1``, so it holds for both.
+
+*Viable set.* ``V = {q ≤ q̄ and (v ≤ 0 or v² ≤ 2ā(q̄ − q))}``: braking at ``ā`` from a state of
+``V`` stops the joint before ``q̄``.
+
+*The bound.* Ask the next state to be in ``V``. Write ``x = v⁺`` for the next velocity, so that
+``q⁺ = q + (1 − θ)Δv + θΔx``, and let ``r = q̄ − q − (1 − θ)Δv``. Then
+
+* for ``x > 0``: ``x² ≤ 2ā(q̄ − q⁺) = 2ā(r − θΔx)``, i.e. ``x² + 2cx − 2ār ≤ 0`` with
+  ``c = āθΔ``: ``x ≤ x_in = −c + √(c² + 2ā r)`` (which needs ``r ≥ 0``);
+* for ``x ≤ 0``: ``q⁺ ≤ q̄``, i.e. ``x ≤ r/(θΔ)``, implied by ``x ≤ 0`` when ``r ≥ 0``.
+
+Since ``√`` is concave, ``x_in ≤ ār/c = r/(θΔ)``; so the next velocity is bounded by
+``x_max = min(x_in(max(r, 0)), r/(θΔ))``, which is ``x_in ≥ 0`` when ``r ≥ 0`` and ``r/(θΔ) < 0``
+otherwise; and ``a ≤ U = (x_max − v)/Δ``.
+
+*It never empties from a viable state* (``(q, v) ∈ V``, ``|v| ≤ v̄``): if ``v ≥ āΔ``, ``a = −ā``
+gives ``x = v − āΔ ≥ 0`` and ``x² ≤ 2ā(r − θΔx)`` reduces to ``v² ≤ 2ā(q̄ − q) + (2θ − 1)ā²Δ²``,
+true for ``θ ≥ ½``. If ``0 < v < āΔ``, ``a = −(v + s)/Δ`` with ``s = max(0, (½Δv − (q̄ − q))/(½Δ))``
+gives ``q⁺ ≤ q̄`` for both ``θ``; since ``q̄ − q ≥ v²/(2ā)``, ``s ≤ v − v²/(āΔ) ≤ āΔ/4`` and
+``|a| ≤ ā``. If ``v ≤ 0``, ``a = 0`` is allowed on this side. The lower side holds at these
+accelerations too (the next velocity is ``≥ −āΔ/4``, so it only needs a range wider than ``āΔ²``:
+micro-radians at 1 kHz), and ``|v⁺| ≤ max(|v|, āΔ/4) ≤ v̄``: the position and velocity bounds share
+an acceleration of magnitude ``≤ ā`` and the next state is again viable. By induction a joint
+started in ``V`` never leaves it (up to the band below: it passes ``q̄`` by at most ``½āΔ²``).
+
+*Outside the viable set* (a robot started outside its limits, a push, a model error) the bound
+would ask for an arbitrary acceleration. Instead:
+
+* in the margin band ``q̄ < q ≤ q_max`` the next velocity is only asked to be ``≤ 0``: the joint
+  may not move further out, and is not pushed back (a gripper resting at its URDF limit stays);
+* beyond ``q_max`` by ``δ`` it is asked to be ``≤ −√(2āδ)``: the joint returns along the braking
+  curve and reaches ``q_max`` in finite time;
+
+that is ``x_max = min(x_in, max(r/(θΔ), −√(2ā max(q − q_max, 0))))``, and at most ``ā`` is ever
+asked for: ``U = max((x_max − v)/Δ, −ā)``. Finally, so that the position bounds ``[L, U]`` and the
+velocity bounds ``[L_v, U_v]`` (same ``v̄``, ``ā``, ``Δ``) always intersect — they do on viable
+states, where these clamps are inactive — the position bounds give way outside:
+``U ← max(U, L_v)``, ``L ← min(L, U_v)``, ``L ← min(L, U)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import casadi as ca
+import numpy as np
+
+from ...errors import InputError
+from ...model.model import Joint, JointType, Model
+from ..contributor import Contributor, Runtime
+from ..pieces import Group, Inequality, Kind
+from .joint_selection import JointLimitParameters, joint_velocities, positive_per_joint, select_joints
+from .joint_velocity import DEFAULT_BRAKING, DEFAULT_VELOCITY_MARGIN, velocity_bounds
+
+if TYPE_CHECKING:
+    from ..context import StepContext
+
+__all__ = ["JointPositionLimit", "position_bounds", "DEFAULT_POSITION_MARGIN"]
+
+#: Default margin of the position limits, rad (m for prismatic joints); at most a quarter of a range.
+DEFAULT_POSITION_MARGIN = 0.01
+
+#: The integrators the bounds hold for: q⁺ = q + Δv + θΔ²a (θ = ½ exact, θ = 1 semi-implicit Euler).
+_THETAS = (0.5, 1.0)
+
+_BLOCKS = 6  # effective lower, effective upper, URDF lower, URDF upper, braking, velocity limit
+
+
+def _has_position_limits(joint: Joint) -> bool:
+    return (
+        joint.type is not JointType.REVOLUTE_UNBOUNDED
+        and bool(np.isfinite(joint.lower[0]))
+        and bool(np.isfinite(joint.upper[0]))
+    )
+
+
+def _next_velocity_bound(q, v, q_bar, q_max, braking, dt):
+    """``x_max`` (n, 1): the largest next velocity that keeps the upper side viable (module docstring)."""
+    floor = -ca.sqrt(2 * braking * ca.fmax(q - q_max, 0))
+    bound = None
+    for theta in _THETAS:
+        c = braking * theta * dt
+        r = q_bar - q - (1 - theta) * dt * v
+        inside = -c + ca.sqrt(c * c + 2 * braking * ca.fmax(r, 0))
+        x = ca.fmin(inside, ca.fmax(r / (theta * dt), floor))
+        bound = x if bound is None else ca.fmin(bound, x)
+    return bound
+
+
+def position_bounds(q, v, q_lower, q_upper, lower, upper, braking, v_bar, dt) -> tuple:
+    """``(L, U)``: the acceleration bounds (n, 1) of the module docstring.
+
+    Args:
+        q, v: joint positions and velocities (n, 1).
+        q_lower, q_upper: effective limits ``q̲ = q_min + m``, ``q̄ = q_max − m`` (n, 1).
+        lower, upper: the URDF limits ``q_min``, ``q_max`` (n, 1).
+        braking: ``ā`` (n, 1). v_bar: the velocity limits the bounds stay compatible with (n, 1).
+        dt: the control period ``Δ``, s.
+    """
+    U = ca.fmax((_next_velocity_bound(q, v, q_upper, upper, braking, dt) - v) / dt, -braking)
+    L = ca.fmin((-_next_velocity_bound(-q, -v, -q_lower, -lower, braking, dt) - v) / dt, braking)
+    L_v, U_v = velocity_bounds(v, v_bar, braking, dt)
+    U = ca.fmax(U, L_v)
+    L = ca.fmin(ca.fmin(L, U_v), U)
+    return L, U
+
+
+class JointPositionLimit(Contributor):
+    """Keep joints inside their position limits (viability bounds on ``q̈ = a₀ + B̂u``; module docstring).
+
+    Args:
+        joints: joint names; default every actuated joint with finite position limits in the URDF
+            (continuous joints and joints without limits get none).
+        margin: ``m``, rad (m for prismatic joints), scalar or per joint: the bounds keep each joint in
+            ``[q_min + m, q_max − m]``; at most a quarter of the joint's range is used.
+        braking: ``ā``, rad/s² (m/s²), scalar or per joint: the acceleration the bounds count on to
+            stop a joint or bring it back; the actuators must be able to produce it in any state.
+        velocity_limit: the velocity limits the position bounds are kept compatible with, per joint;
+            default those of a default :class:`~.joint_velocity.JointVelocityLimit` (the URDF's,
+            less its relative margin). Use the same values and ``braking`` as the velocity limit.
+        name: a readable name (default ``"joint_position_limit"``).
+
+    Margin and braking are kernel parameters (:meth:`set_margin`, :meth:`set_braking`: no
+    recompilation). The rows' group is ``Group(Kind.JOINT_POSITION_LIMIT, name)``.
+    """
+
+    def __init__(
+        self,
+        joints: Sequence[str] | None = None,
+        margin=DEFAULT_POSITION_MARGIN,
+        braking=DEFAULT_BRAKING,
+        velocity_limit=None,
+        name: str = "joint_position_limit",
+    ) -> None:
+        self.name = name
+        self._names = None if joints is None else list([joints] if isinstance(joints, str) else joints)
+        self._margin_request = margin
+        self._braking_request = braking
+        self._velocity_request = velocity_limit
+        self.joints: tuple[Joint, ...] = ()
+        self._p = JointLimitParameters(0, _BLOCKS)
+
+    def check(self, model: Model) -> None:
+        joints = select_joints(model, self._names, _has_position_limits, "position limits", self.name)
+        n = len(joints)
+        self.joints = tuple(joints)
+        self._lower = np.array([j.lower[0] for j in joints], dtype=float)
+        self._upper = np.array([j.upper[0] for j in joints], dtype=float)
+        if self._velocity_request is None:
+            v_max = np.array([j.velocity[0] for j in joints], dtype=float)
+            v_bar = (1.0 - DEFAULT_VELOCITY_MARGIN) * v_max
+        else:
+            v_bar = positive_per_joint(self._velocity_request, n, "velocity_limit", self.name, allow_zero=True)
+        self._p = JointLimitParameters(n, _BLOCKS)
+        self._p.block(2)[:] = self._lower
+        self._p.block(3)[:] = self._upper
+        self._p.block(5)[:] = v_bar  # may hold inf (no velocity limit): the bounds stay finite
+        self.set_margin(self._margin_request)
+        self.set_braking(self._braking_request)
+
+    @property
+    def indices(self) -> np.ndarray:
+        """The joints' indices in ``v`` (n,)."""
+        return np.array([j.idx_v for j in self.joints], dtype=int)
+
+    @property
+    def q_indices(self) -> np.ndarray:
+        """The joints' indices in ``q`` (n,)."""
+        return np.array([j.idx_q for j in self.joints], dtype=int)
+
+    @property
+    def effective_limits(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(q_min + m, q_max − m)`` per joint, copies."""
+        return self._p.block(0).copy(), self._p.block(1).copy()
+
+    def set_margin(self, margin) -> None:
+        """The margin ``m`` (scalar or per joint; at most a quarter of each range), no recompilation."""
+        self._margin_request = margin
+        if not self.joints:
+            return
+        m = positive_per_joint(margin, len(self.joints), "margin", self.name, allow_zero=True)
+        m = np.minimum(m, 0.25 * (self._upper - self._lower))
+        self._p.block(0)[:] = self._lower + m
+        self._p.block(1)[:] = self._upper - m
+
+    def set_braking(self, braking) -> None:
+        """``ā`` (scalar or per joint), rad/s² (m/s²), no recompilation."""
+        self._braking_request = braking
+        if self.joints:
+            self._p.block(4)[:] = positive_per_joint(braking, len(self.joints), "braking", self.name)
+
+    @property
+    def parameter_size(self) -> int:
+        return self._p.array.size
+
+    def parameters(self, runtime: Runtime) -> np.ndarray:
+        if not runtime.dt > 0:
+            raise InputError(f"{self.name}: the control period must be > 0, got {runtime.dt!r}")
+        self._p.set_dt(runtime.dt)
+        return self._p.array
+
+    def pieces(self, ctx: StepContext, p) -> list[Inequality]:
+        n = len(self.joints)
+        if n == 0:
+            return []
+        dt, (q_lo, q_hi, lo, hi, braking, v_bar) = JointLimitParameters.split(p, n, _BLOCKS)
+        q = ctx.kin.q[self.q_indices.tolist()]
+        idx = self.indices.tolist()
+        L, U = position_bounds(q, joint_velocities(ctx)[idx], q_lo, q_hi, lo, hi, braking, v_bar, dt)
+        rows, a0 = ctx.Bhat[idx, :], ctx.a0[idx]
+        return [
+            Inequality(ca.vertcat(rows, -rows), ca.vertcat(U - a0, a0 - L), Group(Kind.JOINT_POSITION_LIMIT, self.name))
+        ]

@@ -1,0 +1,83 @@
+"""Gait generation for bipeds (pure numpy): footstep plans, DCM-based centroidal references, swing
+feet, a gait timeline the controller queries at any time, a DCM stabilizer and a capture-step planner.
+
+- :mod:`~wbc.locomotion.footsteps`: :class:`Foot`, :class:`Footstep`, :class:`StepLimits`, plans
+  from a :class:`VelocityCommand` or a list of footsteps.
+- :mod:`~wbc.locomotion.dcm`: the LIPM / DCM closed forms for piecewise-linear ZMPs
+  (Englsberger et al. 2015).
+- :mod:`~wbc.locomotion.swing`: swing-foot polynomials.
+- :mod:`~wbc.locomotion.timeline`: :class:`GaitTimeline`, :func:`plan_walk`, :func:`plan_stand`.
+- :mod:`~wbc.locomotion.stabilizer`: :class:`DCMStabilizer`.
+- :mod:`~wbc.locomotion.recovery`: :class:`CaptureStepPlanner` (recovery steps, online step adjustment).
+- :mod:`~wbc.locomotion.polygon`: support-polygon geometry.
+"""
+
+from __future__ import annotations
+
+from . import polygon
+from .dcm import GRAVITY, DCMTrajectory, PiecewiseLinearZMP, dcm_of, omega_of_height
+from .footsteps import (
+    Foot,
+    FootShape,
+    Footstep,
+    FootstepPlan,
+    StepLimits,
+    VelocityCommand,
+    integrate_twist,
+    plan_from_footsteps,
+    plan_from_velocity,
+    step_violations,
+    support_polygon,
+)
+from .recovery import CaptureStepPlanner, RecoveryPlan
+from .stabilizer import DCMStabilizer, StabilizerOutput, dcm_feedback_zmp
+from .swing import SwingState, SwingTrajectory
+from .timeline import (
+    ContactState,
+    FootReference,
+    GaitParameters,
+    GaitSample,
+    GaitTimeline,
+    Phase,
+    PhaseKind,
+    TimedStep,
+    plan_stand,
+    plan_walk,
+)
+
+__all__ = [
+    "polygon",
+    "GRAVITY",
+    "DCMTrajectory",
+    "PiecewiseLinearZMP",
+    "dcm_of",
+    "omega_of_height",
+    "Foot",
+    "FootShape",
+    "Footstep",
+    "FootstepPlan",
+    "StepLimits",
+    "VelocityCommand",
+    "integrate_twist",
+    "plan_from_footsteps",
+    "plan_from_velocity",
+    "step_violations",
+    "support_polygon",
+    "CaptureStepPlanner",
+    "RecoveryPlan",
+    "DCMStabilizer",
+    "StabilizerOutput",
+    "dcm_feedback_zmp",
+    "SwingState",
+    "SwingTrajectory",
+    "ContactState",
+    "FootReference",
+    "GaitParameters",
+    "GaitSample",
+    "GaitTimeline",
+    "Phase",
+    "PhaseKind",
+    "TimedStep",
+    "plan_stand",
+    "plan_walk",
+]

@@ -1,0 +1,183 @@
+"""Swing-foot trajectories: smooth polynomials in time from lift-off to touchdown.
+
+A swing moves the sole frame from a start state to a foothold over ``[t_start, t_end]``:
+
+- horizontally (x, y) and in yaw: a quintic in normalized time ``s = (t − t_start) / T`` matching
+  position, velocity and acceleration at both ends (from rest to rest: the minimum-jerk profile
+  ``10 s³ − 15 s⁴ + 6 s⁵`` along the straight line between the footholds);
+- vertically: a sextic matching the end states (height, vertical velocity, zero vertical
+  acceleration) and passing through the apex height at the apex time (mid-swing by default); the
+  end vertical velocity is ``−touchdown_velocity`` (0: the foot lands at rest);
+- a swing re-planned in flight (new foothold or timing, :meth:`SwingTrajectory.replanned`) starts
+  from the current state (position, velocity, acceleration), so the reference stays C² through the
+  change; once past the apex time its vertical profile is a quintic without the apex constraint.
+
+Poses are sole-frame poses with flat soles (rotation about z only); velocities and accelerations
+are spatial ``[linear; angular]`` (6,) in world axes (what ``wbc.tasks.FrameTask`` takes). Outside
+``[t_start, t_end]`` the trajectory holds its end states with zero velocity (acceleration too).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from ..errors import InputError
+from .footsteps import Footstep
+
+__all__ = ["SwingState", "SwingTrajectory"]
+
+
+@dataclasses.dataclass(frozen=True)
+class SwingState:
+    """A sole frame's state: ``position`` (3,) m, ``yaw`` rad, and their first two derivatives.
+
+    ``velocity`` and ``acceleration`` are (4,): ``[ẋ, ẏ, ż, ψ̇]`` and ``[ẍ, ÿ, z̈, ψ̈]``.
+    """
+
+    position: np.ndarray
+    yaw: float
+    velocity: np.ndarray
+    acceleration: np.ndarray
+
+    @classmethod
+    def at_rest(cls, footstep: Footstep) -> SwingState:
+        return cls(np.array(footstep.position), footstep.yaw, np.zeros(4), np.zeros(4))
+
+
+def _solve_poly(conditions: list[tuple[float, int, float]], degree: int) -> np.ndarray:
+    """Coefficients (degree+1,) (increasing powers) of the polynomial meeting ``(s, derivative, value)``."""
+    n = degree + 1
+    A = np.zeros((len(conditions), n))
+    b = np.zeros(len(conditions))
+    for row, (s, k, value) in enumerate(conditions):
+        for p in range(k, n):
+            A[row, p] = math.factorial(p) / math.factorial(p - k) * s ** (p - k)
+        b[row] = value
+    return np.linalg.solve(A, b)
+
+
+def _derivative(C: np.ndarray) -> np.ndarray:
+    """Coefficients (k, n) (increasing powers) of the derivatives of the rows of ``C`` (k, n)."""
+    D = np.zeros_like(C)
+    D[:, :-1] = C[:, 1:] * np.arange(1, C.shape[1])
+    return D
+
+
+class SwingTrajectory:
+    """A swing of one foot from ``start`` (a :class:`SwingState`) at ``t_start`` to ``target`` at ``t_end``.
+
+    Args:
+        start: the sole state at ``t_start`` (at rest on the previous foothold for a fresh swing).
+        target: the foothold to land on.
+        t_start, t_end: lift-off (or re-planning) and touchdown times, s (``t_end > t_start``).
+        lift_height: apex height above the higher of the two footholds, m (≥ 0).
+        touchdown_velocity: downward vertical speed at touchdown, m/s (≥ 0; 0 lands at rest).
+        apex_time: when the apex is reached, s; default mid-swing. An apex time not strictly
+            inside ``(t_start, t_end)`` drops the apex constraint (the foot goes straight down).
+        apex_height: the apex's absolute height, m; default ``lift_height`` above the higher
+            foothold (a re-planned swing keeps its original apex).
+    """
+
+    def __init__(
+        self,
+        start: SwingState,
+        target: Footstep,
+        t_start: float,
+        t_end: float,
+        lift_height: float = 0.05,
+        touchdown_velocity: float = 0.0,
+        apex_time: float | None = None,
+        apex_height: float | None = None,
+    ) -> None:
+        if not (math.isfinite(t_start) and math.isfinite(t_end) and t_end > t_start):
+            raise InputError(f"swing times must be finite with t_end > t_start, got {t_start!r}, {t_end!r}")
+        if not (math.isfinite(lift_height) and lift_height >= 0):
+            raise InputError(f"lift_height must be >= 0 m, got {lift_height!r}")
+        if not (math.isfinite(touchdown_velocity) and touchdown_velocity >= 0):
+            raise InputError(f"touchdown_velocity must be >= 0 m/s (downwards), got {touchdown_velocity!r}")
+        self.start, self.target = start, target
+        self.foot = target.foot
+        self.t_start, self.t_end = float(t_start), float(t_end)
+        self.lift_height, self.touchdown_velocity = float(lift_height), float(touchdown_velocity)
+        T = self.t_end - self.t_start
+        self.duration = T
+        self.apex_time = self.t_start + 0.5 * T if apex_time is None else float(apex_time)
+        p0, v0, a0 = np.asarray(start.position, float), np.asarray(start.velocity, float), start.acceleration
+        a0 = np.asarray(a0, float)
+        p1 = target.position
+        # unwrap the target yaw next to the start yaw
+        yaw1 = start.yaw + math.atan2(math.sin(target.yaw - start.yaw), math.cos(target.yaw - start.yaw))
+        self.target_yaw = yaw1
+        horizontal = [(p0[0], v0[0], a0[0], p1[0]), (p0[1], v0[1], a0[1], p1[1]), (start.yaw, v0[3], a0[3], yaw1)]
+        C = np.zeros((4, 7))  # rows x, y, z, yaw; columns powers of s = (t − t_start) / T
+        for row, (x0, xd0, xdd0, x1) in zip((0, 1, 3), horizontal):
+            cond = [(0.0, 0, x0), (0.0, 1, xd0 * T), (0.0, 2, xdd0 * T * T), (1.0, 0, x1), (1.0, 1, 0.0), (1.0, 2, 0.0)]
+            C[row, 0:6] = _solve_poly(cond, 5)
+        cond = [
+            (0.0, 0, p0[2]),
+            (0.0, 1, v0[2] * T),
+            (0.0, 2, a0[2] * T * T),
+            (1.0, 0, p1[2]),
+            (1.0, 1, -self.touchdown_velocity * T),
+            (1.0, 2, 0.0),
+        ]
+        s_apex = (self.apex_time - self.t_start) / T
+        self.apex_height = max(p0[2], p1[2]) + self.lift_height if apex_height is None else float(apex_height)
+        if 0.0 < s_apex < 1.0:
+            C[2, :] = _solve_poly([*cond, (s_apex, 0, self.apex_height)], 6)
+        else:
+            C[2, 0:6] = _solve_poly(cond, 5)
+        D = _derivative(C)
+        self._C, self._D, self._DD = C, D / T, _derivative(D) / (T * T)
+
+    @classmethod
+    def between(
+        cls,
+        start: Footstep,
+        target: Footstep,
+        t_start: float,
+        t_end: float,
+        lift_height: float = 0.05,
+        touchdown_velocity: float = 0.0,
+    ) -> SwingTrajectory:
+        """A fresh swing from the foothold ``start`` (at rest) to ``target``."""
+        if start.foot is not target.foot:
+            raise InputError(f"a swing moves one foot: start is the {start.foot.value}, target the {target.foot.value}")
+        return cls(SwingState.at_rest(start), target, t_start, t_end, lift_height, touchdown_velocity)
+
+    def state(self, t: float) -> SwingState:
+        """The sole state at time ``t``; before ``t_start`` the start pose at rest, from ``t_end`` on the
+        target at rest."""
+        if t >= self.t_end:
+            return SwingState(np.array(self.target.position), self.target_yaw, np.zeros(4), np.zeros(4))
+        s = max(t - self.t_start, 0.0) / self.duration
+        powers = s ** np.arange(7)
+        x = self._C @ powers
+        if t < self.t_start:
+            return SwingState(x[0:3], float(x[3]), np.zeros(4), np.zeros(4))
+        return SwingState(x[0:3], float(x[3]), self._D @ powers, self._DD @ powers)
+
+    def replanned(self, t: float, target: Footstep, t_end: float) -> SwingTrajectory:
+        """The swing re-planned at ``t`` to land on ``target`` at ``t_end``, continuing from its state at ``t``.
+
+        Keeps the lift height and touchdown velocity; keeps the apex time when it is still ahead.
+        """
+        if target.foot is not self.foot:
+            raise InputError(f"this swing moves the {self.foot.value} foot, not the {target.foot.value}")
+        if t <= self.t_start:
+            return SwingTrajectory(self.start, target, self.t_start, t_end, self.lift_height, self.touchdown_velocity)
+        apex = self.apex_time if self.apex_time > t else None
+        now = self.state(t)
+        return SwingTrajectory(
+            now,
+            target,
+            t,
+            t_end,
+            self.lift_height,
+            self.touchdown_velocity,
+            apex if apex is not None else t_end,  # t_end: no apex constraint
+            self.apex_height,
+        )

@@ -1,0 +1,373 @@
+"""A replay a person can watch: one self-contained ``replay.html`` of a run, in 3D.
+
+The page is meshcat's viewer (its JavaScript bundle, three.js inside, embedded in the file) with
+the scene and one animation written into it as meshcat commands, the same content meshcat's own
+static-HTML export produces, generated here without running meshcat's server. It works offline
+from a ``file://`` URL: no server, no network. It shows:
+
+* the robot, drawn with the meshes from its package (:mod:`wbc.viz.visuals`; collision shapes
+  where a visual mesh is missing), moving as recorded;
+* the floor (z = 0) and meshcat's grid;
+* contact forces as green arrows from their points of application (centre of pressure of a sole,
+  the contact point of a point foot), pushes as red arrows ending where they act;
+* meshcat's animation controls (top right, *Animations*): play, pause, reset, a time slider and the
+  playback speed; the mouse orbits (left), pans (right) and zooms (wheel).
+
+The page also reads its address' fragment: ``replay.html#t=2.5`` opens paused at 2.5 s,
+``#t=2.5&hide=robot`` also hides the robot (for pictures of the scene alone, and for tests).
+
+Usage::
+
+    replay = wbc.viz.Replay(model)                          # meshes from model.source
+    for k in range(steps):
+        ...
+        if k % 33 == 0:
+            replay.add(t, q, contacts=wbc.viz.contact_arrows(model, q, controller.contacts, cmd.forces))
+    replay.write("out/replay.html")
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import casadi as ca
+import numpy as np
+
+from ..algorithms.workspace import Workspace
+from ..errors import InputError, MissingDependency
+from ..model import checks
+from ..model.model import Model
+from .visuals import LinkVisuals, Shape, Visual, read_visuals
+
+__all__ = ["Replay", "Arrow"]
+
+#: An arrow: point of application (3,) and force (3,), N, world axes.
+Arrow = tuple[np.ndarray, np.ndarray]
+
+_GREY = (0.75, 0.75, 0.78, 1.0)
+_CONTACT_COLOR = 0x22AA44
+_PUSH_COLOR = 0xDD2222
+_TINY = 1e-6  # scale of an arrow that is not there (three.js dislikes an exact zero)
+
+
+def _meshcat():
+    try:
+        import meshcat.animation
+        import meshcat.commands
+        import meshcat.geometry
+        import meshcat.path
+        import umsgpack
+    except ImportError:
+        raise MissingDependency("replays need meshcat: pip install 'wbc[viz]'") from None
+    return meshcat, umsgpack
+
+
+def _safe(name: str) -> str:
+    """A meshcat path element (no slashes)."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+
+
+def _hex(rgba: tuple[float, ...] | None) -> int:
+    r, g, b = (np.clip(rgba or _GREY, 0, 1)[:3] * 255).round().astype(int)
+    return int(r) << 16 | int(g) << 8 | int(b)
+
+
+def _translation(x: float, y: float, z: float) -> np.ndarray:
+    T = np.eye(4)
+    T[:3, 3] = (x, y, z)
+    return T
+
+
+_Y_TO_Z = np.array([[1.0, 0, 0, 0], [0, 0, -1, 0], [0, 1, 0, 0], [0, 0, 0, 1]])  # three.js cylinders lie along y
+
+
+def _rotation_y_to(direction: np.ndarray) -> np.ndarray:
+    """A rotation (3, 3) taking +y to the unit ``direction``."""
+    y = np.array([0.0, 1.0, 0.0])
+    d = direction / np.linalg.norm(direction)
+    c = float(y @ d)
+    if c < -1 + 1e-12:
+        return np.diag([1.0, -1.0, -1.0])
+    v = np.cross(y, d)
+    K = np.array([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
+    return np.eye(3) + K + K @ K / (1 + c)
+
+
+class Replay:
+    """A recording of a run, written as a self-contained HTML page (see the module docstring).
+
+    Args:
+        model: the robot.
+        urdf: the URDF it was loaded from (path or text), for its visuals; default ``model.source``.
+        package_dirs: extra directories to find ``package://`` meshes in.
+        title: shown on the page.
+        force_scale: arrow length per newton (m/N); default: the largest force recorded is drawn
+            0.8 times as long as the robot is large.
+
+    Raises:
+        InputError: no URDF to read visuals from (a model loaded from a string: pass ``urdf``).
+        MissingDependency: meshcat is not installed (the ``viz`` extra), when writing.
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        urdf: os.PathLike | str | None = None,
+        *,
+        package_dirs: Sequence[os.PathLike | str] = (),
+        title: str | None = None,
+        force_scale: float | None = None,
+    ) -> None:
+        if not isinstance(model, Model):
+            raise InputError(f"model must be a wbc.Model, got {type(model).__name__}")
+        if urdf is None and model.source in ("<string>", "<bytes>"):
+            raise InputError(f"model {model.name!r} was loaded from a string: pass urdf= (its path or text)")
+        if force_scale is not None and not (np.isfinite(force_scale) and force_scale > 0):
+            raise InputError(f"force_scale must be positive (m/N), got {force_scale!r}")
+        self.model = model
+        self.title = title or f"wbc replay: {model.name}"
+        self.force_scale = force_scale
+        visuals = read_visuals(model.source if urdf is None else urdf, package_dirs)
+        self.links: dict[str, LinkVisuals] = {n: v for n, v in visuals.items() if v.visuals and model.has_frame(n)}
+        q = ca.SX.sym("q", model.nq)
+        ws = Workspace(model, q)
+        blocks = []
+        for name in self.links:
+            X = ws.frame_placement(name)
+            blocks += [ca.reshape(X.R, 9, 1), X.p]
+        self._placements = ca.Function("link_placements", [q], [ca.vertcat(*blocks) if blocks else ca.DM.zeros(0, 1)])
+        self.times: list[float] = []
+        self._poses: list[np.ndarray] = []  # (n_links, 4, 4) per frame
+        self._arrows: list[dict[tuple[str, str], Arrow]] = []
+
+    @property
+    def substituted_links(self) -> tuple[str, ...]:
+        """Links drawn with their collision shapes (their visual meshes are not on this machine)."""
+        return tuple(n for n, v in self.links.items() if v.substituted)
+
+    def add(
+        self,
+        t: float,
+        q,
+        contacts: Mapping[str, Arrow] | None = None,
+        pushes: Mapping[str, Arrow] | None = None,
+    ) -> None:
+        """Record the state at time ``t`` (s, increasing): configuration ``q`` (nq,), contact forces
+        and pushes as ``{name: (point (3,), force (3,))}`` in world axes (m, N)."""
+        q = checks.configuration(self.model, q)
+        if not (np.isfinite(t) and (not self.times or t > self.times[-1])):
+            raise InputError(f"replay times must be finite and increasing, got {t!r} after {self.times[-1:]}")
+        flat = np.array(self._placements(q), dtype=float).reshape(-1)
+        poses = np.tile(np.eye(4), (len(self.links), 1, 1))
+        for k in range(len(self.links)):
+            poses[k, :3, :3] = flat[12 * k : 12 * k + 9].reshape(3, 3, order="F")
+            poses[k, :3, 3] = flat[12 * k + 9 : 12 * k + 12]
+        arrows = {}
+        for kind, group in (("contact", contacts), ("push", pushes)):
+            for name, (point, force) in (group or {}).items():
+                arrows[(kind, name)] = (
+                    checks.vector(point, 3, f"{kind} {name!r} point"),
+                    checks.vector(force, 3, f"{kind} {name!r} force"),
+                )
+        self.times.append(float(t))
+        self._poses.append(poses)
+        self._arrows.append(arrows)
+
+    # ------------------------------------------------------------------------------ writing
+    def write(self, path: os.PathLike | str) -> Path:
+        """Write the page; returns its path. Raises InputError when nothing was recorded."""
+        if not self.times:
+            raise InputError("nothing recorded: call add() at least once before write()")
+        meshcat, umsgpack = _meshcat()
+        commands = self._scene(meshcat) + [self._animation(meshcat)]
+        blobs = [base64.b64encode(umsgpack.packb(c.lower())).decode("ascii") for c in commands]
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self._page(meshcat, blobs))
+        return path
+
+    def _visual_objects(self, meshcat, visual: Visual):
+        g = meshcat.geometry
+        material = g.MeshPhongMaterial(color=_hex(visual.color or _GREY), opacity=(visual.color or _GREY)[3])
+        T = visual.origin.copy()
+        if visual.shape is Shape.MESH:
+            assert visual.mesh is not None
+            suffix = visual.mesh.suffix.lower()
+            if suffix == ".stl":
+                geometry = g.StlMeshGeometry.from_file(str(visual.mesh))
+            elif suffix == ".dae":
+                geometry = g.DaeMeshGeometry.from_file(str(visual.mesh))
+            else:
+                geometry = g.ObjMeshGeometry.from_file(str(visual.mesh))
+            T = T @ np.diag([*visual.size, 1.0])
+        elif visual.shape is Shape.BOX:
+            geometry = g.Box(list(visual.size))
+        elif visual.shape is Shape.CYLINDER:
+            geometry = g.Cylinder(visual.size[1], visual.size[0])
+            T = T @ _Y_TO_Z
+        else:
+            geometry = g.Sphere(visual.size[0])
+        return geometry, material, T
+
+    def _scene(self, meshcat) -> list:
+        c, g, P = meshcat.commands, meshcat.geometry, meshcat.path.Path
+        target, position = self._camera()
+        offset = position - target
+        out = [
+            # meshcat orbits its camera around the origin: the scene is shifted so that the robot's
+            # centre is there; its camera sits under a node rotated to three.js' y-up, where world
+            # (x, y, z) is (x, z, -y)
+            c.SetTransform(_translation(*(-target)), P(("scene",))),
+            c.SetProperty(
+                "position", [offset[0], offset[2], -offset[1]], P(("Cameras", "default", "rotated", "<object>"))
+            ),
+            c.SetProperty("visible", False, P(("Grid",))),
+            c.SetProperty("visible", False, P(("Axes",))),
+            c.SetObject(g.Box([6.0, 6.0, 0.01]), g.MeshPhongMaterial(color=0xC8CCD0), P(("scene", "floor"))),
+            c.SetTransform(_translation(target[0], target[1], -0.005), P(("scene", "floor"))),
+        ]
+        radius = self._arrow_radius()
+        for name, link in self.links.items():
+            for j, visual in enumerate(link.visuals):
+                geometry, material, T = self._visual_objects(meshcat, visual)
+                node = P(("scene", "robot", _safe(name), f"v{j}"))
+                out += [c.SetObject(geometry, material, node), c.SetTransform(T, node)]
+        for kind, name in self._arrow_names():
+            color = _CONTACT_COLOR if kind == "contact" else _PUSH_COLOR
+            base = ("scene", "arrows", kind, _safe(name), "length")
+            # drawn over the robot (transparent objects render last; no depth test): forces act inside feet
+            material = g.MeshPhongMaterial(color=color, transparent=True, opacity=0.9, depthTest=False)
+            out += [
+                c.SetObject(g.Cylinder(0.8, radius), material, P(base + ("shaft",))),
+                c.SetTransform(_translation(0, 0.4, 0), P(base + ("shaft",))),
+                c.SetObject(g.Cylinder(0.2, radiusTop=0.0, radiusBottom=2.5 * radius), material, P(base + ("head",))),
+                c.SetTransform(_translation(0, 0.9, 0), P(base + ("head",))),
+            ]
+        return out
+
+    def _arrow_names(self) -> list[tuple[str, str]]:
+        names: dict[tuple[str, str], None] = {}
+        for frame in self._arrows:
+            names.update(dict.fromkeys(frame))
+        return list(names)
+
+    def _scale(self) -> float:
+        if self.force_scale is not None:
+            return self.force_scale
+        largest = max((np.linalg.norm(f) for frame in self._arrows for _, f in frame.values()), default=0.0)
+        return 0.8 * self._extent()[1] / largest if largest > 0 else 0.0
+
+    def _animation(self, meshcat):
+        anim_mod, P = meshcat.animation, meshcat.path.Path
+        duration = self.times[-1] - self.times[0]
+        fps = (len(self.times) - 1) / duration if duration > 0 else 30.0
+        animation = anim_mod.Animation(default_framerate=fps)
+        scale = self._scale()
+        names = self._arrow_names()
+        for k, (poses, arrows) in enumerate(zip(self._poses, self._arrows)):
+            # key frames at the recorded times (frames of 1/fps s from the first recorded time)
+            frame = (self.times[k] - self.times[0]) * fps
+            for pose, name in zip(poses, self.links):
+                anim_mod.AnimationFrameVisualizer(animation, P(("scene", "robot", _safe(name))), frame).set_transform(
+                    pose
+                )
+            for kind, name in names:
+                point, force = arrows.get((kind, name), (np.zeros(3), np.zeros(3)))
+                length = float(np.linalg.norm(force)) * scale
+                T = np.eye(4)
+                if length > 1e-9:
+                    T[:3, :3] = _rotation_y_to(force)
+                    # contact forces start at their point; pushes end where they act
+                    T[:3, 3] = point if kind == "contact" else point - force / np.linalg.norm(force) * length
+                else:
+                    T[:3, 3] = point
+                node = ("scene", "arrows", kind, _safe(name))
+                anim_mod.AnimationFrameVisualizer(animation, P(node), frame).set_transform(T)
+                width = 1.0 if length > 1e-9 else _TINY  # an absent arrow shrinks to nothing
+                anim_mod.AnimationFrameVisualizer(animation, P(node + ("length",)), frame).set_property(
+                    "scale", "vector3", [width, max(length, _TINY), width]
+                )
+        return meshcat.commands.SetAnimation(animation, play=True, repetitions=1)
+
+    def _extent(self) -> tuple[np.ndarray, float]:
+        """Centre (3,) and size (m) of the box the robot's link origins sweep over the run."""
+        points = np.concatenate([p[:, :3, 3] for p in self._poses])
+        lo, hi = points.min(0), points.max(0)
+        return (lo + hi) / 2, max(float(np.max(hi - lo)), 0.3)
+
+    def _camera(self) -> tuple[np.ndarray, np.ndarray]:
+        """Target and camera position (world): in front of and beside the robot, a little above."""
+        target, size = self._extent()
+        return target, target + size * np.array([1.5, 1.0, 0.75])
+
+    def _arrow_radius(self) -> float:
+        return self._extent()[1] / 120
+
+    def _page(self, meshcat, blobs: list[str]) -> str:
+        bundle = (Path(meshcat.__file__).parent / "viewer" / "dist" / "main.min.js").read_text()
+        bundle = bundle.replace("</script", "<\\/script")
+        note = ""
+        if self.substituted_links:
+            note = f"<br>drawn with collision shapes (mesh not found): {html.escape(', '.join(self.substituted_links))}"
+        data = json.dumps(blobs)
+        return _TEMPLATE.format(
+            title=html.escape(self.title),
+            note=note,
+            duration=f"{self.times[-1] - self.times[0]:.2f}",
+            bundle=bundle,
+            blobs=data,
+            t0=json.dumps(self.times[0]),
+        )
+
+
+_TEMPLATE = """<!DOCTYPE html>
+<html>
+<head>
+<meta charset="utf-8">
+<title>{title}</title>
+<style>
+  body {{ margin: 0; overflow: hidden; }}
+  #meshcat-pane {{ width: 100vw; height: 100vh; overflow: hidden; }}
+  #legend {{ position: absolute; left: 10px; top: 8px; font: 13px sans-serif; color: #222;
+            background: rgba(255, 255, 255, 0.75); padding: 6px 9px; border-radius: 4px; }}
+  #legend .c {{ color: #22aa44; font-weight: bold; }} #legend .p {{ color: #dd2222; font-weight: bold; }}
+</style>
+</head>
+<body>
+<div id="meshcat-pane"></div>
+<div id="legend"><b>{title}</b> ({duration} s)<br>
+<span class="c">green</span>: contact forces, <span class="p">red</span>: pushes.
+Play, pause, time slider: <i>Open Controls</i> (top right), <i>Animations</i>.{note}</div>
+<script>{bundle}</script>
+<script>
+(function () {{
+  var viewer = new MeshCat.Viewer(document.getElementById("meshcat-pane"));
+  window.viewer = viewer;
+  var blobs = {blobs};
+  blobs.forEach(function (b) {{
+    var s = atob(b), bytes = new Uint8Array(s.length);
+    for (var i = 0; i < s.length; i++) bytes[i] = s.charCodeAt(i);
+    viewer.handle_command_bytearray(bytes);
+  }});
+  var args = new URLSearchParams(window.location.hash.slice(1));
+  if (args.has("t")) {{
+    var t = parseFloat(args.get("t")) - {t0};
+    viewer.animator.pause();
+    viewer.animator.seek(t);
+    viewer.animator.display_progress(t);
+  }}
+  if (args.get("hide") === "robot") {{
+    viewer.scene_tree.find(["scene", "robot"]).object.visible = false;
+  }}
+  viewer.set_dirty();
+}})();
+</script>
+</body>
+</html>
+"""
