@@ -18,6 +18,13 @@ against their limits), ``step_time.png`` (control-step time histogram), the log 
 ``summary.json``, and prints the summary. ``--viewer`` opens MuJoCo's viewer where a display
 exists; ``--video out.mp4`` renders offscreen where an OpenGL backend exists; ``--push-sweep``
 finds, by bisection, the largest lateral push (N over 0.1 s) the robot survives.
+
+Robustness (see :func:`push_scan` and :func:`soak`): ``--push-scan`` runs a grid of lateral pushes
+(default 0-600 N by 25 N) and reports, per force, up or fell, foot slip and pelvis height, then the
+first failure (fell, pelvis < 90 % or slip ≥ 1 cm) and the first fall, as the anchors' table does;
+``--soak SECONDS`` pushes the robot at random (every 0.5-1 s, 50-300 N for 0.1 s, any horizontal
+direction; reset after a fall) and reports falls, foot displacement, non-optimal steps by status
+and NaN count.
 """
 
 from __future__ import annotations
@@ -106,6 +113,10 @@ def _envelope(s: float, total: float, ramp: float) -> tuple[float, float, float]
     return e, de, dde
 
 
+#: Stiffness of the feet's pose feedback (1/s², damping 2 √kp): the stiffest of 10-10000 that
+#: measured best in ``--push-scan`` (Talos and G1); the library default is 1000.
+CONTACT_KP = 3000.0
+
 # Per-robot defaults: sway amplitude (m) and push magnitudes (N); pushes last 0.1 s.
 DEFAULTS = {"talos": {"sway": 0.03, "push": 150.0}, "g1": {"sway": 0.02, "push": 40.0}}
 
@@ -127,7 +138,7 @@ class Balance:
         self.base = model.joints[1].link
         self.sim = MujocoSim(model, [(f, spec.sole.length, spec.sole.width) for f in spec.feet])
         self.sim.reset(spec.q0)
-        contacts = [wbc.SurfaceContact(f, spec.sole.length, spec.sole.width, mu=0.7) for f in spec.feet]
+        contacts = [wbc.SurfaceContact(f, spec.sole.length, spec.sole.width, mu=0.7, kp=CONTACT_KP) for f in spec.feet]
         self.com = tasks.CoMTask(weight=10.0, kp=100.0)
         self.orientation = tasks.OrientationTask(self.base, weight=1.0, kp=100.0)
         self.posture = tasks.PostureTask(model, weight=1e-2, kp=30.0)
@@ -361,6 +372,199 @@ def push_sweep(robot: str, lo: float = 0.0, hi: float = 2000.0, iterations: int 
     return lo
 
 
+# ============================================================================ robustness: scan and soak
+#: The push criterion of ``--push-sweep`` and the anchors' table: up, pelvis ≥ 90 %, slip < 1 cm.
+MIN_PELVIS_RATIO, MAX_SLIP_M = 0.9, 0.01
+#: A soak's fall is attributed to the pushes of this many seconds before it.
+FALL_WINDOW = 1.5
+
+
+def push_trial(robot: str, force: float, duration: float = 0.1) -> dict:
+    """One lateral push (+y, world) of ``force`` N over ``duration`` s at t = 1 s, 3 s in all (the
+    ``--push-sweep`` scenario): ``{force_N, up, survived, slip_m, pelvis_ratio, non_optimal_steps}``."""
+    sc = Scenario(
+        duration=3.0, sway_start=0.0, sway_end=0.0, pushes=(Push("lateral", (0, 1, 0), force, duration, 1.0),)
+    )
+    s = summarize(robot, Balance(robot, sc).run(progress=False), sc)
+    ok = not s["fell"] and s["min_pelvis_height_ratio"] >= MIN_PELVIS_RATIO and s["max_foot_slip_m"] < MAX_SLIP_M
+    return {
+        "force_N": float(force),
+        "up": not s["fell"],
+        "survived": bool(ok),
+        "slip_m": s["max_foot_slip_m"],
+        "pelvis_ratio": s["min_pelvis_height_ratio"],
+        "non_optimal_steps": s["non_optimal_steps"],
+    }
+
+
+def push_scan(robot: str, forces, log=None) -> dict:
+    """:func:`push_trial` at each of ``forces`` (N): the rows, the first failure (with its slip) and
+    the first fall (None where every force passed)."""
+    rows = []
+    for f in forces:
+        rows.append(push_trial(robot, f))
+        if log is not None:
+            log(json.dumps(rows[-1]))
+    failure = next((r for r in rows if not r["survived"]), None)
+    fall = next((r for r in rows if not r["up"]), None)
+    return {
+        "robot": robot,
+        "push_duration_s": 0.1,
+        "first_failure_N": None if failure is None else failure["force_N"],
+        "first_failure_slip_m": None if failure is None else failure["slip_m"],
+        "first_fall_N": None if fall is None else fall["force_N"],
+        "rows": rows,
+    }
+
+
+@dataclasses.dataclass
+class SoakSettings:
+    """Random pushes: one every ``interval`` s (uniform), ``force`` N (uniform), ``duration`` s each,
+    horizontal, in a uniformly random direction; ``seed`` the generator's."""
+
+    seconds: float = 60.0
+    interval: tuple = (0.5, 1.0)
+    force: tuple = (50.0, 300.0)
+    duration: float = 0.1
+    settle: float = 1.0
+    seed: int = 0
+
+
+def soak(robot: str, settings: SoakSettings, progress: bool = True) -> dict:
+    """Push the standing robot at random for ``settings.seconds`` simulated s, resetting it after a fall.
+
+    A fall is the pelvis below half its initial height, or a diverged simulation. Feet are sampled
+    every 10 steps; a push's foot displacement is how far (horizontally) a sole moved from just
+    before that push to just before the next one (or a fall).
+
+    Returns:
+        falls (with the pushes of the 1.5 s before each: time, N, direction in degrees), pushes, the total foot
+        displacement summed over pushes, the largest accumulated displacement of a sole from where it
+        stood after the last reset, the pushes that moved a foot by more than 1 cm, the non-optimal
+        steps by status, the steps whose torques were not finite (NaN count) and the exceptions.
+    """
+    sc = Scenario(duration=settings.seconds, sway_start=0.0, sway_end=0.0)
+    bal = Balance(robot, sc)
+    sim, ctrl, spec = bal.sim, bal.controller, bal.spec
+    rng = np.random.default_rng(settings.seed)
+    steps = int(round(settings.seconds / DT))
+    z0 = sim.get_state()[0][2]
+
+    def feet() -> np.ndarray:
+        return np.array([sim.frame_placement(f)[0:2, 3] for f in spec.feet])
+
+    def reset() -> tuple[np.ndarray, float]:
+        sim.reset(spec.q0)
+        for c in ctrl.contacts:  # where the feet stand now
+            ctrl.activate_contact(c.name)
+        return feet(), settings.settle
+
+    out: dict = {"robot": robot, "seconds": settings.seconds, "seed": settings.seed, "pushes": 0, "falls": []}
+    statuses: dict[str, int] = {}
+    nan_steps, exceptions = 0, []
+    home, next_push = reset()
+    before, last_push = home.copy(), None
+    displacement_total, over_1cm, drift_max = 0.0, 0, 0.0
+    bar = _Progress(steps) if progress else None
+    t_local = 0.0
+
+    recent: list[tuple[float, float, float]] = []  # pushes of the last FALL_WINDOW s: (t, N, direction deg)
+
+    def fallen(i: int) -> None:
+        nonlocal home, next_push, t_local, before, last_push
+        t = i * DT  # a fall takes time: name the pushes of the last 1.5 s, not only the last one
+        pushes = [[round(pt, 3), round(f, 1), round(a)] for pt, f, a in recent if t - pt <= FALL_WINDOW]
+        out["falls"].append({"t": round(t, 3), "pushes_before_t_N_deg": pushes})
+        recent.clear()
+        home, next_push = reset()
+        t_local, before, last_push = 0.0, home.copy(), None
+
+    for i in range(steps):
+        if bar is not None:
+            bar.update(i + 1)
+        q, v = sim.get_state()
+        if q[2] < 0.5 * z0:
+            fallen(i)
+            continue
+        try:
+            cmd = ctrl.step(q, v)
+        except wbc.WbcError as exc:  # reported, never hidden
+            exceptions.append(f"t={i * DT:.3f}: {exc}")
+            fallen(i)
+            continue
+        if cmd.status is not wbc.StepStatus.OPTIMAL:
+            statuses[cmd.status.value] = statuses.get(cmd.status.value, 0) + 1
+        if not np.all(np.isfinite(cmd.tau)):
+            nan_steps += 1
+        sim.set_torques(np.nan_to_num(cmd.tau))
+        if t_local >= next_push:
+            now = feet()
+            if last_push is not None:
+                moved = float(np.linalg.norm(now - before, axis=1).max())
+                displacement_total += moved
+                over_1cm += moved > 0.01
+            before = now
+            angle = rng.uniform(0, 2 * np.pi)
+            force = rng.uniform(*settings.force)
+            sim.apply_push(bal.base, force * np.array([np.cos(angle), np.sin(angle), 0.0]), settings.duration)
+            last_push = (i * DT, force, float(np.degrees(angle)))
+            recent[:] = [p for p in recent if i * DT - p[0] <= FALL_WINDOW] + [last_push]
+            out["pushes"] += 1
+            next_push = t_local + rng.uniform(*settings.interval)
+        try:
+            sim.step()
+        except wbc.SimulationDiverged:
+            fallen(i)
+            continue
+        t_local += DT
+        if i % 10 == 0:
+            drift_max = max(drift_max, float(np.linalg.norm(feet() - home, axis=1).max()))
+    if bar is not None:
+        bar.close()
+    out.update(
+        n_falls=len(out["falls"]),
+        foot_displacement_total_m=round(displacement_total, 4),
+        foot_drift_max_m=round(drift_max, 4),
+        pushes_moving_a_foot_over_1cm=int(over_1cm),
+        non_optimal_steps=statuses,
+        nan_steps=nan_steps,
+        exceptions=exceptions,
+        steps=steps,
+    )
+    return out
+
+
+def add_robustness_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--push-scan`` and ``--soak`` (and their settings)."""
+    parser.add_argument("--push-scan", action="store_true", help="lateral pushes over a grid of forces (0-600 N)")
+    parser.add_argument(
+        "--scan-forces",
+        type=float,
+        nargs=3,
+        default=(0.0, 600.0, 25.0),
+        metavar=("FIRST", "LAST", "STEP"),
+        help="the push-scan grid, N (default 0 600 25)",
+    )
+    parser.add_argument("--soak", type=float, default=None, metavar="SECONDS", help="random pushes for SECONDS")
+    parser.add_argument(
+        "--soak-force", type=float, nargs=2, default=(50.0, 300.0), metavar=("MIN", "MAX"), help="soak push force, N"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="soak random seed")
+
+
+def robustness_main(args) -> int:
+    """Run ``--push-scan`` and/or ``--soak`` and print one JSON line each."""
+    log = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
+    if args.push_scan:
+        first, last, step = args.scan_forces
+        forces = np.arange(first, last + step / 2, step)
+        print(json.dumps(push_scan(args.robot, forces, log)), flush=True)
+    if args.soak is not None:
+        settings = SoakSettings(seconds=args.soak, force=tuple(args.soak_force), seed=args.seed)
+        print(json.dumps(soak(args.robot, settings, progress=not args.quiet)), flush=True)
+    return 0
+
+
 def _open_viewer(balance: Balance):
     if sys.platform.startswith("linux") and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
         print("--viewer: no display here (DISPLAY is not set); running headless", file=sys.stderr)
@@ -430,6 +634,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--push-forward", type=float, default=None, help="forward push force, N (default per robot)")
     parser.add_argument("--push-duration", type=float, default=0.1, help="push duration, s")
     parser.add_argument("--push-sweep", action="store_true", help="find the largest lateral push survived (bisection)")
+    add_robustness_arguments(parser)
     parser.add_argument("--viewer", action="store_true", help="open MuJoCo's viewer (needs a display)")
     parser.add_argument("--video", type=Path, default=None, help="render an mp4 offscreen (needs OpenGL and ffmpeg)")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
@@ -437,6 +642,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replay", action="store_true", help="write replay.html (a 3D replay; needs wbc[viz])")
     args = parser.parse_args(argv)
 
+    if args.push_scan or args.soak is not None:
+        return robustness_main(args)
     if args.push_sweep:
         force = push_sweep(args.robot)
         print(json.dumps({"robot": args.robot, "largest_lateral_push_N": round(force, 1), "push_duration_s": 0.1}))

@@ -1,8 +1,9 @@
 """The controller against the full dynamics (Pinocchio's RNEA), its QP, fallbacks and solvers.
 
 The oracle is Pinocchio, not wbc: every step's (τ, f, q̈) must satisfy M q̈ + h = Sᵀτ + Σ Jᵀ f
-with Pinocchio's inverse dynamics, the contacts must not accelerate, and the forces must respect
-friction, unilaterality and the torque limits.
+with Pinocchio's inverse dynamics, the contacts must accelerate as their pose feedback asks
+(``−K_p log₆(M₀⁻¹M) − K_d ν``, computed with Pinocchio: zero at rest where they were placed), and the
+forces must respect friction, unilaterality and the torque limits.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ CONTACT_MODELS = {"wrench": wbc.SurfaceContact, "corners": wbc.SurfaceCornersCon
 def talos_controller(contact_model: str = "wrench", mu: float = 0.3):
     case = robot_case("talos")
     spec, model = case.spec, case.model
-    contacts = [CONTACT_MODELS[contact_model](f, spec.sole.length, spec.sole.width, mu=mu) for f in spec.feet]
+    # a soft contact feedback (kp 10): the random states below move the feet by centimetres from where
+    # they were placed, and the default stiffness would saturate the torque limits there
+    contacts = [CONTACT_MODELS[contact_model](f, spec.sole.length, spec.sole.width, mu=mu, kp=10.0) for f in spec.feet]
     com = tasks.CoMTask(weight=1.0, kp=20.0)
     posture = tasks.PostureTask(model, weight=1e-3, kp=10.0)
     hand = tasks.FrameTask(spec.hands[0], weight=0.1, kp=30.0)
@@ -36,8 +39,16 @@ def talos_controller(contact_model: str = "wrench", mu: float = 0.3):
     return ctrl, com, posture, hand
 
 
+def place_feet_where_they_stand(ctrl):
+    """Re-enforce every contact, placed where the next step finds it (the cached controllers were
+    placed at whatever state an earlier test stepped first)."""
+    for c in ctrl.contacts:
+        ctrl.activate_contact(c.name)
+
+
 def contact_frame_residuals(case, ctrl, q, v, cmd):
-    """(EoM residual, contact acceleration) of a step, computed with Pinocchio."""
+    """(EoM residual, contact acceleration, the contacts' feedback acceleration) of a step, computed
+    with Pinocchio from the placements the controller recorded."""
     model, pm = case.model, case.pin_model
     data = pm.createData()
     tau = np.zeros(model.nv)
@@ -45,7 +56,7 @@ def contact_frame_residuals(case, ctrl, q, v, cmd):
     generalized = tau.copy()
     pin.computeJointJacobians(pm, data, q)
     pin.updateFramePlacements(pm, data)
-    contact_acc = []
+    contact_acc, feedback = [], []
     pin.forwardKinematics(pm, data, q, v, cmd.qdd)
     for c in ctrl.contacts:
         fid = case.pin_frame(c.frame)
@@ -53,8 +64,13 @@ def contact_frame_residuals(case, ctrl, q, v, cmd):
         wrench = c.force_basis() @ cmd.forces[c.name]
         generalized += J.T @ wrench
         contact_acc.append(pin.getFrameAcceleration(pm, data, fid, pin.LOCAL).vector)  # spatial, not classical
+        state = ctrl.contact_state(c.name)
+        placed = pin.SE3(state.placement[0:3, 0:3], state.placement[0:3, 3])
+        error = pin.log6(placed.actInv(data.oMf[fid])).vector
+        twist = pin.getFrameVelocity(pm, data, fid, pin.LOCAL).vector
+        feedback.append(-state.kp * error - state.kd * twist)
     lhs = pin.rnea(pm, data, q, v, cmd.qdd)
-    return lhs - generalized, np.concatenate(contact_acc)
+    return lhs - generalized, np.concatenate(contact_acc), np.concatenate(feedback)
 
 
 def perturbed_state(model, q0, rng, scale=0.03):
@@ -79,9 +95,9 @@ def test_talos_steps_satisfy_full_dynamics_and_constraints(contact_model):
         hand.set_target(T)
         cmd = ctrl.step(q, v)
         assert cmd.status is wbc.StepStatus.OPTIMAL
-        eom, acc = contact_frame_residuals(case, ctrl, q, v, cmd)
+        eom, acc, feedback = contact_frame_residuals(case, ctrl, q, v, cmd)
         assert_close(eom, np.zeros_like(eom), TOL * 1e3, "M qdd + h - S^T tau - J^T f")  # |M qdd| ~ 1e3
-        assert_close(acc, np.zeros_like(acc), TOL, "contact accelerations")
+        assert_close(acc, feedback, TOL, "contact accelerations = their pose feedback")
         assert np.all(np.abs(cmd.tau) <= model.effort_limit + 1e-9), "torque limits"
         for c in ctrl.contacts:
             G, h, _ = c.inequalities()
@@ -98,6 +114,7 @@ def test_wrench_and_corner_models_give_the_same_motion():
     cmds = []
     for contact_model in ("wrench", "corners"):
         ctrl, com, posture, hand = talos_controller(contact_model)
+        place_feet_where_they_stand(ctrl)
         com.set_target(wbc.center_of_mass(model, spec.q0))
         posture.set_target(spec.q0)
         hand.set_target(wbc.frame_placement(model, spec.q0, spec.hands[0]))
@@ -118,6 +135,7 @@ def test_standing_sums_normal_forces_to_weight():
     com.set_target(wbc.center_of_mass(model, spec.q0))
     posture.set_target(spec.q0)
     hand.set_target(wbc.frame_placement(model, spec.q0, spec.hands[0]))
+    place_feet_where_they_stand(ctrl)
     cmd = ctrl.step(spec.q0, np.zeros(model.nv))
     total = sum(c.normal_force(cmd.forces[c.name]) for c in ctrl.contacts)
     assert abs(total - model.total_mass * 9.81) < 1e-5 * total

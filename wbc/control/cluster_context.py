@@ -39,6 +39,7 @@ from ..algorithms.iim import InputMatrixMethod
 from ..errors import InputError
 from ..model import checks
 from ..model.clusters import ClusterModel
+from ..model.model import Model
 from .context import StepContext, Variables
 
 __all__ = ["ClusterStepContext", "ContactRows"]
@@ -83,10 +84,20 @@ class ClusterStepContext(StepContext):
         return model.tree.nq, model.nv
 
     @classmethod
+    def kinematic_tree(cls, model: ClusterModel) -> Model:  # type: ignore[override]
+        """The spanning tree: ``y`` is its configuration."""
+        return model.tree
+
+    @classmethod
+    def check_configuration(cls, model: ClusterModel, q) -> np.ndarray:  # type: ignore[override]
+        """The spanning configuration ``y`` checked (size, finiteness, unit quaternions)."""
+        return checks.configuration(model.tree, q, "y")
+
+    @classmethod
     def check_state(cls, model: ClusterModel, q, v) -> tuple[np.ndarray, np.ndarray]:  # type: ignore[override]
         """``(y, v)`` checked: sizes, finiteness, unit quaternions of ``y`` (its loops are not
         re-checked each step: a simulator closes them only to its constraint tolerance)."""
-        return checks.configuration(model.tree, q, "y"), checks.vector(v, model.nv, "v")
+        return cls.check_configuration(model, q), checks.vector(v, model.nv, "v")
 
     # ----------------------------------------------------------------------------- traced quantities
     def __init__(

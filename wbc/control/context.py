@@ -112,9 +112,19 @@ class StepContext:
         return model.nq, model.nv
 
     @classmethod
+    def kinematic_tree(cls, model: Model) -> Model:
+        """The tree whose configuration the state's ``q`` is (frames, placements): the model itself."""
+        return model
+
+    @classmethod
+    def check_configuration(cls, model: Model, q) -> np.ndarray:
+        """The state's ``q`` checked (size, finiteness, unit quaternions)."""
+        return checks.configuration(model, q)
+
+    @classmethod
     def check_state(cls, model: Model, q, v) -> tuple[np.ndarray, np.ndarray]:
         """``(q, v)`` checked (sizes, finiteness, unit quaternions)."""
-        return checks.configuration(model, q), checks.velocity(model, v)
+        return cls.check_configuration(model, q), checks.velocity(model, v)
 
     # ----------------------------------------------------------------------------- traced quantities
     def __init__(self, model: Model, q, v, contacts: Sequence, method: InputMatrixMethod) -> None:

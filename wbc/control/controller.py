@@ -38,6 +38,7 @@ from ..model.clusters import ClusterModel
 from ..model.model import Model
 from .builder import OUTPUTS, Layout, Structure, trace_step
 from .contacts import Contact
+from .contacts.placement import placement_function
 from .context import context_type
 from .contributor import Contributor, Runtime
 from .fallback import Failure, FallbackPolicy, StepStatus
@@ -171,6 +172,7 @@ class WholeBodyController:
         self._runtime = Runtime(self.dt, self.time, self._schedule)
         self._tasks: list[Task] = []
         self.kernel: Kernel | None = None
+        self._placements: Kernel | None = None  # q -> the contact frames' placements
         self._structure: Structure | None = None
         self._layouts: dict[tuple[bool, ...], Layout] = {}
         self._last_tau: np.ndarray | None = None
@@ -215,9 +217,10 @@ class WholeBodyController:
         self.kernel, self._structure, self._layouts = None, None, {}
 
     # ----------------------------------------------------------------------------- contacts
-    def activate_contact(self, name: str) -> None:
-        """Enforce contact ``name`` from the next step on (no recompilation)."""
-        self._schedule.activate(name)
+    def activate_contact(self, name: str, placement=None) -> None:
+        """Enforce contact ``name`` from the next step on (no recompilation), its frame held toward
+        ``placement`` (4, 4) in the world, default where the next step finds it."""
+        self._schedule.activate(name, placement)
 
     def deactivate_contact(self, name: str, ramp: float = 0.0, start_force: float | None = None) -> None:
         """Release contact ``name`` after ramping its maximum normal force to zero over ``ramp`` s
@@ -225,8 +228,12 @@ class WholeBodyController:
         self._schedule.deactivate(name, ramp, start_force)
 
     def contact_state(self, name: str) -> ContactState:
-        """A copy of contact ``name``'s runtime state (active, ramp, last normal force)."""
-        return dataclasses.replace(self._schedule.state(name))
+        """A copy of contact ``name``'s runtime state (active, ramp, last normal force, placement, gains)."""
+        return self._schedule.state(name).copy()
+
+    def set_contact_gains(self, name: str, kp: float, kd: float | None = None) -> None:
+        """Pose-feedback gains of contact ``name`` (1/s², 1/s; ``kd`` default ``2 √kp``); no recompilation."""
+        self._schedule.set_gains(name, kp, kd)
 
     def contact_active(self, name: str) -> bool:
         return self._schedule.state(name).active
@@ -238,6 +245,8 @@ class WholeBodyController:
             self.model, self.contributors, self.contacts, self.input_matrix, self.solver.unconstrained_tolerance
         )
         self.kernel = compile_function(function)
+        tree = self._context.kinematic_tree(self.model)
+        self._placements = compile_function(placement_function(tree, self.contacts)) if self.contacts else None
         self._structure = structure
         self._layouts = {}
         contributors = self.contributors
@@ -288,9 +297,18 @@ class WholeBodyController:
         kernel.run()
         return self._outputs
 
-    def _advance_clock(self) -> None:
+    def _advance_clock(self, q) -> None:
         self._runtime.time = self.time
         self._schedule.advance(self.time)
+        pending = self._schedule.pending
+        if pending:  # contacts just activated without a placement: where they are now
+            if self.kernel is None:
+                self.compile()
+            assert self._placements is not None  # pending contacts exist, so the kernel was built
+            placements = self._placements(self._context.check_configuration(self.model, q))[0]
+            for k, c in enumerate(self.contacts):
+                if c.name in pending:
+                    self._schedule.place(c.name, *np.split(placements[12 * k : 12 * k + 12], [3]))
 
     # ----------------------------------------------------------------------------- the step
     def build_problem(self, q, v) -> QPProblem:
@@ -298,7 +316,7 @@ class WholeBodyController:
 
         Does not advance the controller's clock.
         """
-        self._advance_clock()
+        self._advance_clock(q)
         if self.kernel is None:
             self.compile()
         layout = self._layout()
@@ -324,7 +342,7 @@ class WholeBodyController:
     def step(self, q, v) -> Command:
         """One control step at state ``(q, v)``: returns the :class:`Command` to apply."""
         t_start = time.perf_counter()
-        self._advance_clock()
+        self._advance_clock(q)
         if self.kernel is None:
             self.compile()
         layout = self._layout()

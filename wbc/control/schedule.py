@@ -1,10 +1,22 @@
-"""The contact activation schedule: which contacts are enforced, force-limit ramps, last forces.
+"""The contact activation schedule: which contacts are enforced, where each was placed, force-limit
+ramps, last forces.
 
 Contacts are plain descriptions; their state over time lives here, in the controller. A contact
 declared to a controller is always in its compiled kernel; activating or releasing it changes
 which rows and variables the QP has, never the kernel. ``deactivate(name, ramp=T)`` first ramps
 the contact's maximum normal force linearly to zero over ``T`` seconds (the contact stays
 enforced meanwhile, so its force does not jump), then releases it.
+
+**Placements.** Each contact holds its frame toward where it was placed (the pose feedback of
+:class:`~wbc.control.contacts.Contact`). The placement is set when the contact becomes active:
+given with the activation, or else measured at the first step that enforces it (the controller
+calls :meth:`ContactSchedule.place` with the contact frame's placement at that step's state, so
+the feedback is zero until the foot moves).
+
+**Kernel parameters.** Every contact reads one array of :data:`PARAMETER_SIZE` entries, updated in
+place (:data:`FMIN`, :data:`FMAX`, :data:`KP`, :data:`KD`, :data:`POSITION`, :data:`ROTATION`):
+the normal-force bounds now (N), the pose-feedback gains (1/s², 1/s) and the placement of the
+contact frame (world position, m, and rotation matrix, row-major).
 """
 
 from __future__ import annotations
@@ -17,7 +29,27 @@ import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["ContactSchedule", "ContactState"]
+__all__ = [
+    "ContactSchedule",
+    "ContactState",
+    "PARAMETER_SIZE",
+    "FMIN",
+    "FMAX",
+    "KP",
+    "KD",
+    "POSITION",
+    "ROTATION",
+    "PLACEMENT",
+]
+
+#: Layout of a contact's kernel parameters: minimum and maximum normal force now (N), pose-feedback
+#: stiffness (1/s²) and damping (1/s), placement of the contact frame: position (3,) m, rotation (3, 3)
+#: row-major.
+FMIN, FMAX, KP, KD = 0, 1, 2, 3
+POSITION = slice(4, 7)
+ROTATION = slice(7, 16)
+PLACEMENT = slice(4, 16)
+PARAMETER_SIZE = 16
 
 
 @dataclasses.dataclass
@@ -29,6 +61,8 @@ class ContactState:
         min_normal_force, max_normal_force: its normal-force limits outside a ramp, N.
         ramp: ``(start time, duration, starting maximum force)`` of a release in progress, or None.
         last_normal_force: the normal force of the last command that enforced it, N.
+        placed: whether :attr:`placement` is set (False: measured at the next step that enforces it).
+        parameters: the contact's kernel parameters (:data:`PARAMETER_SIZE`,), updated in place.
     """
 
     active: bool
@@ -36,22 +70,67 @@ class ContactState:
     max_normal_force: float
     ramp: tuple[float, float, float] | None = None
     last_normal_force: float = 0.0
-    #: ``[minimum, maximum]`` normal force now, N: the contact's kernel parameters (updated in place)
-    bounds: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(2))
+    placed: bool = False
+    parameters: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(PARAMETER_SIZE))
 
     def __post_init__(self) -> None:
-        self.bounds[:] = (self.min_normal_force, self.max_normal_force)
+        if self.parameters.shape != (PARAMETER_SIZE,):
+            raise InputError(f"contact parameters must have {PARAMETER_SIZE} entries, got {self.parameters.shape}")
+
+    @property
+    def bounds(self) -> np.ndarray:
+        """``[minimum, maximum]`` normal force now, N (a view of :attr:`parameters`)."""
+        return self.parameters[FMIN : FMAX + 1]
+
+    @property
+    def kp(self) -> float:
+        """Pose-feedback stiffness, 1/s²."""
+        return float(self.parameters[KP])
+
+    @property
+    def kd(self) -> float:
+        """Pose-feedback damping, 1/s."""
+        return float(self.parameters[KD])
+
+    @property
+    def placement(self) -> np.ndarray:
+        """Where the contact frame was placed: a homogeneous transform (4, 4) in the world (a copy)."""
+        T = np.eye(4)
+        T[0:3, 0:3] = self.parameters[ROTATION].reshape(3, 3)
+        T[0:3, 3] = self.parameters[POSITION]
+        return T
+
+    def copy(self) -> ContactState:
+        """An independent copy (its own parameter array)."""
+        return dataclasses.replace(self, parameters=self.parameters.copy())
+
+
+def _placement(name: str, placement) -> np.ndarray:
+    """``[p (3), R (9, row-major)]`` of a homogeneous transform (4, 4); InputError if it is not one."""
+    try:
+        T = np.asarray(placement, dtype=float)
+    except (TypeError, ValueError):
+        raise InputError(f"contact {name!r}: placement must be a (4, 4) homogeneous transform") from None
+    if T.shape != (4, 4) or not np.all(np.isfinite(T)):
+        raise InputError(f"contact {name!r}: placement must be a finite (4, 4) homogeneous transform, got {T.shape}")
+    R = T[0:3, 0:3]
+    if np.abs(R.T @ R - np.eye(3)).max() > 1e-6 or np.linalg.det(R) < 0 or np.abs(T[3] - [0, 0, 0, 1]).max() > 0:
+        raise InputError(f"contact {name!r}: placement's rotation block is not a rotation matrix")
+    return np.concatenate([T[0:3, 3], R.reshape(9)])
 
 
 class ContactSchedule:
-    """Activation and force limits of the contacts of one controller, advanced by its clock."""
+    """Activation, placements and force limits of the contacts of one controller, advanced by its clock."""
 
     def __init__(self, contacts: Sequence) -> None:
-        self._states = {
-            c.name: ContactState(c.initially_active, c.min_normal_force, c.max_normal_force) for c in contacts
-        }
+        self._states = {}
+        for c in contacts:
+            s = ContactState(c.initially_active, c.min_normal_force, c.max_normal_force)
+            s.parameters[:] = (c.min_normal_force, c.max_normal_force, c.kp, c.kd, *np.zeros(3), *np.eye(3).reshape(9))
+            self._states[c.name] = s
         self._time = 0.0
         self._any_ramp = False
+        self._any_pending = any(s.active for s in self._states.values())
 
     def state(self, name: str) -> ContactState:
         """The state of contact ``name``; :class:`InputError` naming the known contacts if unknown."""
@@ -63,11 +142,19 @@ class ContactSchedule:
     def is_active(self, name: str) -> bool:
         return self._states[name].active
 
-    def activate(self, name: str) -> None:
-        """Enforce contact ``name`` from the next step on (cancels a ramp in progress)."""
+    def activate(self, name: str, placement=None) -> None:
+        """Enforce contact ``name`` from the next step on (cancels a ramp in progress).
+
+        Args:
+            placement: where its frame is placed, a homogeneous transform (4, 4) in the world; default
+                the frame's placement measured at the next step.
+        """
         s = self.state(name)
-        s.active, s.ramp = True, None
+        if placement is not None:
+            s.parameters[PLACEMENT] = _placement(name, placement)
+        s.active, s.ramp, s.placed = True, None, placement is not None
         s.bounds[:] = (s.min_normal_force, s.max_normal_force)
+        self._any_pending = self._any_pending or not s.placed
 
     def deactivate(self, name: str, ramp: float = 0.0, start_force: float | None = None) -> None:
         """Release contact ``name``, after ramping its maximum normal force to zero over ``ramp`` s.
@@ -91,6 +178,30 @@ class ContactSchedule:
         s.bounds[:] = (0.0, f0)
         self._any_ramp = True
 
+    def set_gains(self, name: str, kp: float, kd: float | None = None) -> None:
+        """Pose-feedback gains of contact ``name``: stiffness ``kp`` (1/s²), damping ``kd`` (1/s,
+        default ``2 √kp``); applied from the next step, without recompiling."""
+        s = self.state(name)
+        kp, kd = feedback_gains(name, kp, kd)
+        s.parameters[KP], s.parameters[KD] = kp, kd
+
+    @property
+    def pending(self) -> list[str]:
+        """The active contacts whose placement is to be measured at this step (usually none)."""
+        if not self._any_pending:
+            return []
+        names = [name for name, s in self._states.items() if s.active and not s.placed]
+        self._any_pending = bool(names)
+        return names
+
+    def place(self, name: str, position: np.ndarray, rotation: np.ndarray) -> None:
+        """Record where contact ``name``'s frame is placed: ``position`` (3,) m and ``rotation`` (9,)
+        row-major, in the world."""
+        s = self._states[name]
+        s.parameters[POSITION] = position
+        s.parameters[ROTATION] = rotation
+        s.placed = True
+
     def advance(self, t: float) -> None:
         """Move the clock to ``t`` (s): ramps progress, finished ones release their contact."""
         self._time = t
@@ -110,11 +221,28 @@ class ContactSchedule:
         self._any_ramp = bool(ramping)
         return ramping
 
+    def parameters(self, name: str) -> np.ndarray:
+        """The kernel parameters of contact ``name`` (:data:`PARAMETER_SIZE`,): the array its kernel
+        input is bound to (updated in place)."""
+        return self._states[name].parameters
+
     def normal_force_bounds(self, name: str) -> np.ndarray:
-        """``[minimum, maximum]`` normal force of contact ``name`` now, N (the maximum follows a ramp):
-        the array the contact's kernel parameters are read from."""
+        """``[minimum, maximum]`` normal force of contact ``name`` now, N (the maximum follows a ramp)."""
         return self._states[name].bounds
 
     def record(self, name: str, normal_force: float) -> None:
         """Remember the normal force a command gave contact ``name``."""
         self._states[name].last_normal_force = normal_force
+
+
+def feedback_gains(name: str, kp, kd=None) -> tuple[float, float]:
+    """Checked pose-feedback gains ``(kp, kd)``: finite and ≥ 0, ``kd`` default ``2 √kp`` (critical
+    damping); InputError naming contact ``name`` otherwise."""
+    try:
+        kp = float(kp)
+        kd = 2.0 * math.sqrt(kp) if kd is None and kp >= 0 else float(kd if kd is not None else math.nan)
+    except (TypeError, ValueError):
+        raise InputError(f"contact {name!r}: gains must be numbers, got kp={kp!r}, kd={kd!r}") from None
+    if not (math.isfinite(kp) and kp >= 0 and math.isfinite(kd) and kd >= 0):
+        raise InputError(f"contact {name!r}: gains must be finite and >= 0, got kp={kp!r}, kd={kd!r}")
+    return kp, kd

@@ -13,7 +13,7 @@ from ...algorithms.kinematics import TreeKinematics
 from ...errors import InputError
 from ...spatial.lie import skew
 from ..pieces import Inequality, Kind
-from .base import Contact, friction_pyramid
+from .base import DEFAULT_CONTACT_KP, Contact, friction_pyramid
 
 __all__ = ["PointContact"]
 
@@ -24,9 +24,10 @@ class PointContact(Contact):
     Args:
         normal: contact normal in world axes (default up).
         facets: number of faces of the friction pyramid (≥ 3).
-        frame, mu, min_normal_force, max_normal_force, active, name: see :class:`Contact`.
+        frame, mu, min_normal_force, max_normal_force, active, name, kp, kd: see :class:`Contact`.
 
-    Equality: the point does not accelerate (3 rows, world axes).
+    Equality: the point's acceleration (3 rows, world axes) is ``−K_p (p − p₀) − K_d ṗ``, ``p₀`` where
+    the point was placed: zero while it stays there.
     """
 
     dim = 3
@@ -43,8 +44,10 @@ class PointContact(Contact):
         max_normal_force: float = math.inf,
         active: bool = True,
         name: str | None = None,
+        kp: float = DEFAULT_CONTACT_KP,
+        kd: float | None = None,
     ) -> None:
-        super().__init__(frame, mu, min_normal_force, max_normal_force, active, name)
+        super().__init__(frame, mu, min_normal_force, max_normal_force, active, name, kp, kd)
         try:
             n = np.asarray(normal, float)
             off = np.asarray(offset, float)
@@ -65,6 +68,15 @@ class PointContact(Contact):
 
     def force_basis(self) -> np.ndarray:
         return np.eye(3)
+
+    def pose_error(self, kin: TreeKinematics, position, rotation):
+        """``p − p₀`` (3, 1), m, world axes: the point now minus the point of the placed frame."""
+        model = kin.model
+        f = model.frames[model.frame_id(self.frame)]
+        oMi = kin.oMi[f.joint]
+        offset = np.asarray(self.offset).reshape(3, 1)
+        point = oMi.p + ca.mtimes(oMi.R, f.placement.R @ offset + f.placement.p)
+        return point - (position + ca.mtimes(rotation, ca.DM(offset)))
 
     def wrench_map(self, kin: TreeKinematics):
         model = kin.model

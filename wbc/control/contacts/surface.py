@@ -18,9 +18,9 @@ import numpy as np
 from ...algorithms.constraints import LinkConstraint
 from ...algorithms.kinematics import ReferenceFrame, TreeKinematics
 from ...errors import InputError
-from ...spatial.lie import skew
+from ...spatial.lie import log6, skew
 from ..pieces import Inequality, Kind
-from .base import Contact, friction_pyramid
+from .base import DEFAULT_CONTACT_KP, Contact, friction_pyramid
 
 __all__ = ["RectangularContact", "SurfaceContact", "SurfaceCornersContact"]
 
@@ -34,7 +34,10 @@ class RectangularContact(Contact):
     Args:
         length: sole extent along the frame's x axis, m.
         width: sole extent along its y axis, m.
-        frame, mu, min_normal_force, max_normal_force, active, name: see :class:`Contact`.
+        frame, mu, min_normal_force, max_normal_force, active, name, kp, kd: see :class:`Contact`.
+
+    Equality: the sole frame's spatial acceleration in its own axes (6 rows, ``[linear; angular]``) is
+    ``−K_p log₆(M₀⁻¹ M) − K_d ν``, ``M₀`` where the sole was placed, ``ν`` its twist in its own axes.
     """
 
     equality_dim = 6
@@ -49,8 +52,10 @@ class RectangularContact(Contact):
         max_normal_force: float = math.inf,
         active: bool = True,
         name: str | None = None,
+        kp: float = DEFAULT_CONTACT_KP,
+        kd: float | None = None,
     ) -> None:
-        super().__init__(frame, mu, min_normal_force, max_normal_force, active, name)
+        super().__init__(frame, mu, min_normal_force, max_normal_force, active, name, kp, kd)
         if not all(isinstance(x, (int, float)) and math.isfinite(x) and x > 0 for x in (length, width)):
             raise InputError(f"contact {frame!r}: length and width must be positive, got {length!r}, {width!r}")
         self.length, self.width = float(length), float(width)
@@ -62,6 +67,12 @@ class RectangularContact(Contact):
 
     def motion_constraint(self):
         return LinkConstraint(self.frame, np.eye(6), ReferenceFrame.LOCAL)
+
+    def pose_error(self, kin: TreeKinematics, position, rotation):
+        """``log₆(M₀⁻¹ M)`` (6, 1) ``[linear m; angular rad]``: the sole frame's placement ``M`` relative to
+        its placement ``M₀``, in its own axes (its derivative is the sole's twist to first order)."""
+        M = kin.frame_placement(kin.model.frame_id(self.frame))
+        return log6(ca.mtimes(rotation.T, M.R), ca.mtimes(rotation.T, M.p - position))
 
     def _local_to_world(self, kin: TreeKinematics):
         """The force transform (6, 6) from the sole frame to world axes about the world origin."""

@@ -30,7 +30,8 @@ def _candidates(model: Model | ClusterModel) -> tuple[Model, list[Joint]]:
     the inputs move (a tree's actuated joints; a clustered model's independent joints but a free-flyer)."""
     if isinstance(model, ClusterModel):
         tree = model.tree
-        return tree, [tree.joints[j] for j in model.independent_joints if tree.joints[j].type is not JointType.FREE_FLYER]
+        independent = [tree.joints[j] for j in model.independent_joints]
+        return tree, [j for j in independent if j.type is not JointType.FREE_FLYER]
     return model, [model.joints[i] for i in model.actuated]
 
 
