@@ -98,6 +98,10 @@ CONTACT_KP = 3000.0
 TOUCHDOWN_LOAD = 0.1
 #: ... within this many seconds before its planned touchdown.
 TOUCHDOWN_WINDOW = 0.15
+#: The online step adjustment leaves the plan alone while the measured DCM is this close to the
+#: planned one (m): the multibody robot departs from the LIPM by a few cm while walking (G1: up to
+#: 5 cm), which is the stabilizer's job; re-planning for it makes the steps erratic.
+DCM_TOLERANCE = 0.06
 #: After touchdown the contact's normal-force bound rises from zero to this multiple of the weight.
 RISE_LOAD = 1.2
 
@@ -119,6 +123,7 @@ class Walker:
         swing_kp: stiffness of the swing-foot frame tasks, 1/s².
         adjust: re-solve the next step's location and timing online from the measured DCM.
         rise: duration of the touchdown force rise, s (default the double support).
+        dcm_tolerance: DCM error (m) beyond which the next step is re-planned (with ``adjust``).
     """
 
     def __init__(
@@ -131,6 +136,7 @@ class Walker:
         com_weight: float = 10.0,
         swing_weight: float = 10.0,
         contact_kp: float = CONTACT_KP,
+        dcm_tolerance: float = DCM_TOLERANCE,
     ) -> None:
         self.robot = robot
         self.spec = robots.load(robot)
@@ -171,7 +177,7 @@ class Walker:
         self.limits = loco.StepLimits(**gait.limits)
         self.rise = self.params.double_support if rise is None else rise
         self.stabilizer = loco.DCMStabilizer(k_dcm=k_dcm, margin=0.01)
-        self.planner = loco.CaptureStepPlanner(self.params, self.shape, self.limits)
+        self.planner = loco.CaptureStepPlanner(self.params, self.shape, self.limits, dcm_tolerance=dcm_tolerance)
         self.adjust = adjust
         self.com0, _ = self._com()
         self.feet0 = self.footholds()
@@ -222,6 +228,7 @@ class Walker:
         recover: bool = False,
         progress: bool = True,
         replay=None,
+        on_step=None,
     ) -> dict:
         """Simulate ``duration`` s following :attr:`timeline`; returns the log (arrays over time).
 
@@ -230,11 +237,12 @@ class Walker:
             recover: standing, take a recovery step when the capture point leaves the support
                 polygon (see :meth:`wbc.locomotion.CaptureStepPlanner.recovery`).
             replay: a :class:`wbc.viz.Replay` to record into (about 30 frames per second).
+            on_step: called as ``on_step(q, v, cmd)`` after every control step (tests check each step).
         """
         sim, ctrl, p = self.sim, self.controller, self.params
         steps = int(round(duration / DT))
         keys = ("t", "com", "com_ref", "dcm", "dcm_ref", "zmp_ref", "zmp_cmd", "normal_sim", "normal_cmd")
-        keys += ("tau", "status", "base_z", "step_us", "walking", "yaw", "sat")
+        keys += ("tau", "status", "base_z", "step_us", "walking", "yaw", "sat", "phase")
         log: dict = {k: [] for k in keys}
         phase = {f: FootPhase.STANCE for f in self.frame}
         anchor = {f: sim.frame_placement(self.frame[f])[0:2, 3].copy() for f in self.frame}
@@ -273,7 +281,12 @@ class Walker:
             forces = sim.normal_forces()
             for f in self.frame:
                 fr, name = ref.feet[f], names[f]
-                if phase[f] is FootPhase.STANCE and fr.liftoff is not None and t >= fr.liftoff - p.double_support:
+                if (
+                    phase[f] is FootPhase.STANCE
+                    and fr.state is loco.ContactState.STANCE  # not an early touchdown of a planned swing
+                    and fr.liftoff is not None
+                    and t >= fr.liftoff - p.double_support
+                ):
                     if fr.liftoff - t < DT:  # a re-plan moved the lift-off to now: release at once
                         ctrl.deactivate_contact(name)
                     else:
@@ -319,6 +332,8 @@ class Walker:
             clock = time.perf_counter()
             cmd = ctrl.step(q, v)
             log["step_us"].append((time.perf_counter() - clock) * 1e6)
+            if on_step is not None:
+                on_step(q, v, cmd)
             sim.set_torques(cmd.tau)
             while pending and pending[0][0] <= t:
                 _, force, length = pending.pop(0)
@@ -347,6 +362,7 @@ class Walker:
             log["walking"].append(any(s is not FootPhase.STANCE for s in phase.values()))
             log["yaw"].append(yaw_total)
             log["sat"].append(out.saturated)
+            log["phase"].append([list(FootPhase).index(phase[f]) for f in loco.Foot])
             if replay is not None and i % 33 == 0:
                 from wbc.viz import contact_arrows
 
