@@ -285,7 +285,7 @@ class Walker:
                     phase[f] is FootPhase.STANCE
                     and fr.state is loco.ContactState.STANCE  # not an early touchdown of a planned swing
                     and fr.liftoff is not None
-                    and t >= fr.liftoff - p.double_support
+                    and t >= fr.liftoff - p.double_support - DT / 2
                 ):
                     if fr.liftoff - t < DT:  # a re-plan moved the lift-off to now: release at once
                         ctrl.deactivate_contact(name)
@@ -301,19 +301,23 @@ class Walker:
                         and t >= fr.touchdown - TOUCHDOWN_WINDOW
                         and forces[self.frame[f]] > TOUCHDOWN_LOAD * self.weight
                     )
-                    if fr.state is loco.ContactState.STANCE or early:
+                    # planned: the reference is in stance and not about to lift off (float round-off
+                    # can put a lift-off a hair after the end of its own release ramp)
+                    planned = fr.state is loco.ContactState.STANCE and (fr.liftoff is None or fr.liftoff > t + DT / 2)
+                    if planned or early:
                         landing = self._landing(f)
                         ctrl.activate_contact(name, landing, ramp=self.rise, ramp_force=RISE_LOAD * self.weight)
                         self.foot_tasks[f].set_weight(0.0)
                         phase[f] = FootPhase.STANCE
                         anchor[f] = landing[0:2, 3].copy()
-                        planned = fr.foothold
+                        foothold = fr.foothold
                         touchdowns.append(
                             (
                                 t,
                                 f.value,
                                 [*landing[0:2, 3], loco.Footstep.from_pose(f, landing).yaw],
-                                [*planned.position[0:2], planned.yaw],
+                                [*foothold.position[0:2], foothold.yaw],
+                                bool(early and not planned),
                             )
                         )
                     else:
@@ -410,7 +414,7 @@ def summarize(walker: Walker, run: dict, command=None) -> dict:
     stand_us = float(np.median(us[~walking])) if (~walking).any() else None
     walk_us = float(np.median(us[walking])) if walking.any() else None
     errors = [
-        float(np.linalg.norm(np.subtract(landed[0:2], planned[0:2]))) for _, _, landed, planned in run["touchdowns"]
+        float(np.linalg.norm(np.subtract(landed[0:2], planned[0:2]))) for _, _, landed, planned, _ in run["touchdowns"]
     ]
     plan_target = None
     if walker.plan is not None:
@@ -431,6 +435,7 @@ def summarize(walker: Walker, run: dict, command=None) -> dict:
         "walking_time_s": round(walk_time, 3),
         "average_speed_m_s": round(distance / walk_time, 4) if walk_time > 0 else 0.0,
         "footsteps": len(run["touchdowns"]),
+        "touchdowns_detected_early": sum(1 for *_, early in run["touchdowns"] if early),
         "max_footstep_error_m": round(max(errors), 4) if errors else 0.0,
         "max_foot_slip_m": round(float(run["slip"]), 5),
         "failed_steps": int(np.sum(~run["status"])),
@@ -482,7 +487,7 @@ def plot(walker: Walker, run: dict, out: Path) -> list[Path]:
     for fs in walker.feet0.values():
         ax.add_patch(Polygon(shape.corners(fs)[:, 0:2], closed=True, fill=False, ec="k", lw=1.2))
     colors = {"left": "tab:blue", "right": "tab:orange"}
-    for _, foot, landed, planned in run["touchdowns"]:
+    for _, foot, landed, planned, _ in run["touchdowns"]:
         fp = loco.Footstep(loco.Foot(foot), np.array([planned[0], planned[1], 0.0]), planned[2])
         fl = loco.Footstep(loco.Foot(foot), np.array([landed[0], landed[1], 0.0]), landed[2])
         ax.add_patch(Polygon(shape.corners(fp)[:, 0:2], closed=True, fill=False, ec="0.6", ls="--", lw=0.8))
