@@ -17,7 +17,9 @@ Headless by default: writes to ``--out`` the plots ``com.png`` (CoM reference vs
 against their limits), ``step_time.png`` (control-step time histogram), the log ``log.npz`` and
 ``summary.json``, and prints the summary. ``--viewer`` opens MuJoCo's viewer where a display
 exists; ``--video out.mp4`` renders offscreen where an OpenGL backend exists; ``--push-sweep``
-finds, by bisection, the largest lateral push (N over 0.1 s) the robot survives.
+finds, by bisection, the largest lateral push (N over 0.1 s) the robot survives standing, and with
+``--stepping`` also with recovery steps (the walking controller of ``demos/walk.py``: a step toward
+the capture point once it leaves the feet, a closing step, standing again).
 
 Robustness (see :func:`push_scan` and :func:`soak`): ``--push-scan`` runs a grid of lateral pushes
 (default 0-600 N by 25 N) and reports, per force, up or fell, foot slip and pelvis height, then the
@@ -353,10 +355,16 @@ def scenario_for(robot: str, args) -> Scenario:
     return Scenario(duration=args.duration, sway_amplitude=d["sway"], pushes=tuple(p for p in pushes if p.force_N > 0))
 
 
-def push_sweep(robot: str, lo: float = 0.0, hi: float = 2000.0, iterations: int = 9) -> float:
-    """Largest lateral push (N over 0.1 s) survived, by bisection over short runs (settle, push, stand)."""
+def push_sweep(robot: str, lo: float = 0.0, hi: float = 2000.0, iterations: int = 9, stepping: bool = False) -> float:
+    """Largest lateral push (N over 0.1 s) survived, by bisection over short runs (settle, push, stand).
+
+    With ``stepping``, the robot may step: the walking controller of ``demos/walk.py`` standing,
+    which takes a recovery step when the capture point leaves its feet (:func:`stepping_trial`).
+    """
 
     def survives(force: float) -> bool:
+        if stepping:
+            return stepping_trial(robot, force)["survived"]
         sc = Scenario(duration=3.0, sway_start=0.0, sway_end=0.0, pushes=(Push("lateral", (0, 1, 0), force, 0.1, 1.0),))
         run = Balance(robot, sc).run(progress=False)
         s = summarize(robot, run, sc)
@@ -368,8 +376,44 @@ def push_sweep(robot: str, lo: float = 0.0, hi: float = 2000.0, iterations: int 
             lo = mid
         else:
             hi = mid
-        print(f"  push sweep: survives {lo:.0f} N, fails {hi:.0f} N", file=sys.stderr)
+        kind = "stepping" if stepping else "standing"
+        print(f"  push sweep ({kind}): survives {lo:.0f} N, fails {hi:.0f} N", file=sys.stderr)
     return lo
+
+
+def _walk_demo():
+    """``demos/walk.py`` loaded as a module (demos are scripts, not a package)."""
+    import importlib.util
+
+    name = "wbc_demo_walk"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("walk.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses look their module up there
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+#: A stepping trial lasts long enough for a recovery step, a closing step and coming to rest.
+STEPPING_TRIAL_S = 4.5
+
+
+def stepping_trial(robot: str, force: float, duration: float = 0.1) -> dict:
+    """A lateral push (+y) of ``force`` N over ``duration`` s at t = 1 s on the robot standing under the
+    walking controller, free to take recovery steps; ``{force_N, up, survived, slip_m, pelvis_ratio,
+    recovery_steps}`` with the criterion of :func:`push_trial` (slip of the feet while they stand)."""
+    walk = _walk_demo()
+    _, _, s = walk.stand_and_push(robot, (0.0, force, 0.0), 1.0, STEPPING_TRIAL_S, duration)
+    ok = not s["fell"] and s["min_pelvis_height_ratio"] >= MIN_PELVIS_RATIO and s["max_foot_slip_m"] < MAX_SLIP_M
+    return {
+        "force_N": float(force),
+        "up": not s["fell"],
+        "survived": bool(ok),
+        "slip_m": s["max_foot_slip_m"],
+        "pelvis_ratio": s["min_pelvis_height_ratio"],
+        "recovery_steps": len(s["recovery_steps"]),
+        "failed_steps": s["failed_steps"],
+    }
 
 
 # ============================================================================ robustness: scan and soak
@@ -634,6 +678,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--push-forward", type=float, default=None, help="forward push force, N (default per robot)")
     parser.add_argument("--push-duration", type=float, default=0.1, help="push duration, s")
     parser.add_argument("--push-sweep", action="store_true", help="find the largest lateral push survived (bisection)")
+    parser.add_argument(
+        "--stepping", action="store_true", help="with --push-sweep: also the largest push survived with recovery steps"
+    )
     add_robustness_arguments(parser)
     parser.add_argument("--viewer", action="store_true", help="open MuJoCo's viewer (needs a display)")
     parser.add_argument("--video", type=Path, default=None, help="render an mp4 offscreen (needs OpenGL and ffmpeg)")
@@ -646,7 +693,10 @@ def main(argv: list[str] | None = None) -> int:
         return robustness_main(args)
     if args.push_sweep:
         force = push_sweep(args.robot)
-        print(json.dumps({"robot": args.robot, "largest_lateral_push_N": round(force, 1), "push_duration_s": 0.1}))
+        result = {"robot": args.robot, "largest_lateral_push_N": round(force, 1), "push_duration_s": 0.1}
+        if args.stepping:
+            result["largest_lateral_push_with_stepping_N"] = round(push_sweep(args.robot, stepping=True), 1)
+        print(json.dumps(result))
         return 0
     out = args.out or Path("out") / f"balance_{args.robot}"
     out.mkdir(parents=True, exist_ok=True)

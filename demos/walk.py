@@ -56,7 +56,8 @@ DT = 1e-3
 
 @dataclasses.dataclass(frozen=True)
 class RobotGait:
-    """Per-robot gait settings: timings (s), lift height (m), step limits (m, rad), default step count."""
+    """Per-robot gait settings: timings (s), lift height (m), step limits (m, rad), swing-foot task
+    stiffness (1/s²: G1's light legs need the stiffer swing tracking, measured: 400 fell sideways)."""
 
     single_support: float
     double_support: float
@@ -64,6 +65,7 @@ class RobotGait:
     final_double_support: float
     lift: float
     limits: dict
+    swing_kp: float
 
 
 ROBOTS = {
@@ -74,6 +76,7 @@ ROBOTS = {
         1.2,
         0.05,
         dict(width=0.17, min_width=0.15, max_width=0.35, max_forward=0.25, max_backward=0.1, max_turn=0.4),
+        400.0,
     ),
     "g1": RobotGait(
         0.5,
@@ -82,13 +85,14 @@ ROBOTS = {
         1.0,
         0.05,
         dict(width=0.237, min_width=0.2, max_width=0.4, max_forward=0.25, max_backward=0.1, max_turn=0.4),
+        900.0,
     ),
 }
 
 #: Walking presets (``--preset``): velocity command (m/s, m/s, rad/s) and number of steps per robot.
 PRESETS = {
     "forward": {"talos": ((0.22, 0.0, 0.0), 16), "g1": ((0.33, 0.0, 0.0), 14)},
-    "lateral": {"talos": ((0.0, 0.06, 0.0), 12), "g1": ((0.0, 0.09, 0.0), 12)},
+    "lateral": {"talos": ((0.0, 0.06, 0.0), 12), "g1": ((0.0, 0.05, 0.0), 16)},
     "turn": {"talos": ((0.0, 0.0, 0.2), 14), "g1": ((0.0, 0.0, 0.3), 14)},
 }
 
@@ -120,7 +124,7 @@ class Walker:
     Args:
         robot: ``"talos"`` or ``"g1"``.
         k_dcm: DCM error decay rate of the stabilizer, 1/s.
-        swing_kp: stiffness of the swing-foot frame tasks, 1/s².
+        swing_kp: stiffness of the swing-foot frame tasks, 1/s² (default the robot's :class:`RobotGait`).
         adjust: re-solve the next step's location and timing online from the measured DCM.
         rise: duration of the touchdown force rise, s (default the double support).
         dcm_tolerance: DCM error (m) beyond which the next step is re-planned (with ``adjust``).
@@ -130,8 +134,8 @@ class Walker:
         self,
         robot: str,
         k_dcm: float = 2.0,
-        swing_kp: float = 400.0,
-        adjust: bool = True,
+        swing_kp: float | None = None,
+        adjust: bool = False,
         rise: float | None = None,
         com_weight: float = 10.0,
         swing_weight: float = 10.0,
@@ -155,7 +159,9 @@ class Walker:
         self.orientation = tasks.OrientationTask(self.base, weight=1.0, kp=100.0)
         self.posture = tasks.PostureTask(model, weight=1e-2, kp=30.0)
         self.foot_tasks = {
-            f: tasks.FrameTask(frame, weight=0.0, kp=swing_kp, name=f"swing_{f.value}")
+            f: tasks.FrameTask(
+                frame, weight=0.0, kp=gait.swing_kp if swing_kp is None else swing_kp, name=f"swing_{f.value}"
+            )
             for f, frame in self.frame.items()
         }
         for f, task in self.foot_tasks.items():  # a target even at weight 0 (a zero rotation has no log)
@@ -565,13 +571,15 @@ def _save(fig, path: Path) -> Path:
 
 
 # ================================================================================== push recovery
-def stand_and_push(robot: str, force, push_time: float = 1.0, duration: float = 3.0, push_length: float = 0.1):
+def stand_and_push(
+    robot: str, force, push_time: float = 1.0, duration: float = 3.0, push_length: float = 0.1, recover: bool = True
+):
     """Stand, push the pelvis with ``force`` (3,) N over ``push_length`` s at ``push_time``, recover
-    by stepping when the capture point leaves the feet; returns ``(walker, run, summary)``."""
-    walker = Walker(robot)
-    run = walker.run(
-        duration, pushes=[(push_time, np.asarray(force, float), push_length)], recover=True, progress=False
-    )
+    by stepping when the capture point leaves the feet (unless ``recover`` is False); returns
+    ``(walker, run, summary)``."""
+    walker = Walker(robot, adjust=True)
+    pushes = [(push_time, np.asarray(force, float), push_length)]
+    run = walker.run(duration, pushes=pushes, recover=recover, progress=False)
     return walker, run, summarize(walker, run)
 
 
@@ -590,7 +598,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=None, help="number of footsteps")
     parser.add_argument("--push", type=float, nargs=2, default=None, metavar=("FX", "FY"), help="N, over 0.1 s")
     parser.add_argument("--push-time", type=float, default=None, help="s (default: halfway through the walk)")
-    parser.add_argument("--no-adjust", action="store_true", help="no online step adjustment")
+    parser.add_argument(
+        "--adjust", action="store_true", help="online step adjustment from the measured DCM (default with --push)"
+    )
     parser.add_argument("--k-dcm", type=float, default=2.0, help="DCM feedback gain, 1/s")
     parser.add_argument("--out", type=Path, default=None, help="output directory (default out/walk_<robot>)")
     parser.add_argument("--no-plots", action="store_true")
@@ -601,7 +611,7 @@ def main(argv: list[str] | None = None) -> int:
     command, n_steps = PRESETS[args.preset][args.robot]
     command = tuple(args.command) if args.command is not None else command
     n_steps = args.steps if args.steps is not None else n_steps
-    walker = Walker(args.robot, k_dcm=args.k_dcm, adjust=not args.no_adjust)
+    walker = Walker(args.robot, k_dcm=args.k_dcm, adjust=args.adjust or args.push is not None)
     timeline = walker.walk(command, n_steps)
     duration = timeline.steps[-1].touchdown + walker.params.final_double_support + 1.0 if timeline.steps else 3.0
     pushes = []
