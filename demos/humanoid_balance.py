@@ -355,17 +355,30 @@ def scenario_for(robot: str, args) -> Scenario:
     return Scenario(duration=args.duration, sway_amplitude=d["sway"], pushes=tuple(p for p in pushes if p.force_N > 0))
 
 
-def push_sweep(robot: str, lo: float = 0.0, hi: float = 2000.0, iterations: int = 9, stepping: bool = False) -> float:
-    """Largest lateral push (N over 0.1 s) survived, by bisection over short runs (settle, push, stand).
+#: Push directions of the sweeps (world, unit).
+DIRECTIONS = {"lateral": (0.0, 1.0, 0.0), "forward": (1.0, 0.0, 0.0)}
+
+
+def push_sweep(
+    robot: str,
+    lo: float = 0.0,
+    hi: float = 2000.0,
+    iterations: int = 9,
+    stepping: bool = False,
+    direction: str = "lateral",
+) -> float:
+    """Largest push (N over 0.1 s; ``direction`` lateral +y or forward +x) survived, by bisection over
+    short runs (settle, push, stand).
 
     With ``stepping``, the robot may step: the walking controller of ``demos/walk.py`` standing,
     which takes a recovery step when the capture point leaves its feet (:func:`stepping_trial`).
     """
+    axis = DIRECTIONS[direction]
 
     def survives(force: float) -> bool:
         if stepping:
-            return stepping_trial(robot, force)["survived"]
-        sc = Scenario(duration=3.0, sway_start=0.0, sway_end=0.0, pushes=(Push("lateral", (0, 1, 0), force, 0.1, 1.0),))
+            return stepping_trial(robot, force, direction=direction)["survived"]
+        sc = Scenario(duration=3.0, sway_start=0.0, sway_end=0.0, pushes=(Push(direction, axis, force, 0.1, 1.0),))
         run = Balance(robot, sc).run(progress=False)
         s = summarize(robot, run, sc)
         return not s["fell"] and s["min_pelvis_height_ratio"] >= 0.9 and s["max_foot_slip_m"] < 0.01
@@ -377,7 +390,7 @@ def push_sweep(robot: str, lo: float = 0.0, hi: float = 2000.0, iterations: int 
         else:
             hi = mid
         kind = "stepping" if stepping else "standing"
-        print(f"  push sweep ({kind}): survives {lo:.0f} N, fails {hi:.0f} N", file=sys.stderr)
+        print(f"  push sweep ({direction}, {kind}): survives {lo:.0f} N, fails {hi:.0f} N", file=sys.stderr)
     return lo
 
 
@@ -398,12 +411,16 @@ def _walk_demo():
 STEPPING_TRIAL_S = 4.5
 
 
-def stepping_trial(robot: str, force: float, duration: float = 0.1) -> dict:
-    """A lateral push (+y) of ``force`` N over ``duration`` s at t = 1 s on the robot standing under the
-    walking controller, free to take recovery steps; ``{force_N, up, survived, slip_m, pelvis_ratio,
-    recovery_steps}`` with the criterion of :func:`push_trial` (slip of the feet while they stand)."""
+def stepping_trial(
+    robot: str, force: float, duration: float = 0.1, direction: str = "lateral", recover: bool = True
+) -> dict:
+    """A push of ``force`` N over ``duration`` s at t = 1 s (``direction`` lateral +y or forward +x) on
+    the robot standing under the walking controller, free to take recovery steps (unless ``recover``
+    is False); ``{force_N, up, survived, slip_m, pelvis_ratio, recovery_steps, failed_steps}`` with
+    the criterion of :func:`push_trial` (slip of the feet while they stand)."""
     walk = _walk_demo()
-    _, _, s = walk.stand_and_push(robot, (0.0, force, 0.0), 1.0, STEPPING_TRIAL_S, duration)
+    push = force * np.asarray(DIRECTIONS[direction])
+    _, _, s = walk.stand_and_push(robot, push, 1.0, STEPPING_TRIAL_S, duration, recover=recover)
     ok = not s["fell"] and s["min_pelvis_height_ratio"] >= MIN_PELVIS_RATIO and s["max_foot_slip_m"] < MAX_SLIP_M
     return {
         "force_N": float(force),
@@ -679,6 +696,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--push-duration", type=float, default=0.1, help="push duration, s")
     parser.add_argument("--push-sweep", action="store_true", help="find the largest lateral push survived (bisection)")
     parser.add_argument(
+        "--push-direction", choices=sorted(DIRECTIONS), default="lateral", help="with --push-sweep (default lateral)"
+    )
+    parser.add_argument(
         "--stepping", action="store_true", help="with --push-sweep: also the largest push survived with recovery steps"
     )
     add_robustness_arguments(parser)
@@ -692,10 +712,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.push_scan or args.soak is not None:
         return robustness_main(args)
     if args.push_sweep:
-        force = push_sweep(args.robot)
-        result = {"robot": args.robot, "largest_lateral_push_N": round(force, 1), "push_duration_s": 0.1}
+        d = args.push_direction
+        force = push_sweep(args.robot, direction=d)
+        result = {"robot": args.robot, f"largest_{d}_push_N": round(force, 1), "push_duration_s": 0.1}
         if args.stepping:
-            result["largest_lateral_push_with_stepping_N"] = round(push_sweep(args.robot, stepping=True), 1)
+            stepping = push_sweep(args.robot, stepping=True, direction=d)
+            result[f"largest_{d}_push_with_stepping_N"] = round(stepping, 1)
         print(json.dumps(result))
         return 0
     out = args.out or Path("out") / f"balance_{args.robot}"

@@ -91,7 +91,7 @@ ROBOTS = {
 
 #: Walking presets (``--preset``): velocity command (m/s, m/s, rad/s) and number of steps per robot.
 PRESETS = {
-    "forward": {"talos": ((0.22, 0.0, 0.0), 16), "g1": ((0.33, 0.0, 0.0), 14)},
+    "forward": {"talos": ((0.22, 0.0, 0.0), 16), "g1": ((0.25, 0.0, 0.0), 18)},
     "lateral": {"talos": ((0.0, 0.06, 0.0), 12), "g1": ((0.0, 0.05, 0.0), 16)},
     "turn": {"talos": ((0.0, 0.0, 0.2), 14), "g1": ((0.0, 0.0, 0.3), 14)},
 }

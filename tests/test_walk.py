@@ -181,8 +181,13 @@ def test_walks_sideways_turns_and_g1_forward(robot, command, check):
 
 @pytest.mark.slow
 def test_a_push_that_topples_the_standing_robot_is_recovered_by_stepping():
-    """A lateral push beyond what standing survives: with recovery steps the robot stays up."""
-    force = (0.0, 320.0, 0.0)
-    _, _, summary = walk.stand_and_push("talos", force, duration=3.0)
-    assert summary["recovery_steps"], "the capture point left the feet: a recovery step was taken"
-    assert not summary["fell"] and summary["min_pelvis_height_ratio"] > 0.9
+    """A 300 N forward push (0.1 s) on Talos standing: without steps it falls; with recovery steps
+    (the capture point left the feet: a step toward it, a closing step) it stays up and stands again."""
+    force = (300.0, 0.0, 0.0)
+    _, _, standing = walk.stand_and_push("talos", force, duration=4.5, recover=False)
+    assert standing["fell"]
+    _, run, stepping = walk.stand_and_push("talos", force, duration=4.5)
+    assert stepping["recovery_steps"] and stepping["footsteps"] >= 1
+    assert not stepping["fell"] and stepping["min_pelvis_height_ratio"] > 0.9
+    assert stepping["failed_steps"] == 0
+    assert np.linalg.norm(run["dcm"][-1, 0:2] - run["com"][-1, 0:2]) < 0.01, "at rest again"
