@@ -191,3 +191,11 @@ def test_a_push_that_topples_the_standing_robot_is_recovered_by_stepping():
     assert not stepping["fell"] and stepping["min_pelvis_height_ratio"] > 0.9
     assert stepping["failed_steps"] == 0
     assert np.linalg.norm(run["dcm"][-1, 0:2] - run["com"][-1, 0:2]) < 0.01, "at rest again"
+
+
+@pytest.mark.slow
+def test_balance_push_sweep_with_stepping_runs_the_walking_controller():
+    """``humanoid_balance.py --push-sweep --stepping``: one bisection step at 300 N forward survives."""
+    humanoid_balance = load_demo("humanoid_balance")
+    force = humanoid_balance.push_sweep("talos", 0.0, 600.0, iterations=1, stepping=True, direction="forward")
+    assert force == 300.0
