@@ -455,8 +455,9 @@ def summarize(walker: Walker, run: dict, command=None) -> dict:
     }
 
 
-def plot(walker: Walker, run: dict, out: Path) -> list[Path]:
-    """Write the five PNG plots; returns their paths."""
+def plot(walker: Walker, run: dict, out: Path, pushes: Sequence = ()) -> list[Path]:
+    """Write the five PNG plots (``pushes`` as given to :meth:`Walker.run` are drawn from above);
+    returns their paths."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -488,15 +489,19 @@ def plot(walker: Walker, run: dict, out: Path) -> list[Path]:
     fig.suptitle(f"{walker.spec.name}: CoM / DCM / ZMP tracking (shaded: swing of the left / right foot)")
     paths.append(_save(fig, out / "tracking.png"))
 
-    fig, ax = plt.subplots(figsize=(9, 7))
+    xy = np.vstack([run["com"][:, 0:2], run["zmp_ref"][:, 0:2], [fs.position[0:2] for fs in walker.feet0.values()]])
+    span = np.ptp(xy, axis=0) + 0.4
+    width = 10.0
+    fig, ax = plt.subplots(figsize=(width, min(10.0, max(3.5, width * span[1] / span[0] + 1.8))))
     shape = walker.shape
     for fs in walker.feet0.values():
         ax.add_patch(Polygon(shape.corners(fs)[:, 0:2], closed=True, fill=False, ec="k", lw=1.2))
+    if walker.plan is not None:  # the nominal plan (before any online adjustment)
+        for fs in walker.plan.steps:
+            ax.add_patch(Polygon(shape.corners(fs)[:, 0:2], closed=True, fill=False, ec="0.5", ls="--", lw=0.8))
     colors = {"left": "tab:blue", "right": "tab:orange"}
-    for _, foot, landed, planned, _ in run["touchdowns"]:
-        fp = loco.Footstep(loco.Foot(foot), np.array([planned[0], planned[1], 0.0]), planned[2])
+    for _, foot, landed, _, _ in run["touchdowns"]:
         fl = loco.Footstep(loco.Foot(foot), np.array([landed[0], landed[1], 0.0]), landed[2])
-        ax.add_patch(Polygon(shape.corners(fp)[:, 0:2], closed=True, fill=False, ec="0.6", ls="--", lw=0.8))
         ax.add_patch(
             Polygon(shape.corners(fl)[:, 0:2], closed=True, fc=colors[foot], alpha=0.25, ec=colors[foot], lw=1.0)
         )
@@ -504,12 +509,24 @@ def plot(walker: Walker, run: dict, out: Path) -> list[Path]:
     ax.plot(run["zmp_ref"][:, 0], run["zmp_ref"][:, 1], "--", color="tab:green", lw=0.8, label="ZMP ref")
     ax.plot(run["dcm"][:, 0], run["dcm"][:, 1], color="tab:red", lw=1.0, label="DCM")
     ax.plot(run["com"][:, 0], run["com"][:, 1], color="tab:blue", lw=1.5, label="CoM")
-    ax.plot([], [], color="0.6", ls="--", label="planned footholds")
+    ax.plot([], [], color="0.5", ls="--", label="nominal footholds")
+    for tp, force, _ in pushes:
+        k = min(int(round(tp / DT)), len(t) - 1)
+        f = np.asarray(force, float)[0:2]
+        arrow = 0.15 * f / max(np.linalg.norm(f), 1e-9)
+        ax.annotate(
+            f"{np.linalg.norm(f):.0f} N",
+            xy=run["com"][k, 0:2] + arrow,
+            xytext=run["com"][k, 0:2],
+            arrowprops=dict(arrowstyle="->", color="tab:purple", lw=1.5),
+            color="tab:purple",
+            fontsize=8,
+        )
     ax.set_aspect("equal")
     ax.autoscale_view()
     ax.set_xlabel("x (m)")
     ax.set_ylabel("y (m)")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=5, fontsize=8)
+    ax.legend(loc="best", ncol=3, fontsize=7, framealpha=0.8)
     ax.set_title(f"{walker.spec.name}: footprints (filled: where the feet landed) and paths from above")
     paths.append(_save(fig, out / "top.png"))
 
@@ -632,7 +649,7 @@ def main(argv: list[str] | None = None) -> int:
     summary["pushes"] = [{"time_s": tp, "force_N": np.asarray(f).tolist(), "duration_s": d} for tp, f, d in pushes]
     np.savez_compressed(out / "log.npz", **{k: v for k, v in run.items() if isinstance(v, np.ndarray)})
     if not args.no_plots and len(run["t"]):
-        summary["plots"] = [p.name for p in plot(walker, run, out)]
+        summary["plots"] = [p.name for p in plot(walker, run, out, pushes)]
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(json.dumps(summary, indent=2))
     return 0 if not summary["fell"] else 1
