@@ -10,6 +10,7 @@ swing end points) are tested in tests/test_locomotion_*.py.
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 import sys
 from pathlib import Path
@@ -199,3 +200,19 @@ def test_balance_push_sweep_with_stepping_runs_the_walking_controller():
     humanoid_balance = load_demo("humanoid_balance")
     force = humanoid_balance.push_sweep("talos", 0.0, 600.0, iterations=1, stepping=True, direction="forward")
     assert force == 300.0
+
+
+@pytest.mark.slow
+def test_command_line_writes_the_summary_and_plots(tmp_path):
+    """``demos/walk.py --steps 1 --out DIR``: summary.json with the issue's fields, five PNGs, the log."""
+    code = walk.main(
+        ["--robot", "talos", "--command", "0.1", "0", "0", "--steps", "1", "--out", str(tmp_path), "--quiet"]
+    )
+    assert code == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    for key in ("distance_m", "average_speed_m_s", "fell", "max_foot_slip_m", "failed_steps", "turn_deg"):
+        assert key in summary
+    assert not summary["fell"] and summary["footsteps"] == 2
+    for name in ("tracking", "top", "forces", "torques", "step_time"):
+        assert (tmp_path / f"{name}.png").stat().st_size > 10_000
+    assert (tmp_path / "log.npz").exists()
