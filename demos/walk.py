@@ -245,7 +245,9 @@ class Walker:
         Args:
             pushes: ``(time s, force (3,) N, duration s)`` on the pelvis.
             recover: standing, take a recovery step when the capture point leaves the support
-                polygon (see :meth:`wbc.locomotion.CaptureStepPlanner.recovery`).
+                polygon (see :meth:`wbc.locomotion.CaptureStepPlanner.recovery`) and a step within the
+                step limits captures it (a lateral push toward a loaded foot needs a crossing step,
+                which the limits exclude: the robot then stays on both feet).
             replay: a :class:`wbc.viz.Replay` to record into (about 30 frames per second).
             on_step: called as ``on_step(q, v, cmd)`` after every control step (tests check each step).
         """
@@ -258,6 +260,7 @@ class Walker:
         anchor = {f: sim.frame_placement(self.frame[f])[0:2, 3].copy() for f in self.frame}
         touchdowns: list = []  # (t, foot, landed (x, y, yaw), planned (x, y, yaw))
         recoveries: list = []
+        last_recovery, declined = -1.0, 0  # recovery steps not taken: not capturable within the step limits
         slip = 0.0
         fell = False
         z0 = sim.get_state()[0][2]
@@ -283,10 +286,16 @@ class Walker:
             ):
                 feet = self.footholds()
                 xi = loco.dcm_of(com, vel, tl.omega)
-                if self.planner.needs_step(xi, loco.support_polygon(list(feet.values()), self.shape)):
+                if t - last_recovery >= 0.02 and self.planner.needs_step(
+                    xi, loco.support_polygon(list(feet.values()), self.shape)
+                ):
+                    last_recovery = t
                     plan = self.planner.recovery(t, com, vel, feet, omega=tl.omega)
-                    tl = self.timeline = plan.timeline
-                    recoveries.append({"t": round(t, 3), "foot": plan.step.foot.value, "captured": plan.captured})
+                    if plan.captured:  # else no step within reach stops it: stay on both feet
+                        tl = self.timeline = plan.timeline
+                        recoveries.append({"t": round(t, 3), "foot": plan.step.foot.value})
+                    else:
+                        declined += 1
             ref = tl.sample(t)
             forces = sim.normal_forces()
             for f in self.frame:
@@ -397,7 +406,7 @@ class Walker:
             bar.update(1)
         bar.close()
         run = {k: np.asarray(val) for k, val in log.items()}
-        run.update(fell=fell, slip=slip, touchdowns=touchdowns, recoveries=recoveries, base_z0=z0)
+        run.update(fell=fell, slip=slip, touchdowns=touchdowns, recoveries=recoveries, declined=declined, base_z0=z0)
         return run
 
 
@@ -457,6 +466,7 @@ def summarize(walker: Walker, run: dict, command=None) -> dict:
         "max_dcm_error_m": round(float(np.max(np.linalg.norm((run["dcm"] - run["dcm_ref"])[:, 0:2], axis=1))), 4),
         "stabilizer_saturated_steps": int(np.sum(run["sat"])),
         "recovery_steps": run["recoveries"],
+        "recovery_steps_declined": int(run["declined"]),
         "step_us_median_standing": None if stand_us is None else round(stand_us, 1),
         "step_us_median_walking": None if walk_us is None else round(walk_us, 1),
         "step_time_ratio_walking_to_standing": round(walk_us / stand_us, 3) if stand_us and walk_us else None,

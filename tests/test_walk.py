@@ -182,9 +182,9 @@ def test_walks_sideways_turns_and_g1_forward(robot, command, check):
 
 @pytest.mark.slow
 def test_a_push_that_topples_the_standing_robot_is_recovered_by_stepping():
-    """A 300 N forward push (0.1 s) on Talos standing: without steps it falls; with recovery steps
+    """A 400 N forward push (0.1 s) on Talos standing: without steps it falls; with recovery steps
     (the capture point left the feet: a step toward it, a closing step) it stays up and stands again."""
-    force = (300.0, 0.0, 0.0)
+    force = (400.0, 0.0, 0.0)
     _, _, standing = walk.stand_and_push("talos", force, duration=4.5, recover=False)
     assert standing["fell"]
     _, run, stepping = walk.stand_and_push("talos", force, duration=4.5)
