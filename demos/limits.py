@@ -132,8 +132,14 @@ def run(
     model = spec.model
     sim = MujocoSim(model, [(f, spec.sole.length, spec.sole.width) for f in spec.feet], position_limits=False)
     sim.reset(spec.q0)
-    # the controller keeps the centres of pressure within 80 % of the soles: MuJoCo's feet stay flat
-    contacts = [wbc.SurfaceContact(f, 0.8 * spec.sole.length, 0.8 * spec.sole.width, mu=0.7) for f in spec.feet]
+    # the controller keeps the centres of pressure within 80 % of the soles: MuJoCo's feet stay flat.
+    # No contact pose feedback here: MuJoCo's soft contact tilts a loaded sole by ~1.5 mrad, which the
+    # feedback (kp 1000) turns into a foot rotation the floor never allows; with a leg joint held at its
+    # limit, that unrealizable request moves the knee 9 mrad past its URDF limit (measured). The
+    # plain contact (zero acceleration) is what the floor does.
+    contacts = [
+        wbc.SurfaceContact(f, 0.8 * spec.sole.length, 0.8 * spec.sole.width, mu=0.7, kp=0.0, kd=0.0) for f in spec.feet
+    ]
     com = tasks.CoMTask(weight=10.0, kp=100.0)
     weights = np.full(model.n_actuated, 1e-2)
     weights[list(model.actuated).index(model.joint_id(KNEE))] = 1.0  # the knee's request dominates the posture

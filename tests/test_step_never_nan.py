@@ -48,6 +48,13 @@ def test_unchecked_nan_state_gives_a_finite_command():
     assert cmd.status is wbc.StepStatus.ZERO_TORQUE and cmd.failure is wbc.Failure.NON_FINITE
     assert np.all(np.isfinite(cmd.tau)) and np.all(np.isfinite(cmd.qdd))
     assert all(np.all(np.isfinite(f)) for f in cmd.forces.values())
+    # the contacts were not placed at the NaN state: the next finite step places them and is solved
+    for c in ctrl.contacts:
+        ctrl.activate_contact(c.name)
+    ctrl.step(q, np.zeros(model.nv))
+    cmd = ctrl.step(spec.q0, np.zeros(model.nv))
+    assert cmd.status is wbc.StepStatus.OPTIMAL, cmd.status
+    assert all(np.all(np.isfinite(ctrl.contact_state(c.name).placement)) for c in ctrl.contacts)
 
 
 def test_complex_states_are_refused():

@@ -305,10 +305,13 @@ class WholeBodyController:
             if self.kernel is None:
                 self.compile()
             assert self._placements is not None  # pending contacts exist, so the kernel was built
-            placements = self._placements(self._context.check_configuration(self.model, q))[0]
+            if self.check_inputs:
+                q = self._context.check_configuration(self.model, q)
+            placements = self._placements(q)[0]
             for k, c in enumerate(self.contacts):
-                if c.name in pending:
-                    self._schedule.place(c.name, *np.split(placements[12 * k : 12 * k + 12], [3]))
+                block = placements[12 * k : 12 * k + 12]
+                if c.name in pending and np.isfinite(block).all():  # else measured again at the next step
+                    self._schedule.place(c.name, *np.split(block, [3]))
 
     # ----------------------------------------------------------------------------- the step
     def build_problem(self, q, v) -> QPProblem:
