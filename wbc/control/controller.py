@@ -18,7 +18,7 @@ construction: the equations of motion are never QP constraints.
 
 The model may be a :class:`~wbc.Model` or a clustered :class:`~wbc.ClusterModel` (rotors,
 transmissions, loops): the kernel's dynamics come from the step context of the model's type
-(:func:`~wbc.control.context.context_type`); for a clustered model the state is ``(y, v)`` and the
+(:func:`~wbc.control.contexts.context_type`); for a clustered model the state is ``(y, v)`` and the
 inputs are the motors (:mod:`wbc.control.cluster_context`).
 """
 
@@ -39,7 +39,7 @@ from ..model.model import Model
 from .builder import OUTPUTS, Layout, Structure, trace_step
 from .contacts import Contact
 from .contacts.placement import placement_function
-from .context import context_type
+from .contexts import context_type
 from .contributor import Contributor, Runtime
 from .fallback import Failure, FallbackPolicy, StepStatus
 from .hierarchy import LexicographicSolver
