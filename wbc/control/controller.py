@@ -42,6 +42,7 @@ from .contacts.placement import placement_function
 from .contexts import context_type
 from .contributor import Contributor, Runtime
 from .fallback import Failure, FallbackPolicy, StepStatus
+from .fastpath import FEASIBLE, INFEASIBLE, CompiledShortcut
 from .hierarchy import LexicographicSolver
 from .limits import JointPositionLimit, JointVelocityLimit, TorqueLimit
 from .pieces import TAU, Group
@@ -175,6 +176,8 @@ class WholeBodyController:
         self._placements: Kernel | None = None  # q -> the contact frames' placements
         self._structure: Structure | None = None
         self._layouts: dict[tuple[bool, ...], Layout] = {}
+        self._fast: dict[int, CompiledShortcut | None] = {}  # per layout (by id): the compiled shortcut
+        self._tolerance = 0.0  # the shortcut's tolerance traced into the kernel's d
         self._last_tau: np.ndarray | None = None
         self.n_u = self._context.input_count(model) + sum(c.dim for c in self.contacts)
         for t in tasks:
@@ -214,7 +217,7 @@ class WholeBodyController:
         self._invalidate()
 
     def _invalidate(self) -> None:
-        self.kernel, self._structure, self._layouts = None, None, {}
+        self.kernel, self._structure, self._layouts, self._fast = None, None, {}, {}
 
     # ----------------------------------------------------------------------------- contacts
     def activate_contact(self, name: str, placement=None) -> None:
@@ -241,14 +244,15 @@ class WholeBodyController:
     # ----------------------------------------------------------------------------- kernel
     def compile(self) -> Kernel:
         """Trace and compile the control kernel (cached on disk by content); done lazily by ``step``."""
+        self._tolerance = self.solver.unconstrained_tolerance
         function, structure = trace_step(
-            self.model, self.contributors, self.contacts, self.input_matrix, self.solver.unconstrained_tolerance
+            self.model, self.contributors, self.contacts, self.input_matrix, self._tolerance
         )
         self.kernel = compile_function(function)
         tree = self._context.kinematic_tree(self.model)
         self._placements = compile_function(placement_function(tree, self.contacts)) if self.contacts else None
         self._structure = structure
-        self._layouts = {}
+        self._layouts, self._fast = {}, {}
         contributors = self.contributors
         self._switchable = [
             contributors[k]
@@ -355,8 +359,23 @@ class WholeBodyController:
         status, conflict, failure = StepStatus.OPTIMAL, _NO_CONFLICT, None
         if len(layout.levels) > 1:  # a strict hierarchy (None: infeasible constraints, handled below)
             x = self._hierarchy.solve(layout, outputs, self.regularization)
+        elif self.solver.try_unconstrained:
+            key = id(layout)
+            if key not in self._fast:
+                self._fast[key] = CompiledShortcut.build(layout, outputs)
+            fast = self._fast[key]
+            if fast is None:
+                x = self._shortcut(layout, outputs)
+            else:
+                code = fast(self.regularization)
+                if code == FEASIBLE:
+                    x = fast.u.copy()
+                elif code == INFEASIBLE:
+                    x = fast.screened(self.solver, self._tolerance)
+                else:
+                    x = None
         else:
-            x = self._shortcut(layout, outputs) if self.solver.try_unconstrained else None
+            x = None
         if x is None:
             outcome = self.fallback.solve(layout.problem(outputs, self.regularization), self.solver)
             x, status, conflict, failure = outcome.x, outcome.status, outcome.conflict, outcome.failure
