@@ -48,6 +48,13 @@ def test_unchecked_nan_state_gives_a_finite_command():
     assert cmd.status is wbc.StepStatus.ZERO_TORQUE and cmd.failure is wbc.Failure.NON_FINITE
     assert np.all(np.isfinite(cmd.tau)) and np.all(np.isfinite(cmd.qdd))
     assert all(np.all(np.isfinite(f)) for f in cmd.forces.values())
+    # the contacts were not placed at the NaN state: the next finite step places them and is solved
+    for c in ctrl.contacts:
+        ctrl.activate_contact(c.name)
+    ctrl.step(q, np.zeros(model.nv))
+    cmd = ctrl.step(spec.q0, np.zeros(model.nv))
+    assert cmd.status is wbc.StepStatus.OPTIMAL, cmd.status
+    assert all(np.all(np.isfinite(ctrl.contact_state(c.name).placement)) for c in ctrl.contacts)
 
 
 def test_complex_states_are_refused():
@@ -101,7 +108,11 @@ def test_proxqp_is_bounded_on_an_infeasible_collapse():
 
 
 def test_proxqp_without_warm_start_is_deterministic():
-    """Item 14: with ``warm_start=False`` proxqp's answer does not depend on its history."""
+    """Item 14: with ``warm_start=False`` proxqp's answer does not depend on its history (warm-started,
+    this test's second pass differs by 4e-7 N m; the issue's scenario, by 0.05 N m). Not bit for bit:
+    once in a full run the same problem (checked identical) solved twice differed by 2e-12 N m
+    (2.5e-10 relative), most likely round-off of SIMD/BLAS kernels whose summation order follows the
+    arrays' memory alignment; it did not reproduce in isolation."""
     pytest.importorskip("proxsuite")
     solver = wbc.control.solvers.ProxQPSolver(warm_start=False)
     ctrl, _, _, model, spec = _talos_controller(solver=solver, limits=[wbc.TorqueLimit()])
@@ -114,7 +125,7 @@ def test_proxqp_without_warm_start_is_deterministic():
     first = [ctrl.step(q, v).tau for q, v in states]
     second = [ctrl.step(q, v).tau for q, v in states]
     for a, b in zip(first, second):
-        np.testing.assert_array_equal(a, b)
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9)
 
 
 # ----------------------------------------------------------------------------- property-based

@@ -44,15 +44,24 @@ import subprocess
 import tempfile
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Generic, TypeVar
 
 import casadi as ca
 
 from ..errors import CompileError, WbcPerformanceWarning
 
-__all__ = ["DEFAULT_FLAGS", "cache_dir", "find_compiler", "cached_library", "CachedLibrary", "CacheUnavailable"]
+__all__ = [
+    "DEFAULT_FLAGS",
+    "cache_dir",
+    "find_compiler",
+    "cached_library",
+    "cached_source_library",
+    "CachedLibrary",
+    "CacheUnavailable",
+]
 
 #: Compiler flags. ``-O1`` compiles large kernels in seconds (``-O2`` takes minutes on a 1 MB file
 #: for little run-time gain, see DESIGN.md §4).
@@ -60,6 +69,8 @@ DEFAULT_FLAGS: tuple[str, ...] = ("-O1", "-fPIC", "-shared", "-fno-math-errno")
 
 #: A build directory of an unknown layout (no lock to ask) is removed when older than this.
 STALE_SECONDS = 24 * 3600.0
+
+T = TypeVar("T")
 
 _BUILD = re.compile(r"^\.build-(?P<stem>[A-Za-z0-9_]+-[0-9a-f]{24})-[A-Za-z0-9_]+$")
 _UNWRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
@@ -143,57 +154,100 @@ def cached_library(function: ca.Function, directory: Path | None, flags: Sequenc
             and is not a directory.
         CacheUnavailable: neither the location nor the private fallback directory can be written.
     """
-    location, origin = _origin(directory)
     generator = ca.CodeGenerator(f"{function.name()}.c", {"with_header": False})
     generator.add(function)
-    key = _key(generator.dump().encode(), compiler, flags)
+    recipe = _Recipe(
+        function.name(),
+        lambda build: Path(generator.generate(str(build) + os.sep)),
+        lambda path, compiled: _loaded(function, path, compiled),
+    )
+    return _cached(recipe, generator.dump().encode(), directory, flags, compiler)
+
+
+def cached_source_library(
+    name: str,
+    source: str,
+    load: Callable[[Path], T],
+    directory: Path | None = None,
+    flags: Sequence[str] = DEFAULT_FLAGS,
+    compiler: str | None = None,
+) -> T:
+    """A shared library compiled from the C ``source`` (a hand-written routine, not a traced
+    function), cached like the kernels (same key, sidecar, locks and fallbacks), and loaded by
+    ``load(path)``, which raises :class:`~wbc.errors.CompileError` if the library is unusable.
+
+    ``name`` must be a safe file-name stem (letters, digits, underscores).
+
+    Raises:
+        CompileError: no compiler, the compiler failed, or the library does not load.
+        CacheUnavailable: no writable place for the library.
+    """
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name) or "__" in name:
+        raise CompileError(f"cached_source_library: {name!r} is not a safe library name")
+    compiler = compiler or find_compiler()
+    if compiler is None:
+        raise CompileError(f"no C compiler found to build {name} (set WBC_CC or install gcc)")
+
+    def write(build: Path) -> Path:
+        path = build / f"{name}.c"
+        path.write_text(source)
+        return path
+
+    return _cached(_Recipe(name, write, lambda path, compiled: load(path)), source.encode(), directory, flags, compiler)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Recipe(Generic[T]):
+    """How to build and load one library: its name, a writer of its C source into a build
+    directory (returns the file), and a loader ``(path, compiled) -> T`` raising CompileError."""
+
+    name: str
+    write: Callable[[Path], Path]
+    load: Callable[[Path, bool], T]
+
+
+def _cached(recipe: _Recipe[T], source: bytes, directory: Path | None, flags: Sequence[str], compiler: str) -> T:
+    location, origin = _origin(directory)
+    key = _key(source, compiler, flags)
     try:
-        return _get(function, generator, key, location, origin, compiler, flags)
+        return _get(recipe, key, location, origin, compiler, flags)
     except _Unwritable as e:
         reason = str(e)
     fallback = _private_directory(reason)
     warnings.warn(
-        f"{reason}; compiling kernel {function.name()} into {fallback} instead (set WBC_CACHE_DIR to a "
+        f"{reason}; compiling kernel {recipe.name} into {fallback} instead (set WBC_CACHE_DIR to a "
         "writable directory to keep kernels across reboots)",
         WbcPerformanceWarning,
-        stacklevel=3,
+        stacklevel=4,
     )
     try:
-        return _get(function, generator, key, fallback, f"the fallback kernel cache {str(fallback)!r}", compiler, flags)
+        return _get(recipe, key, fallback, f"the fallback kernel cache {str(fallback)!r}", compiler, flags)
     except _Unwritable as e:
         raise CacheUnavailable(f"{reason}, and {e}") from None
 
 
-def _get(
-    function: ca.Function,
-    generator: ca.CodeGenerator,
-    key: str,
-    directory: Path,
-    origin: str,
-    compiler: str,
-    flags: Sequence[str],
-) -> CachedLibrary:
-    stem = f"{function.name()}-{key[:24]}"
+def _get(recipe: _Recipe[T], key: str, directory: Path, origin: str, compiler: str, flags: Sequence[str]) -> T:
+    stem = f"{recipe.name}-{key[:24]}"
     library, sidecar = directory / f"{stem}.so", directory / f"{stem}.sha256"
-    found = _lookup(function, library, sidecar, key)  # no lock, no write: a read-only cache works
+    found = _lookup(recipe, library, sidecar, key)  # no lock, no write: a read-only cache works
     if found is not None:
         return found
     _make_directory(directory, origin)
     with _locked(directory / f"{stem}.lock", origin):
-        found = _lookup(function, library, sidecar, key)  # built by another process meanwhile?
+        found = _lookup(recipe, library, sidecar, key)  # built by another process meanwhile?
         if found is not None:
             return found
         _remove_stale_builds(directory, stem)
-        _build(function, generator, compiler, flags, directory, stem, key, origin)
-        return _loaded(function, library, compiled=True)
+        _build(recipe, compiler, flags, directory, stem, key, origin)
+        return recipe.load(library, True)
 
 
-def _lookup(function: ca.Function, library: Path, sidecar: Path, key: str) -> CachedLibrary | None:
+def _lookup(recipe: _Recipe[T], library: Path, sidecar: Path, key: str) -> T | None:
     """The cached library, loaded, if it is valid and loads (else None: to be rebuilt)."""
     if not _valid(library, sidecar, key):
         return None
     try:
-        return _loaded(function, library, compiled=False)
+        return recipe.load(library, False)
     except CompileError:  # the recorded bytes, but they do not load here
         return None
 
@@ -360,8 +414,7 @@ def _remove(path: str) -> None:
 
 
 def _build(
-    function: ca.Function,
-    generator: ca.CodeGenerator,
+    recipe: _Recipe,
     compiler: str,
     flags: Sequence[str],
     directory: Path,
@@ -377,8 +430,8 @@ def _build(
             raise _Unwritable(f"cannot write in {origin} ({e.strerror})") from None
         raise CompileError(f"cannot write in {origin}: {e}") from None
     try:
-        src = Path(generator.generate(str(build) + os.sep))
-        out = build / f"{function.name()}.so"
+        src = recipe.write(build)
+        out = build / f"{recipe.name}.so"
         cmd = [compiler, *flags, str(src), "-o", str(out), "-lm"]
         proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace", stdin=subprocess.DEVNULL)
         if proc.returncode != 0:
@@ -389,7 +442,7 @@ def _build(
                 "is it a C compiler? (WBC_CC chooses it)"
             )
         try:
-            load_library(function, out)
+            recipe.load(out, True)
         except CompileError as e:
             raise CompileError(f"the compiler {compiler} produced an unusable library ({' '.join(cmd)}): {e}") from None
         digest = _sha256(out)

@@ -39,7 +39,8 @@ from ..codegen.trace import trace
 from ..errors import InputError
 from ..model.clusters import ClusterModel
 from ..model.model import Model
-from .context import Variables, context_type
+from .context import Variables
+from .contexts import context_type
 from .contributor import Contributor
 from .pieces import TAU, Bounds, Cost, Equality, Group, Inequality
 from .qp import QPProblem

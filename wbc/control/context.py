@@ -14,7 +14,7 @@
 Variables: ``u = (τ, f₁, ..., f_k)``, the block :data:`~wbc.control.pieces.TAU` first, then every
 declared contact's force variables in declaration order (:class:`Variables`).
 
-The context is chosen from the model's type (:func:`context_type`): a :class:`~wbc.Model` gets
+The context is chosen from the model's type (:func:`wbc.control.contexts.context_type`): a :class:`~wbc.Model` gets
 :class:`StepContext`; a clustered model (:class:`~wbc.ClusterModel`: rotors, transmissions, loops)
 gets :class:`~wbc.control.cluster_context.ClusterStepContext`, whose inputs are the motors. The
 class also says what the controller needs to know of a model: the number and limits of its inputs,
@@ -39,18 +39,7 @@ from ..model import checks
 from ..model.model import Model
 from .pieces import TAU
 
-__all__ = ["Variables", "StepContext", "context_type"]
-
-
-def context_type(model) -> type[StepContext]:
-    """The :class:`StepContext` class for ``model``: the clustered one for a ``ClusterModel``."""
-    from ..model.clusters import ClusterModel
-
-    if isinstance(model, ClusterModel):
-        from .cluster_context import ClusterStepContext
-
-        return ClusterStepContext
-    return StepContext
+__all__ = ["Variables", "StepContext"]
 
 
 @dataclasses.dataclass(frozen=True)

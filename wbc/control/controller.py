@@ -18,7 +18,7 @@ construction: the equations of motion are never QP constraints.
 
 The model may be a :class:`~wbc.Model` or a clustered :class:`~wbc.ClusterModel` (rotors,
 transmissions, loops): the kernel's dynamics come from the step context of the model's type
-(:func:`~wbc.control.context.context_type`); for a clustered model the state is ``(y, v)`` and the
+(:func:`~wbc.control.contexts.context_type`); for a clustered model the state is ``(y, v)`` and the
 inputs are the motors (:mod:`wbc.control.cluster_context`).
 """
 
@@ -39,9 +39,10 @@ from ..model.model import Model
 from .builder import OUTPUTS, Layout, Structure, trace_step
 from .contacts import Contact
 from .contacts.placement import placement_function
-from .context import context_type
+from .contexts import context_type
 from .contributor import Contributor, Runtime
 from .fallback import Failure, FallbackPolicy, StepStatus
+from .fastpath import FEASIBLE, INFEASIBLE, CompiledShortcut
 from .hierarchy import LexicographicSolver
 from .limits import JointPositionLimit, JointVelocityLimit, TorqueLimit
 from .pieces import TAU, Group
@@ -175,6 +176,8 @@ class WholeBodyController:
         self._placements: Kernel | None = None  # q -> the contact frames' placements
         self._structure: Structure | None = None
         self._layouts: dict[tuple[bool, ...], Layout] = {}
+        self._fast: dict[int, CompiledShortcut | None] = {}  # per layout (by id): the compiled shortcut
+        self._tolerance = 0.0  # the shortcut's tolerance traced into the kernel's d
         self._last_tau: np.ndarray | None = None
         self.n_u = self._context.input_count(model) + sum(c.dim for c in self.contacts)
         for t in tasks:
@@ -214,7 +217,7 @@ class WholeBodyController:
         self._invalidate()
 
     def _invalidate(self) -> None:
-        self.kernel, self._structure, self._layouts = None, None, {}
+        self.kernel, self._structure, self._layouts, self._fast = None, None, {}, {}
 
     # ----------------------------------------------------------------------------- contacts
     def activate_contact(self, name: str, placement=None, ramp: float = 0.0, ramp_force: float | None = None) -> None:
@@ -243,14 +246,15 @@ class WholeBodyController:
     # ----------------------------------------------------------------------------- kernel
     def compile(self) -> Kernel:
         """Trace and compile the control kernel (cached on disk by content); done lazily by ``step``."""
+        self._tolerance = self.solver.unconstrained_tolerance
         function, structure = trace_step(
-            self.model, self.contributors, self.contacts, self.input_matrix, self.solver.unconstrained_tolerance
+            self.model, self.contributors, self.contacts, self.input_matrix, self._tolerance
         )
         self.kernel = compile_function(function)
         tree = self._context.kinematic_tree(self.model)
         self._placements = compile_function(placement_function(tree, self.contacts)) if self.contacts else None
         self._structure = structure
-        self._layouts = {}
+        self._layouts, self._fast = {}, {}
         contributors = self.contributors
         self._switchable = [
             contributors[k]
@@ -307,10 +311,13 @@ class WholeBodyController:
             if self.kernel is None:
                 self.compile()
             assert self._placements is not None  # pending contacts exist, so the kernel was built
-            placements = self._placements(self._context.check_configuration(self.model, q))[0]
+            if self.check_inputs:
+                q = self._context.check_configuration(self.model, q)
+            placements = self._placements(q)[0]
             for k, c in enumerate(self.contacts):
-                if c.name in pending:
-                    self._schedule.place(c.name, *np.split(placements[12 * k : 12 * k + 12], [3]))
+                block = placements[12 * k : 12 * k + 12]
+                if c.name in pending and np.isfinite(block).all():  # else measured again at the next step
+                    self._schedule.place(c.name, *np.split(block, [3]))
 
     # ----------------------------------------------------------------------------- the step
     def build_problem(self, q, v) -> QPProblem:
@@ -354,8 +361,23 @@ class WholeBodyController:
         status, conflict, failure = StepStatus.OPTIMAL, _NO_CONFLICT, None
         if len(layout.levels) > 1:  # a strict hierarchy (None: infeasible constraints, handled below)
             x = self._hierarchy.solve(layout, outputs, self.regularization)
+        elif self.solver.try_unconstrained:
+            key = id(layout)
+            if key not in self._fast:
+                self._fast[key] = CompiledShortcut.build(layout, outputs)
+            fast = self._fast[key]
+            if fast is None:
+                x = self._shortcut(layout, outputs)
+            else:
+                code = fast(self.regularization)
+                if code == FEASIBLE:
+                    x = fast.u.copy()
+                elif code == INFEASIBLE:
+                    x = fast.screened(self.solver, self._tolerance)
+                else:
+                    x = None
         else:
-            x = self._shortcut(layout, outputs) if self.solver.try_unconstrained else None
+            x = None
         if x is None:
             outcome = self.fallback.solve(layout.problem(outputs, self.regularization), self.solver)
             x, status, conflict, failure = outcome.x, outcome.status, outcome.conflict, outcome.failure

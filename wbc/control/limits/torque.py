@@ -9,7 +9,7 @@ import numpy as np
 
 from ...errors import InputError
 from ...model.model import Model
-from ..context import context_type
+from ..contexts import context_type
 from ..contributor import Contributor, Runtime
 from ..pieces import TAU, Bounds, Group, Kind
 

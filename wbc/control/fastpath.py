@@ -1,0 +1,282 @@
+"""The controller's common case in one compiled call: the shortcut and its feasibility check.
+
+:func:`~wbc.control.qp.least_squares_by_elimination` and :meth:`~wbc.control.builder.Layout.feasible`
+are some twenty numpy/LAPACK calls on a problem of a few dozen variables: their Python overhead is
+most of their cost. ``shortcut.c`` (next to this module) does the same arithmetic in one C call:
+compiled once per machine through the kernel cache (:func:`~wbc.codegen.cache.cached_source_library`,
+``-O2``), called through ctypes with one pointer to a struct of pointers into the kernel's output
+buffers and preallocated arrays (no copies, no allocation per step).
+
+When the minimizer fails the check (an inequality binds), :meth:`CompiledShortcut.screened` solves
+the QP on a working set of rows (those violated at the minimizer, grown by the rows violated at each
+answer until none is): the QP is in the actuator variables alone (the forces eliminated through the
+Delassus matrix, reusing the shortcut's factors), and its answer, feasible for every row, is the
+full QP's solution (a convex QP's minimizer over a superset of the feasible set that is feasible).
+
+Used when the layout allows it (every row and column active, the equalities eliminable); otherwise,
+and without a C compiler, the numpy path runs (:meth:`CompiledShortcut.build` returns None).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import warnings
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from ..codegen.cache import CacheUnavailable, cached_source_library, find_compiler
+from ..errors import CompileError, WbcPerformanceWarning
+from .builder import Layout
+from .qp import QPProblem
+from .solvers import DaqpSolver, QPSolver
+
+__all__ = ["CompiledShortcut", "shortcut_library", "FEASIBLE", "INFEASIBLE", "FAILED"]
+
+#: Return codes of ``wbc_shortcut``.
+FEASIBLE, INFEASIBLE, FAILED = 0, 1, 2
+
+#: Compiler flags of the routine (small, loops: -O2 pays, unlike on the large traced kernels).
+FLAGS = ("-O2", "-fPIC", "-shared", "-fno-math-errno")
+
+_P = ctypes.c_void_p
+_BIG = 1e20  # what daqp takes for an infinite bound
+
+#: The BLAS and LAPACK routines the C code calls, from SciPy's (``scipy.linalg.cython_blas``/``cython_lapack``).
+_ROUTINES = ("dgemm", "dgemv", "dpotrf", "dpotrs")
+
+
+class _Data(ctypes.Structure):
+    _fields_ = [
+        ("k", ctypes.c_int),
+        ("p", ctypes.c_int),
+        ("m", ctypes.c_int),
+        ("nc", ctypes.c_int),
+        ("nt", ctypes.c_int),
+        ("reg", ctypes.c_double),
+        *[
+            (name, _P)
+            for name in (
+                "A",
+                "b",
+                "Aeq",
+                "beq",
+                "C",
+                "G",
+                "traced",
+                "d",
+                "u",
+                "Cu",
+                "L",
+                "X",
+                "R",
+                "H",
+                "Hfull",
+                "rf",
+                "W",
+            )
+        ],
+        *[(name, _P) for name in _ROUTINES],
+    ]
+
+
+@functools.cache
+def _routine_addresses() -> tuple[int, ...]:
+    """The addresses of :data:`_ROUTINES` in SciPy's BLAS and LAPACK (their Cython C-API capsules)."""
+    from scipy.linalg import cython_blas, cython_lapack
+
+    get_name = ctypes.pythonapi.PyCapsule_GetName
+    get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
+    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+    get_pointer.restype, get_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    out = []
+    for name in _ROUTINES:
+        capi = cython_blas.__pyx_capi__ if name in cython_blas.__pyx_capi__ else cython_lapack.__pyx_capi__
+        capsule = capi[name]
+        out.append(get_pointer(capsule, get_name(capsule)))
+    return tuple(out)
+
+
+def _load(path: Path):
+    try:
+        library = ctypes.CDLL(str(path))
+        function = library.wbc_shortcut
+    except (OSError, AttributeError) as e:
+        raise CompileError(f"{path}: cannot load wbc_shortcut from it: {e}") from None
+    function.argtypes = [ctypes.POINTER(_Data)]
+    function.restype = ctypes.c_int
+    return function
+
+
+@functools.cache
+def shortcut_library():
+    """The compiled ``wbc_shortcut`` (a ctypes function), or None (with one warning) when it cannot be
+    built: no C compiler, or no writable cache."""
+    if find_compiler() is None:
+        return None
+    source = resources.files("wbc.control").joinpath("shortcut.c").read_text()
+    try:
+        return cached_source_library("wbc_shortcut", source, _load, flags=FLAGS)
+    except (CompileError, CacheUnavailable) as e:
+        warnings.warn(f"the compiled shortcut is unavailable ({e}); numpy runs it", WbcPerformanceWarning, stacklevel=2)
+        return None
+
+
+class CompiledShortcut:
+    """The shortcut of one :class:`~wbc.control.builder.Layout` on one kernel's output buffers.
+
+    Attributes:
+        u: (n,) the minimizer of the last call (overwritten by the next).
+        Cu: (n_c,) the products ``C u`` of the last call.
+    """
+
+    @classmethod
+    def build(cls, layout: Layout, outputs: list[np.ndarray]) -> CompiledShortcut | None:
+        """The compiled shortcut of ``layout``, or None when its layout needs the numpy path (a row or
+        column inactive, equalities not eliminable, no force variable) or no library is available."""
+        if not (layout.eliminable and layout.all_columns and layout.all_cost and layout.all_eq and layout.all_in):
+            return None
+        if layout._d_rows is not None or (layout._traced_at.size and not layout._all_traced):
+            return None
+        if layout.eq_rows.size == 0 or layout.cost_rows.size == 0:
+            return None
+        function = shortcut_library()
+        return None if function is None else cls(function, layout, outputs)
+
+    def __init__(self, function, layout: Layout, outputs: list[np.ndarray]) -> None:
+        A, b, A_eq, b_eq, G = outputs[0], outputs[1], outputs[2], outputs[3], outputs[4]
+        k, n = A.shape
+        m = A_eq.shape[0]
+        p = n - m
+        self._function = function
+        self.layout = layout
+        self.p, self.m = p, m
+        self._C = np.asfortranarray(layout._C)
+        nc = self._C.shape[0]
+        self._traced = layout._traced_at.astype(np.int64)
+        self.u = np.zeros(n)
+        self.Cu = np.zeros(nc)
+        self.L = np.zeros((m, m), order="F")
+        self.X = np.zeros((m, p + 1), order="F")
+        self.R = np.zeros((k, p + 1), order="F")
+        self.H = np.zeros((p, p + 1), order="F")
+        self.Hfull = np.zeros((p, p), order="F")
+        self.rf = np.zeros(m)
+        self.W = np.zeros(max(m * (p + 1), int(layout._traced_at.size)))
+        for a in (A, b, A_eq, b_eq, G, outputs[11]):
+            if not (a.flags.f_contiguous and a.dtype == np.float64):
+                raise CompileError("the kernel's outputs must be column-major float64 buffers")
+        self._outputs = outputs  # keeps the buffers the struct points into alive
+        data = _Data(k, p, m, nc, int(self._traced.size), 0.0)
+        for name, array in (
+            ("A", A),
+            ("b", b),
+            ("Aeq", A_eq),
+            ("beq", b_eq),
+            ("C", self._C),
+            ("G", G),
+            ("traced", self._traced),
+            ("d", outputs[11]),
+            ("u", self.u),
+            ("Cu", self.Cu),
+            ("L", self.L),
+            ("X", self.X),
+            ("R", self.R),
+            ("H", self.H),
+            ("Hfull", self.Hfull),
+            ("rf", self.rf),
+            ("W", self.W),
+        ):
+            setattr(data, name, array.ctypes.data)
+        for name, address in zip(_ROUTINES, _routine_addresses()):
+            setattr(data, name, address)
+        self._data = data
+        self._ref = ctypes.byref(data)
+
+    def __call__(self, regularization: float) -> int:
+        """Run on the kernel's current outputs: :data:`FEASIBLE` (``u`` solves the QP),
+        :data:`INFEASIBLE` (``u`` is finite, some row of ``C u ≤ d`` fails) or :data:`FAILED`."""
+        self._data.reg = regularization
+        return self._function(self._ref)
+
+    # ----------------------------------------------------------------------------- binding rows
+    def screened(self, solver: QPSolver, tolerance: float, max_rounds: int = 10) -> np.ndarray | None:
+        """After an :data:`INFEASIBLE` call: the QP's solution ``u`` (n,) found on a growing working set
+        of rows (module docstring), or None (the solver failed, or the set stopped growing while a row
+        still fails: the caller then solves the full QP). ``tolerance`` is the one traced into ``d``.
+
+        The QP in the actuators ``x`` is ``½ xᵀH x − gᵀx`` (``H``, ``g`` from the call) under the rows
+        ``(C_x − C_f X_x) x ≤ d − tolerance − C_f X_b``; daqp gets it directly (Jacobi-scaled); any
+        other solver as a :class:`~wbc.control.qp.QPProblem` in cost rows."""
+        p, outputs = self.p, self._outputs
+        C = self._C
+        if self._traced.size:
+            C = C.copy()
+            C[self._traced] = outputs[4]
+        d = outputs[11]
+        Xx, Xb = self.X[:, :p], self.X[:, p]
+        working = self.Cu > d
+        for _ in range(max_rounds):
+            rows = np.flatnonzero(working)
+            Cs = C[rows]
+            Cf = Cs[:, p:]
+            G, h = Cs[:, :p] - Cf @ Xx, d[rows] - tolerance - Cf @ Xb
+            x = self._daqp(solver, G, h) if isinstance(solver, DaqpSolver) else self._generic(solver, G, h, rows)
+            if x is None or not np.isfinite(x).all():
+                return None
+            u = np.concatenate([x, Xb - Xx @ x])
+            violated = C @ u > d
+            if not (violated & ~working).any():
+                return None if violated.any() else u
+            working |= violated
+        return None
+
+    def _daqp(self, solver: DaqpSolver, G: np.ndarray, h: np.ndarray) -> np.ndarray | None:
+        H = self.Hfull
+        scale = 1.0 / np.sqrt(np.diagonal(H))
+        Hs = np.tril(H) * scale[:, None] * scale
+        Hs = Hs + np.tril(Hs, -1).T
+        m = h.size
+        x, _, exitflag, _ = solver._daqp.solve(
+            Hs,
+            -scale * self.H[:, self.p],
+            G * scale,
+            np.minimum(h, _BIG),
+            np.full(m, -_BIG),
+            np.zeros(m, dtype=solver._c_int),
+        )
+        return np.asarray(x) * scale if exitflag > 0 else None
+
+    def _generic(self, solver: QPSolver, G: np.ndarray, h: np.ndarray, rows: np.ndarray) -> np.ndarray | None:
+        p, layout = self.p, self.layout
+        R, rf, A = self.R, self.rf, self._outputs[0]
+        sr = np.sqrt(rf)
+        groups = [*layout.in_groups, *self._bound_row_groups()]
+        free = np.full(p, np.inf)
+        problem = QPProblem(
+            np.vstack([R[:, :p], sr[:, None] * self.X[:, :p]]),
+            np.concatenate([R[:, p], sr * self.X[:, p]]),
+            self._data.reg * np.einsum("ij,ij->j", A[:, :p], A[:, :p]) + 1e-12,
+            np.zeros((0, p)),
+            np.zeros(0),
+            G,
+            h,
+            -free,
+            free,
+            {},
+            [],
+            [groups[i] for i in rows],
+        )
+        solution = solver.solve(problem, shortcut=False)
+        return solution.x if solution.found else None
+
+    def _bound_row_groups(self) -> list:
+        layout = self.layout
+        n_bound_rows = (self._C.shape[0] - layout.in_rows.size) // 2
+        s = layout.structure
+        bounded = [i for i, g in enumerate(s.bounds) if g is not None]
+        groups = [s.bounds[i] for i in bounded]
+        assert len(groups) == n_bound_rows
+        return groups + groups
