@@ -18,8 +18,9 @@ against their limits), ``step_time.png`` (control-step time histogram), the log 
 ``summary.json``, and prints the summary. ``--viewer`` opens MuJoCo's viewer where a display
 exists; ``--video out.mp4`` renders offscreen where an OpenGL backend exists; ``--push-sweep``
 finds, by bisection, the largest lateral push (N over 0.1 s) the robot survives standing, and with
-``--stepping`` also with recovery steps (the walking controller of ``demos/walk.py``: a step toward
-the capture point once it leaves the feet, a closing step, standing again).
+``--stepping`` also with recovery steps (the walking loop of ``demos/walk.py``,
+:class:`wbc.sim.walking.Walker`: a step toward the capture point once it leaves the feet, a closing
+step, standing again).
 
 Robustness (see :func:`push_scan` and :func:`soak`): ``--push-scan`` runs a grid of lateral pushes
 (default 0-600 N by 25 N) and reports, per force, up or fell, foot slip and pelvis height, then the
@@ -370,8 +371,9 @@ def push_sweep(
     """Largest push (N over 0.1 s; ``direction`` lateral +y or forward +x) survived, by bisection over
     short runs (settle, push, stand).
 
-    With ``stepping``, the robot may step: the walking controller of ``demos/walk.py`` standing,
-    which takes a recovery step when the capture point leaves its feet (:func:`stepping_trial`).
+    With ``stepping``, the robot may step: the walking loop of ``demos/walk.py``
+    (:class:`wbc.sim.walking.Walker`) standing, which takes a recovery step when the capture point
+    leaves its feet (:func:`stepping_trial`).
     """
     axis = DIRECTIONS[direction]
 
@@ -394,19 +396,6 @@ def push_sweep(
     return lo
 
 
-def _walk_demo():
-    """``demos/walk.py`` loaded as a module (demos are scripts, not a package)."""
-    import importlib.util
-
-    name = "wbc_demo_walk"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("walk.py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # dataclasses look their module up there
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
 #: A stepping trial lasts long enough for a recovery step, a closing step and coming to rest.
 STEPPING_TRIAL_S = 4.5
 
@@ -418,9 +407,10 @@ def stepping_trial(
     the robot standing under the walking controller, free to take recovery steps (unless ``recover``
     is False); ``{force_N, up, survived, slip_m, pelvis_ratio, recovery_steps, failed_steps}`` with
     the criterion of :func:`push_trial` (slip of the feet while they stand)."""
-    walk = _walk_demo()
+    from wbc.sim import walking
+
     push = force * np.asarray(DIRECTIONS[direction])
-    _, _, s = walk.stand_and_push(robot, push, 1.0, STEPPING_TRIAL_S, duration, recover=recover)
+    _, _, s = walking.stand_and_push(robot, push, 1.0, STEPPING_TRIAL_S, duration, recover=recover)
     ok = not s["fell"] and s["min_pelvis_height_ratio"] >= MIN_PELVIS_RATIO and s["max_foot_slip_m"] < MAX_SLIP_M
     return {
         "force_N": float(force),

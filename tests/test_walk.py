@@ -1,4 +1,4 @@
-"""Walking torque-controlled in MuJoCo (demos/walk.py): the robot stays up and ends where the plan
+"""Walking torque-controlled in MuJoCo (wbc.sim.walking, demos/walk.py): the robot stays up and ends where the plan
 ends; the commanded foot forces are continuous through lift-off and touchdown (the contact
 schedule's ramps); every control step of the walk satisfies the full dynamics (Pinocchio's RNEA:
 ``M q̈ + h = Sᵀτ + Σ Jᵀ f``) and the enforced contacts accelerate as their pose feedback asks.
@@ -20,7 +20,9 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
+import wbc
 from tests.helpers import robot_case
+from wbc import locomotion as loco
 
 pytest.importorskip("mujoco")
 
@@ -36,8 +38,7 @@ def load_demo(name: str):
     return module
 
 
-walk = load_demo("walk")
-loco = walk.loco
+walk = pytest.importorskip("wbc.sim.walking")
 
 
 class StepChecks:
@@ -151,7 +152,7 @@ def test_every_walking_step_satisfies_the_full_dynamics(talos_forward):
     """Pinocchio's RNEA at each of the walk's control steps; enforced contacts follow their feedback."""
     run, checks = talos_forward.run, talos_forward.checks
     assert checks.steps == len(run["t"]) > 5000
-    assert checks.statuses == {walk.wbc.StepStatus.OPTIMAL}
+    assert checks.statuses == {wbc.StepStatus.OPTIMAL}
     assert checks.eom < 1e-5, f"M qdd + h - S^T tau - J^T f up to {checks.eom:.2e}"  # |M qdd| ~ 1e3
     assert checks.contact < 1e-6, f"contact acceleration vs feedback up to {checks.contact:.2e}"
 
@@ -205,7 +206,7 @@ def test_balance_push_sweep_with_stepping_runs_the_walking_controller():
 @pytest.mark.slow
 def test_command_line_writes_the_summary_and_plots(tmp_path):
     """``demos/walk.py --steps 1 --out DIR``: summary.json with the issue's fields, five PNGs, the log."""
-    code = walk.main(
+    code = load_demo("walk").main(
         ["--robot", "talos", "--command", "0.1", "0", "0", "--steps", "1", "--out", str(tmp_path), "--quiet"]
     )
     assert code == 0
