@@ -47,6 +47,7 @@ from tqdm import tqdm
 
 import wbc
 from wbc import robots, tasks
+from wbc.figures import plot_torques_against_limits, save_figure
 from wbc.viz import Replay
 from wbc.viz import contact_arrows as replay_arrows
 
@@ -284,7 +285,7 @@ def plot(run: dict, balance: Balance, out: Path) -> list[Path]:
     axes[0].legend(loc="upper right")
     axes[-1].set_xlabel("time (s)")
     fig.suptitle(f"{balance.spec.name}: CoM tracking (red: pushes)")
-    paths.append(_save(fig, out / "com.png"))
+    paths.append(save_figure(fig, out / "com.png"))
 
     fig, axes = plt.subplots(3, 1, figsize=(9, 7), sharex=True)
     names = [c.name for c in balance.controller.contacts]
@@ -304,25 +305,12 @@ def plot(run: dict, balance: Balance, out: Path) -> list[Path]:
         mark(ax)
     axes[-1].set_xlabel("time (s)")
     fig.suptitle("Foot normal forces and centres of pressure (commanded; dotted: sole edges)")
-    paths.append(_save(fig, out / "feet.png"))
+    paths.append(save_figure(fig, out / "feet.png"))
 
     fig, ax = plt.subplots(figsize=(9, 4.5))
-    limit = balance.model.effort_limit
-    ratio = np.abs(run["tau"]) / np.where(np.isfinite(limit) & (limit > 0), limit, np.inf)
-    worst = np.argsort(ratio.max(axis=0))[::-1]
-    for rank, k in enumerate(worst):
-        if rank < 6:
-            ax.plot(t, ratio[:, k], lw=1.2, label=balance.model.actuated_joint_names[k])
-        else:
-            ax.plot(t, ratio[:, k], lw=0.5, color="0.7")
-    ax.axhline(1.0, color="tab:red", lw=1.5, label="limit")
+    plot_torques_against_limits(ax, t, run["tau"], balance.model)
     mark(ax)
-    ax.set_ylim(0, 1.1)
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("|τ| / τ_max")
-    ax.legend(loc="upper right", fontsize=8, ncol=2)
-    ax.set_title("Joint torques against their limits (six most loaded joints named)")
-    paths.append(_save(fig, out / "torques.png"))
+    paths.append(save_figure(fig, out / "torques.png"))
 
     fig, ax = plt.subplots(figsize=(7, 4))
     us = run["step_us"]
@@ -332,17 +320,8 @@ def plot(run: dict, balance: Balance, out: Path) -> list[Path]:
     ax.set_ylabel("steps")
     ax.legend()
     ax.set_title(f"Control-step time ({len(us)} steps, this machine, this run)")
-    paths.append(_save(fig, out / "step_time.png"))
+    paths.append(save_figure(fig, out / "step_time.png"))
     return paths
-
-
-def _save(fig, path: Path) -> Path:
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
-    return path
 
 
 def scenario_for(robot: str, args) -> Scenario:

@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from wbc import locomotion as loco
+from wbc.figures import plot_torques_against_limits, save_figure
 
 try:
     from wbc.sim.walking import DT, GAITS, PRESETS, Walker, summarize
@@ -77,7 +78,7 @@ def plot(walker: Walker, run: dict, out: Path, pushes: Sequence = ()) -> list[Pa
     axes[0].legend(loc="upper left", fontsize=8, ncol=3)
     axes[-1].set_xlabel("time (s)")
     fig.suptitle(f"{walker.spec.name}: CoM / DCM / ZMP tracking (shaded: swing of the left / right foot)")
-    paths.append(_save(fig, out / "tracking.png"))
+    paths.append(save_figure(fig, out / "tracking.png"))
 
     xy = np.vstack([run["com"][:, 0:2], run["zmp_ref"][:, 0:2], [fs.position[0:2] for fs in walker.feet0.values()]])
     span = np.ptp(xy, axis=0) + 0.4
@@ -118,7 +119,7 @@ def plot(walker: Walker, run: dict, out: Path, pushes: Sequence = ()) -> list[Pa
     ax.set_ylabel("y (m)")
     ax.legend(loc="best", ncol=3, fontsize=7, framealpha=0.8)
     ax.set_title(f"{walker.spec.name}: footprints (filled: where the feet landed) and paths from above")
-    paths.append(_save(fig, out / "top.png"))
+    paths.append(save_figure(fig, out / "top.png"))
 
     fig, axes = plt.subplots(2, 1, figsize=(10, 6), sharex=True)
     for k, (ax, f) in enumerate(zip(axes, loco.Foot)):
@@ -130,24 +131,11 @@ def plot(walker: Walker, run: dict, out: Path, pushes: Sequence = ()) -> list[Pa
     axes[0].legend(loc="upper right", fontsize=8)
     axes[-1].set_xlabel("time (s)")
     fig.suptitle("Normal force per foot: commanded (QP) and measured (MuJoCo)")
-    paths.append(_save(fig, out / "forces.png"))
+    paths.append(save_figure(fig, out / "forces.png"))
 
     fig, ax = plt.subplots(figsize=(10, 4.5))
-    limit = walker.model.effort_limit
-    ratio = np.abs(run["tau"]) / np.where(np.isfinite(limit) & (limit > 0), limit, np.inf)
-    worst = np.argsort(ratio.max(axis=0))[::-1]
-    for rank, k in enumerate(worst):
-        if rank < 6:
-            ax.plot(t, ratio[:, k], lw=1.0, label=walker.model.actuated_joint_names[k])
-        else:
-            ax.plot(t, ratio[:, k], lw=0.4, color="0.75")
-    ax.axhline(1.0, color="tab:red", lw=1.5, label="limit")
-    ax.set_ylim(0, 1.1)
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("|τ| / τ_max")
-    ax.legend(loc="upper right", fontsize=8, ncol=2)
-    ax.set_title("Joint torques against their limits (six most loaded joints named)")
-    paths.append(_save(fig, out / "torques.png"))
+    plot_torques_against_limits(ax, t, run["tau"], walker.model)
+    paths.append(save_figure(fig, out / "torques.png"))
 
     fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [2, 1]})
     us, walking = run["step_us"], run["walking"]
@@ -164,17 +152,8 @@ def plot(walker: Walker, run: dict, out: Path, pushes: Sequence = ()) -> list[Pa
     ax1.set_xlabel("controller step (µs)")
     ax1.legend(fontsize=8)
     fig.suptitle(f"Control-step time ({len(us)} steps, this machine, this run)")
-    paths.append(_save(fig, out / "step_time.png"))
+    paths.append(save_figure(fig, out / "step_time.png"))
     return paths
-
-
-def _save(fig, path: Path) -> Path:
-    import matplotlib.pyplot as plt
-
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
 
 
 # ================================================================================== command line

@@ -9,11 +9,8 @@ swing end points) are tested in tests/test_locomotion_*.py.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -22,21 +19,10 @@ import pytest
 
 import wbc
 from tests.helpers import robot_case
+from tests.test_demos import load_demo
 from wbc import locomotion as loco
 
 pytest.importorskip("mujoco")
-
-DEMOS = Path(__file__).resolve().parents[1] / "demos"
-
-
-def load_demo(name: str):
-    """A demo script loaded as a module (demos are scripts, not an installed package)."""
-    spec = importlib.util.spec_from_file_location(name, DEMOS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
 
 walk = pytest.importorskip("wbc.sim.walking")
 
