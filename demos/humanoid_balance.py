@@ -17,7 +17,10 @@ Headless by default: writes to ``--out`` the plots ``com.png`` (CoM reference vs
 against their limits), ``step_time.png`` (control-step time histogram), the log ``log.npz`` and
 ``summary.json``, and prints the summary. ``--viewer`` opens MuJoCo's viewer where a display
 exists; ``--video out.mp4`` renders offscreen where an OpenGL backend exists; ``--push-sweep``
-finds, by bisection, the largest lateral push (N over 0.1 s) the robot survives.
+finds, by bisection, the largest lateral push (N over 0.1 s) the robot survives standing, and with
+``--stepping`` also with recovery steps (the walking loop of ``demos/walk.py``,
+:class:`wbc.sim.walking.Walker`: a step toward the capture point once it leaves the feet, a closing
+step, standing again).
 
 Robustness (see :func:`push_scan` and :func:`soak`): ``--push-scan`` runs a grid of lateral pushes
 (default 0-600 N by 25 N) and reports, per force, up or fell, foot slip and pelvis height, then the
@@ -44,6 +47,7 @@ from tqdm import tqdm
 
 import wbc
 from wbc import robots, tasks
+from wbc.figures import plot_torques_against_limits, save_figure
 from wbc.viz import Replay
 from wbc.viz import contact_arrows as replay_arrows
 
@@ -281,7 +285,7 @@ def plot(run: dict, balance: Balance, out: Path) -> list[Path]:
     axes[0].legend(loc="upper right")
     axes[-1].set_xlabel("time (s)")
     fig.suptitle(f"{balance.spec.name}: CoM tracking (red: pushes)")
-    paths.append(_save(fig, out / "com.png"))
+    paths.append(save_figure(fig, out / "com.png"))
 
     fig, axes = plt.subplots(3, 1, figsize=(9, 7), sharex=True)
     names = [c.name for c in balance.controller.contacts]
@@ -301,25 +305,12 @@ def plot(run: dict, balance: Balance, out: Path) -> list[Path]:
         mark(ax)
     axes[-1].set_xlabel("time (s)")
     fig.suptitle("Foot normal forces and centres of pressure (commanded; dotted: sole edges)")
-    paths.append(_save(fig, out / "feet.png"))
+    paths.append(save_figure(fig, out / "feet.png"))
 
     fig, ax = plt.subplots(figsize=(9, 4.5))
-    limit = balance.model.effort_limit
-    ratio = np.abs(run["tau"]) / np.where(np.isfinite(limit) & (limit > 0), limit, np.inf)
-    worst = np.argsort(ratio.max(axis=0))[::-1]
-    for rank, k in enumerate(worst):
-        if rank < 6:
-            ax.plot(t, ratio[:, k], lw=1.2, label=balance.model.actuated_joint_names[k])
-        else:
-            ax.plot(t, ratio[:, k], lw=0.5, color="0.7")
-    ax.axhline(1.0, color="tab:red", lw=1.5, label="limit")
+    plot_torques_against_limits(ax, t, run["tau"], balance.model)
     mark(ax)
-    ax.set_ylim(0, 1.1)
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("|τ| / τ_max")
-    ax.legend(loc="upper right", fontsize=8, ncol=2)
-    ax.set_title("Joint torques against their limits (six most loaded joints named)")
-    paths.append(_save(fig, out / "torques.png"))
+    paths.append(save_figure(fig, out / "torques.png"))
 
     fig, ax = plt.subplots(figsize=(7, 4))
     us = run["step_us"]
@@ -329,17 +320,8 @@ def plot(run: dict, balance: Balance, out: Path) -> list[Path]:
     ax.set_ylabel("steps")
     ax.legend()
     ax.set_title(f"Control-step time ({len(us)} steps, this machine, this run)")
-    paths.append(_save(fig, out / "step_time.png"))
+    paths.append(save_figure(fig, out / "step_time.png"))
     return paths
-
-
-def _save(fig, path: Path) -> Path:
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
-    return path
 
 
 def scenario_for(robot: str, args) -> Scenario:
@@ -353,11 +335,31 @@ def scenario_for(robot: str, args) -> Scenario:
     return Scenario(duration=args.duration, sway_amplitude=d["sway"], pushes=tuple(p for p in pushes if p.force_N > 0))
 
 
-def push_sweep(robot: str, lo: float = 0.0, hi: float = 2000.0, iterations: int = 9) -> float:
-    """Largest lateral push (N over 0.1 s) survived, by bisection over short runs (settle, push, stand)."""
+#: Push directions of the sweeps (world, unit).
+DIRECTIONS = {"lateral": (0.0, 1.0, 0.0), "forward": (1.0, 0.0, 0.0)}
+
+
+def push_sweep(
+    robot: str,
+    lo: float = 0.0,
+    hi: float = 2000.0,
+    iterations: int = 9,
+    stepping: bool = False,
+    direction: str = "lateral",
+) -> float:
+    """Largest push (N over 0.1 s; ``direction`` lateral +y or forward +x) survived, by bisection over
+    short runs (settle, push, stand).
+
+    With ``stepping``, the robot may step: the walking loop of ``demos/walk.py``
+    (:class:`wbc.sim.walking.Walker`) standing, which takes a recovery step when the capture point
+    leaves its feet (:func:`stepping_trial`).
+    """
+    axis = DIRECTIONS[direction]
 
     def survives(force: float) -> bool:
-        sc = Scenario(duration=3.0, sway_start=0.0, sway_end=0.0, pushes=(Push("lateral", (0, 1, 0), force, 0.1, 1.0),))
+        if stepping:
+            return stepping_trial(robot, force, direction=direction)["survived"]
+        sc = Scenario(duration=3.0, sway_start=0.0, sway_end=0.0, pushes=(Push(direction, axis, force, 0.1, 1.0),))
         run = Balance(robot, sc).run(progress=False)
         s = summarize(robot, run, sc)
         return not s["fell"] and s["min_pelvis_height_ratio"] >= 0.9 and s["max_foot_slip_m"] < 0.01
@@ -368,8 +370,36 @@ def push_sweep(robot: str, lo: float = 0.0, hi: float = 2000.0, iterations: int 
             lo = mid
         else:
             hi = mid
-        print(f"  push sweep: survives {lo:.0f} N, fails {hi:.0f} N", file=sys.stderr)
+        kind = "stepping" if stepping else "standing"
+        print(f"  push sweep ({direction}, {kind}): survives {lo:.0f} N, fails {hi:.0f} N", file=sys.stderr)
     return lo
+
+
+#: A stepping trial lasts long enough for a recovery step, a closing step and coming to rest.
+STEPPING_TRIAL_S = 4.5
+
+
+def stepping_trial(
+    robot: str, force: float, duration: float = 0.1, direction: str = "lateral", recover: bool = True
+) -> dict:
+    """A push of ``force`` N over ``duration`` s at t = 1 s (``direction`` lateral +y or forward +x) on
+    the robot standing under the walking controller, free to take recovery steps (unless ``recover``
+    is False); ``{force_N, up, survived, slip_m, pelvis_ratio, recovery_steps, failed_steps}`` with
+    the criterion of :func:`push_trial` (slip of the feet while they stand)."""
+    from wbc.sim import walking
+
+    push = force * np.asarray(DIRECTIONS[direction])
+    _, _, s = walking.stand_and_push(robot, push, 1.0, STEPPING_TRIAL_S, duration, recover=recover)
+    ok = not s["fell"] and s["min_pelvis_height_ratio"] >= MIN_PELVIS_RATIO and s["max_foot_slip_m"] < MAX_SLIP_M
+    return {
+        "force_N": float(force),
+        "up": not s["fell"],
+        "survived": bool(ok),
+        "slip_m": s["max_foot_slip_m"],
+        "pelvis_ratio": s["min_pelvis_height_ratio"],
+        "recovery_steps": len(s["recovery_steps"]),
+        "failed_steps": s["failed_steps"],
+    }
 
 
 # ============================================================================ robustness: scan and soak
@@ -634,6 +664,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--push-forward", type=float, default=None, help="forward push force, N (default per robot)")
     parser.add_argument("--push-duration", type=float, default=0.1, help="push duration, s")
     parser.add_argument("--push-sweep", action="store_true", help="find the largest lateral push survived (bisection)")
+    parser.add_argument(
+        "--push-direction", choices=sorted(DIRECTIONS), default="lateral", help="with --push-sweep (default lateral)"
+    )
+    parser.add_argument(
+        "--stepping", action="store_true", help="with --push-sweep: also the largest push survived with recovery steps"
+    )
     add_robustness_arguments(parser)
     parser.add_argument("--viewer", action="store_true", help="open MuJoCo's viewer (needs a display)")
     parser.add_argument("--video", type=Path, default=None, help="render an mp4 offscreen (needs OpenGL and ffmpeg)")
@@ -645,8 +681,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.push_scan or args.soak is not None:
         return robustness_main(args)
     if args.push_sweep:
-        force = push_sweep(args.robot)
-        print(json.dumps({"robot": args.robot, "largest_lateral_push_N": round(force, 1), "push_duration_s": 0.1}))
+        d = args.push_direction
+        force = push_sweep(args.robot, direction=d)
+        result = {"robot": args.robot, f"largest_{d}_push_N": round(force, 1), "push_duration_s": 0.1}
+        if args.stepping:
+            stepping = push_sweep(args.robot, stepping=True, direction=d)
+            result[f"largest_{d}_push_with_stepping_N"] = round(stepping, 1)
+        print(json.dumps(result))
         return 0
     out = args.out or Path("out") / f"balance_{args.robot}"
     out.mkdir(parents=True, exist_ok=True)

@@ -29,6 +29,7 @@ import numpy as np
 import wbc
 from wbc import robots, tasks
 from wbc.control.limits import collision_primitives
+from wbc.figures import save_figure
 
 try:
     import mujoco
@@ -262,7 +263,7 @@ def plot(runs: dict[str, dict], model: wbc.Model, out: Path) -> list[Path]:
         ax.set_xlabel("time (s)")
         ax.set_ylabel("position (rad)")
         ax.legend(fontsize=8)
-    paths.append(_save(fig, out / "joints.png"))
+    paths.append(save_figure(fig, out / "joints.png"))
     fig, ax = plt.subplots(figsize=(7, 4))
     for label, r in runs.items():
         ax.plot(r["t"], r["distance"], label=f"{label} new pieces", **styles[label])
@@ -274,7 +275,7 @@ def plot(runs: dict[str, dict], model: wbc.Model, out: Path) -> list[Path]:
     ax.set_xlabel("time (s)")
     ax.set_ylabel("distance (m)")
     ax.legend(fontsize=8)
-    paths.append(_save(fig, out / "distance.png"))
+    paths.append(save_figure(fig, out / "distance.png"))
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for label, r in runs.items():
         axes[0].semilogy(r["t"], np.maximum(r["com_error"], 1e-9), label=f"{label} new pieces", **styles[label])
@@ -284,17 +285,8 @@ def plot(runs: dict[str, dict], model: wbc.Model, out: Path) -> list[Path]:
     for ax in axes:
         ax.set_xlabel("time (s)")
         ax.legend(fontsize=8)
-    paths.append(_save(fig, out / "task_errors.png"))
+    paths.append(save_figure(fig, out / "task_errors.png"))
     return paths
-
-
-def _save(fig, path: Path) -> Path:
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
-    return path
 
 
 def main(argv: list[str] | None = None) -> int:

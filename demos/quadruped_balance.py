@@ -29,6 +29,7 @@ from tqdm import tqdm
 
 import wbc
 from wbc import robots, tasks
+from wbc.figures import plot_torques_against_limits
 
 try:
     from wbc.sim.mujoco import ContactSphere, MujocoSim
@@ -258,18 +259,8 @@ def plot(run: dict, balance: Balance, out: Path) -> list[Path]:
     save(fig, "feet.png")
 
     fig, ax = plt.subplots(figsize=(9, 4.5))
-    limit = balance.model.effort_limit
-    ratio = np.abs(run["tau"]) / np.where(np.isfinite(limit) & (limit > 0), limit, np.inf)
-    for rank, k in enumerate(np.argsort(ratio.max(axis=0))[::-1]):
-        kw = {"lw": 1.2, "label": balance.model.actuated_joint_names[k]} if rank < 6 else {"lw": 0.5, "color": "0.7"}
-        ax.plot(t, ratio[:, k], **kw)
-    ax.axhline(1.0, color="tab:red", lw=1.5, label="limit")
+    plot_torques_against_limits(ax, t, run["tau"], balance.model)
     mark(ax)
-    ax.set_ylim(0, 1.1)
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("|τ| / τ_max")
-    ax.legend(loc="upper right", fontsize=8, ncol=2)
-    ax.set_title("Joint torques against their limits (six most loaded joints named)")
     save(fig, "torques.png")
 
     fig, ax = plt.subplots(figsize=(7, 4))

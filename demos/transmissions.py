@@ -43,6 +43,7 @@ from wbc import tasks
 from wbc.algorithms.clusters import ApproximateModel
 from wbc.algorithms.clusters.baselines import approximate_rnea
 from wbc.codegen import cluster_kernels
+from wbc.figures import save_figure
 from wbc.robots import transmissions
 from wbc.spatial.lie import log3
 
@@ -357,7 +358,7 @@ def plot(runs: dict, scenario: Scenario, plant: Plant, out: Path, f14: dict | No
         mark(ax)
         ax.legend(loc="upper left", fontsize=8)
     fig.suptitle("CoM tracking with the exact cluster model and two approximations (grey: pushes)")
-    paths.append(_save(fig, out / "com_error.png"))
+    paths.append(save_figure(fig, out / "com_error.png"))
 
     fig, axes = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
     for kind, r in runs.items():
@@ -372,7 +373,7 @@ def plot(runs: dict, scenario: Scenario, plant: Plant, out: Path, f14: dict | No
         mark(ax)
         ax.legend(loc="upper left", fontsize=8)
     fig.suptitle("Foot tracking: sole displacement and rotation from the start")
-    paths.append(_save(fig, out / "feet.png"))
+    paths.append(save_figure(fig, out / "feet.png"))
 
     names = plant.cm.motor_names
     shown = [n for n in names if n.startswith("left_") and ("ankle" in n or "knee" in n or "hip_roll" in n)]
@@ -387,7 +388,7 @@ def plot(runs: dict, scenario: Scenario, plant: Plant, out: Path, f14: dict | No
     np.atleast_1d(axes)[0].legend(loc="upper left", fontsize=8, ncol=3)
     np.atleast_1d(axes)[-1].set_xlabel("time (s)")
     fig.suptitle("Motor efforts (N m at the crank / joint), closed loop")
-    paths.append(_save(fig, out / "motor_torques.png"))
+    paths.append(save_figure(fig, out / "motor_torques.png"))
 
     exact = runs["exact"]
     fig, axes = plt.subplots(2, 1, figsize=(9, 7))
@@ -409,7 +410,7 @@ def plot(runs: dict, scenario: Scenario, plant: Plant, out: Path, f14: dict | No
     axes[1].set_ylabel("RMS over time (N m)")
     axes[1].legend(fontsize=8)
     fig.suptitle("Motor-effort error of the approximations against the exact controller (same states)")
-    paths.append(_save(fig, out / "torque_error.png"))
+    paths.append(save_figure(fig, out / "torque_error.png"))
 
     if f14 is not None:
         paths.append(plot_fig14(f14, out / "fig14.png"))
@@ -476,16 +477,7 @@ def plot_fig14(f14: dict, path: Path) -> Path:
     axes[1, 1].set_yscale("log")
     axes[1, 1].set_title("RMS error vs gear ratio (stars: the paper's, nominal ratio)")
     axes[1, 1].legend(fontsize=7, ncol=2)
-    return _save(fig, path)
-
-
-def _save(fig, path: Path) -> Path:
-    import matplotlib.pyplot as plt
-
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def scenario(duration: float) -> Scenario:

@@ -1,269 +1,214 @@
-"""Walking under wbc's whole-body controller in MuJoCo at 1 kHz (PROTOTYPE against today's contact API).
+"""Walking under wbc's whole-body controller, torque-controlled in MuJoCo at 1 kHz.
 
-A footstep plan from a velocity command (``--command vx vy yaw_rate``), a DCM reference
-(:mod:`wbc.locomotion`), a DCM stabilizer, swing-foot frame tasks, and the soles' contacts released
-with a force ramp before lift-off and re-activated at touchdown (planned or detected). Optional
-push during the walk (``--push N``) with online step adjustment.
+A footstep plan from a velocity command (``--command VX VY WZ``: m/s, m/s, rad/s) and a DCM
+reference on the linear inverted pendulum (:mod:`wbc.locomotion`: Englsberger's DCM planning),
+tracked by a DCM stabilizer (the measured DCM moves the commanded ZMP within the support polygon)
+feeding the CoM task of :class:`wbc.WholeBodyController`; swing feet follow frame tasks. The loop
+itself is :class:`wbc.sim.walking.Walker` (reusable from a script); this file is its command line
+and plots.
 
-This prototype switches contacts through the contact objects (``contact.deactivate(ramp)``,
-``contact.activate()``, ``contact.max_normal_force``); it is to be moved onto the controller's
-contact-switching API once that lands.
+Contact switching goes through the controller's contact schedule: before lift-off the stance
+foot's normal-force bound ramps to zero over the double support (``deactivate_contact(name,
+ramp)``), so the force never jumps; the contact is released when the ramp ends and the foot's
+frame task takes it over. Touchdown is the swing's planned end, or earlier when MuJoCo reports the
+sole loaded; the contact is then re-enforced where the foot landed (flattened onto the ground:
+``activate_contact(name, placement, ramp, ramp_force)``, the bound rising from zero).
+
+With ``--push FX FY`` (N, over 0.1 s at ``--push-time``) the capture-step planner re-solves the next
+step's location and timing online (:class:`wbc.locomotion.CaptureStepPlanner`); standing, a push
+that takes the capture point out of the feet triggers a recovery step (:func:`wbc.sim.walking.stand_and_push`,
+used by ``humanoid_balance.py --push-sweep --stepping``).
+
+Headless by default: writes to ``--out`` (default ``out/walk_<robot>``) ``tracking.png`` (CoM, DCM
+and ZMP against their references), ``top.png`` (footprints and paths seen from above),
+``forces.png`` (normal forces per foot), ``torques.png`` (joint torques against limits),
+``step_time.png`` (control-step time, standing vs walking), ``log.npz`` and ``summary.json``
+(distance, speed, turn, fell, max foot slip, failed steps, step-time ratio); ``--replay`` writes
+``replay.html``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
-import sys
-import time
+from collections.abc import Sequence
 from pathlib import Path
 
-import mujoco
 import numpy as np
 
-import wbc
 from wbc import locomotion as loco
-from wbc import robots, tasks
-from wbc.sim.mujoco import MujocoSim
+from wbc.figures import plot_torques_against_limits, save_figure
 
-DT = 1e-3
-
-#: Per-robot gait settings (timings s, lengths m).
-ROBOTS = {
-    "talos": dict(
-        gait=dict(single_support=0.8, double_support=0.3, initial_double_support=1.2, final_double_support=1.2),
-        lift=0.05,
-        limits=dict(width=0.17, min_width=0.15, max_width=0.35, max_forward=0.25, max_backward=0.1, max_turn=0.4),
-    ),
-    "g1": dict(
-        gait=dict(single_support=0.5, double_support=0.2, initial_double_support=1.0, final_double_support=1.0),
-        lift=0.05,
-        limits=dict(width=0.237, min_width=0.2, max_width=0.4, max_forward=0.25, max_backward=0.1, max_turn=0.4),
-    ),
-}
+try:
+    from wbc.sim.walking import DT, GAITS, PRESETS, Walker, summarize
+except ImportError as exc:  # pragma: no cover - needs the 'sim' extra
+    raise SystemExit(f"{exc}\nthe walking demo needs MuJoCo: pip install 'wbc[sim]'") from None
 
 
-class Walker:
-    def __init__(
-        self, robot: str, command, n_steps: int, k_dcm: float = 2.0, swing_kp: float = 400.0, adjust=False, **over
-    ):
-        self.spec = robots.load(robot)
-        spec, model = self.spec, self.spec.model
-        self.model = model
-        cfg = ROBOTS[robot]
-        gait = dict(cfg["gait"], **{k: v for k, v in over.items() if k in cfg["gait"] and v is not None})
-        self.com_weight = over.get("com_weight") or 10.0
-        self.swing_weight = over.get("swing_weight") or 10.0
-        self.sim = MujocoSim(model, [(f, spec.sole.length, spec.sole.width) for f in spec.feet])
-        self.sim.reset(spec.q0)
-        self.foot_frame = {loco.Foot.LEFT: spec.feet[0], loco.Foot.RIGHT: spec.feet[1]}
-        self.contacts = {
-            f: wbc.SurfaceContact(frame, spec.sole.length, spec.sole.width, mu=0.7)
-            for f, frame in self.foot_frame.items()
-        }
-        self.base = model.joints[1].link
-        self.com_task = tasks.CoMTask(weight=self.com_weight, kp=[0.0, 0.0, 100.0], kd=[0.0, 0.0, 20.0])
-        self.orientation = tasks.OrientationTask(self.base, weight=1.0, kp=100.0)
-        self.posture = tasks.PostureTask(model, weight=1e-2, kp=30.0)
-        self.foot_tasks = {
-            f: tasks.FrameTask(frame, weight=0.0, kp=swing_kp, name=f"swing_{f.value}")
-            for f, frame in self.foot_frame.items()
-        }
-        all_tasks = [self.com_task, self.orientation, self.posture, *self.foot_tasks.values()]
-        self.controller = wbc.WholeBodyController(model, all_tasks, list(self.contacts.values()))
-        self.controller.compile()
-        self.posture.set_target(spec.q0)
-        self.mass = model.total_mass
-        feet = {f: loco.Footstep.from_pose(f, self.sim.frame_placement(fr)) for f, fr in self.foot_frame.items()}
-        for f in feet:
-            feet[f] = loco.Footstep(f, feet[f].position * [1, 1, 0], feet[f].yaw)
-        self.shape = loco.FootShape(spec.sole.length, spec.sole.width)
-        self.params = loco.GaitParameters(lift_height=cfg["lift"], **gait)
-        self.limits = loco.StepLimits(**cfg["limits"])
-        com0, _ = self._com()
-        self.plan = loco.plan_from_velocity(
-            loco.VelocityCommand(*command),
-            feet[loco.Foot.LEFT],
-            feet[loco.Foot.RIGHT],
-            n_steps,
-            self.params.step_duration,
-            self.limits,
-            self.shape,
+# ================================================================================== plots
+def plot(walker: Walker, run: dict, out: Path, pushes: Sequence = ()) -> list[Path]:
+    """Write the five PNG plots (``pushes`` as given to :meth:`Walker.run` are drawn from above);
+    returns their paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Polygon
+
+    t, paths = run["t"], []
+    swing = {f: run["normal_cmd"][:, k] <= 0 for k, f in enumerate(loco.Foot)}
+
+    def shade(ax):
+        for k, f in enumerate(loco.Foot):
+            mask = swing[f]
+            edges = np.flatnonzero(np.diff(np.r_[0, mask.astype(int), 0]))
+            for a, b in zip(edges[::2], edges[1::2]):
+                ax.axvspan(t[a], t[b - 1], color=("tab:blue", "tab:orange")[k], alpha=0.08, lw=0)
+
+    fig, axes = plt.subplots(2, 1, figsize=(10, 7), sharex=True)
+    for k, (ax, name) in enumerate(zip(axes, "xy")):
+        ax.plot(t, run["com_ref"][:, k], "--", color="tab:blue", lw=1, label="CoM ref")
+        ax.plot(t, run["com"][:, k], color="tab:blue", lw=1.2, label="CoM")
+        ax.plot(t, run["dcm_ref"][:, k], "--", color="tab:red", lw=1, label="DCM ref")
+        ax.plot(t, run["dcm"][:, k], color="tab:red", lw=1.0, label="DCM")
+        ax.plot(t, run["zmp_ref"][:, k], "--", color="tab:green", lw=1, label="ZMP ref")
+        ax.plot(t, run["zmp_cmd"][:, k], color="tab:green", lw=0.8, alpha=0.8, label="ZMP commanded")
+        ax.set_ylabel(f"{name} (m)")
+        shade(ax)
+    axes[0].legend(loc="upper left", fontsize=8, ncol=3)
+    axes[-1].set_xlabel("time (s)")
+    fig.suptitle(f"{walker.spec.name}: CoM / DCM / ZMP tracking (shaded: swing of the left / right foot)")
+    paths.append(save_figure(fig, out / "tracking.png"))
+
+    xy = np.vstack([run["com"][:, 0:2], run["zmp_ref"][:, 0:2], [fs.position[0:2] for fs in walker.feet0.values()]])
+    span = np.ptp(xy, axis=0) + 0.4
+    width = 10.0
+    fig, ax = plt.subplots(figsize=(width, min(10.0, max(3.5, width * span[1] / span[0] + 1.8))))
+    shape = walker.shape
+    for fs in walker.feet0.values():
+        ax.add_patch(Polygon(shape.corners(fs)[:, 0:2], closed=True, fill=False, ec="k", lw=1.2))
+    if walker.plan is not None:  # the nominal plan (before any online adjustment)
+        for fs in walker.plan.steps:
+            ax.add_patch(Polygon(shape.corners(fs)[:, 0:2], closed=True, fill=False, ec="0.5", ls="--", lw=0.8))
+    colors = {"left": "tab:blue", "right": "tab:orange"}
+    for _, foot, landed, _, _ in run["touchdowns"]:
+        fl = loco.Footstep(loco.Foot(foot), np.array([landed[0], landed[1], 0.0]), landed[2])
+        ax.add_patch(
+            Polygon(shape.corners(fl)[:, 0:2], closed=True, fc=colors[foot], alpha=0.25, ec=colors[foot], lw=1.0)
         )
-        self.timeline = loco.plan_walk(self.plan, com0, self.params, self.shape)
-        self.stabilizer = loco.DCMStabilizer(k_dcm=k_dcm, margin=0.01)
-        self.planner = loco.CaptureStepPlanner(self.params, self.shape, self.limits) if adjust else None
-        self.k_dcm = k_dcm
+    ax.plot(run["zmp_cmd"][:, 0], run["zmp_cmd"][:, 1], color="tab:green", lw=0.6, alpha=0.7, label="ZMP commanded")
+    ax.plot(run["zmp_ref"][:, 0], run["zmp_ref"][:, 1], "--", color="tab:green", lw=0.8, label="ZMP ref")
+    ax.plot(run["dcm"][:, 0], run["dcm"][:, 1], color="tab:red", lw=1.0, label="DCM")
+    ax.plot(run["com"][:, 0], run["com"][:, 1], color="tab:blue", lw=1.5, label="CoM")
+    ax.plot([], [], color="0.5", ls="--", label="nominal footholds")
+    for tp, force, _ in pushes:
+        k = min(int(round(tp / DT)), len(t) - 1)
+        f = np.asarray(force, float)[0:2]
+        arrow = 0.15 * f / max(np.linalg.norm(f), 1e-9)
+        ax.annotate(
+            f"{np.linalg.norm(f):.0f} N",
+            xy=run["com"][k, 0:2] + arrow,
+            xytext=run["com"][k, 0:2],
+            arrowprops=dict(arrowstyle="->", color="tab:purple", lw=1.5),
+            color="tab:purple",
+            fontsize=8,
+        )
+    ax.set_aspect("equal")
+    ax.autoscale_view()
+    ax.set_xlabel("x (m)")
+    ax.set_ylabel("y (m)")
+    ax.legend(loc="best", ncol=3, fontsize=7, framealpha=0.8)
+    ax.set_title(f"{walker.spec.name}: footprints (filled: where the feet landed) and paths from above")
+    paths.append(save_figure(fig, out / "top.png"))
 
-    def _com(self):
-        self.sim.forward()
-        m, d = self.sim.mjmodel, self.sim.mjdata
-        mujoco.mj_subtreeVel(m, d)
-        return d.subtree_com[1].copy(), d.subtree_linvel[1].copy()
+    fig, axes = plt.subplots(2, 1, figsize=(10, 6), sharex=True)
+    for k, (ax, f) in enumerate(zip(axes, loco.Foot)):
+        ax.plot(t, run["normal_sim"][:, k], color="0.5", lw=0.6, label="MuJoCo (measured)")
+        ax.plot(t, run["normal_cmd"][:, k], color=("tab:blue", "tab:orange")[k], lw=1.2, label="commanded")
+        ax.axhline(walker.weight, color="k", ls=":", lw=1, label="m g")
+        ax.set_ylabel(f"{f.value} normal force (N)")
+        ax.set_ylim(-50, 2.0 * walker.weight)
+    axes[0].legend(loc="upper right", fontsize=8)
+    axes[-1].set_xlabel("time (s)")
+    fig.suptitle("Normal force per foot: commanded (QP) and measured (MuJoCo)")
+    paths.append(save_figure(fig, out / "forces.png"))
 
-    def run(self, duration: float, push=None, progress=True):
-        sim, tl = self.sim, self.timeline
-        steps = int(round(duration / DT))
-        log = {k: [] for k in ("t", "com", "dcm", "dcm_ref", "zmp_ref", "zmp_cmd", "normal", "tau", "status", "base_z")}
-        state = {f: "stance" for f in self.contacts}
-        anchor = {f: sim.frame_placement(self.foot_frame[f])[0:2, 3].copy() for f in self.contacts}
-        slip = 0.0
-        ramp_up = {}
-        fell = False
-        q0z = sim.get_state()[0][2]
-        last_adjust = -1.0
-        clock = time.time()
-        for i in range(steps):
-            t = i * DT
-            q, v = sim.get_state()
-            com, vel = self._com()
-            if self.planner is not None and t - last_adjust >= 0.02:
-                last_adjust = t
-                new = self.planner.adjust(tl, t, com, vel)
-                if new is not None:
-                    tl = self.timeline = new.timeline
-            ref = tl.sample(t)
-            forces = sim.normal_forces()
-            # contacts: release with a ramp over the double support before lift-off; re-activate at touchdown
-            for f, c in self.contacts.items():
-                fr = ref.feet[f]
-                if state[f] == "stance" and fr.liftoff is not None:
-                    ramp = min(self.params.double_support, fr.liftoff - t)
-                    if fr.liftoff - self.params.double_support <= t and c.active and c._ramp is None:
-                        c.deactivate(ramp=max(ramp, DT), start_force=max(getattr(c, "last_normal_force", 0.0), 1.0))
-                        state[f] = "releasing"
-                if state[f] == "releasing" and not c.active:
-                    state[f] = "swing"
-                    self.foot_tasks[f].set_weight(self.swing_weight)
-                if state[f] == "swing":
-                    touched = (
-                        forces[self.foot_frame[f]] > 0.1 * self.mass * 9.81
-                        and fr.touchdown is not None
-                        and (t > fr.touchdown - 0.15)
-                    )
-                    if fr.state is loco.ContactState.STANCE or touched:
-                        c.activate()
-                        self.foot_tasks[f].set_weight(0.0)
-                        state[f] = "stance"
-                        ramp_up[f] = t
-                        anchor[f] = sim.frame_placement(self.foot_frame[f])[0:2, 3].copy()
-                if state[f] == "stance" and f in ramp_up:
-                    s = (t - ramp_up[f]) / self.params.double_support
-                    if s >= 1.0:
-                        c.max_normal_force = math.inf
-                        del ramp_up[f]
-                    else:
-                        c.max_normal_force = max(s, 0.02) * 1.2 * self.mass * 9.81
-                if state[f] == "swing":
-                    self.foot_tasks[f].set_target(fr.pose, fr.velocity, fr.acceleration)
-            if i % 10 == 0:
-                for f in self.contacts:
-                    if state[f] == "stance" and f not in ramp_up:
-                        slip = max(
-                            slip, float(np.linalg.norm(sim.frame_placement(self.foot_frame[f])[0:2, 3] - anchor[f]))
-                        )
-            stance_feet = [
-                loco.Footstep.from_pose(f, sim.frame_placement(self.foot_frame[f]))
-                for f in self.contacts
-                if state[f] != "swing"
-            ]
-            polygon = loco.support_polygon(stance_feet, self.shape)
-            out = self.stabilizer.compute(ref, com, vel, polygon)
-            acc = out.com_acceleration
-            self.com_task.set_target(ref.com, np.array([ref.com_velocity[0], ref.com_velocity[1], 0.0]), acc)
-            self.orientation.set_target(
-                ref.heading_rotation(), [0.0, 0.0, ref.heading_rate], [0.0, 0.0, ref.heading_acceleration]
-            )
-            cmd = self.controller.step(q, v)
-            sim.set_torques(cmd.tau)
-            if push is not None and abs(t - push[0]) < DT / 2:
-                sim.apply_push(self.base, push[1], 0.1)
-            try:
-                sim.step()
-            except wbc.SimulationDiverged:
-                fell = True
-                break
-            log["t"].append(t)
-            log["com"].append(com)
-            log["dcm"].append(out.dcm)
-            log["dcm_ref"].append(ref.dcm)
-            log["zmp_ref"].append(ref.zmp)
-            log["zmp_cmd"].append(out.zmp)
-            log["normal"].append([forces[self.foot_frame[f]] for f in (loco.Foot.LEFT, loco.Foot.RIGHT)])
-            log["tau"].append(cmd.tau)
-            log["status"].append(cmd.status is wbc.StepStatus.OPTIMAL)
-            log["base_z"].append(q[2])
-            if q[2] < 0.7 * q0z:
-                fell = True
-                break
-            if progress and i % 500 == 0:
-                sys.stderr.write(
-                    f"\r t={t:5.2f}s  com={np.round(com, 3)}  dcm err={np.linalg.norm(out.dcm_error) * 1e3:6.1f} mm"
-                    f"  sat={out.saturated}  ({time.time() - clock:5.1f} s)"
-                )
-        if progress:
-            sys.stderr.write("\n")
-        run = {k: np.asarray(val) for k, val in log.items()}
-        run["fell"] = fell
-        run["slip"] = slip
-        qf = sim.get_state()[0]
-        x, y, z, w = qf[3:7]
-        run["base_yaw"] = math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
-        return run
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    plot_torques_against_limits(ax, t, run["tau"], walker.model)
+    paths.append(save_figure(fig, out / "torques.png"))
+
+    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [2, 1]})
+    us, walking = run["step_us"], run["walking"]
+    top = np.percentile(us, 99.5) * 1.1
+    ax0.plot(t, us, lw=0.3, color="0.4")
+    ax0.set_ylim(0, top)
+    ax0.set_xlabel("time (s)")
+    ax0.set_ylabel("controller step (µs)")
+    shade(ax0)
+    bins = np.linspace(0, top, 60)
+    for mask, label in ((~walking, "standing"), (walking, "walking")):
+        if mask.any():
+            ax1.hist(us[mask], bins=bins, alpha=0.6, label=f"{label}: median {np.median(us[mask]):.0f} µs")
+    ax1.set_xlabel("controller step (µs)")
+    ax1.legend(fontsize=8)
+    fig.suptitle(f"Control-step time ({len(us)} steps, this machine, this run)")
+    paths.append(save_figure(fig, out / "step_time.png"))
+    return paths
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--robot", default="talos", choices=sorted(ROBOTS))
-    parser.add_argument("--command", nargs=3, type=float, default=(0.1, 0.0, 0.0), metavar=("VX", "VY", "WZ"))
-    parser.add_argument("--steps", type=int, default=6)
-    parser.add_argument("--k-dcm", type=float, default=2.0)
-    parser.add_argument("--swing-kp", type=float, default=400.0)
-    parser.add_argument("--push", type=float, nargs=4, default=None, metavar=("T", "FX", "FY", "FZ"))
-    parser.add_argument("--adjust", action="store_true")
-    parser.add_argument("--ss", type=float, default=None, help="single support, s")
-    parser.add_argument("--ds", type=float, default=None, help="double support, s")
-    parser.add_argument("--com-weight", type=float, default=None)
-    parser.add_argument("--swing-weight", type=float, default=None)
-    parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args(argv)
-    walker = Walker(
-        args.robot,
-        args.command,
-        args.steps,
-        args.k_dcm,
-        args.swing_kp,
-        args.adjust,
-        single_support=args.ss,
-        double_support=args.ds,
-        com_weight=args.com_weight,
-        swing_weight=args.swing_weight,
+# ================================================================================== command line
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1],
     )
-    duration = walker.timeline.t_end + 1.5
-    push = None if args.push is None else (args.push[0], np.array(args.push[1:]))
-    run = walker.run(duration, push)
-    final = walker.plan.final
-    target = loco.FootstepPlan.midpose(final)
-    com = run["com"][-1]
-    summary = {
-        "robot": args.robot,
-        "fell": bool(run["fell"]),
-        "t_end": float(run["t"][-1]),
-        "com_final": np.round(com, 4).tolist(),
-        "planned_final_midpoint": np.round(target, 4).tolist(),
-        "max_dcm_error_mm": round(
-            float(np.max(np.linalg.norm((run["dcm"] - run["dcm_ref"])[:, 0:2], axis=1))) * 1e3, 1
-        ),
-        "non_optimal_steps": int(np.sum(~run["status"])),
-        "base_yaw_final_rad": round(float(run["base_yaw"]), 4),
-        "max_foot_slip_m": round(float(run["slip"]), 5),
-    }
+    parser.add_argument("--robot", default="talos", choices=sorted(GAITS))
+    parser.add_argument(
+        "--command", nargs=3, type=float, default=None, metavar=("VX", "VY", "WZ"), help="m/s, m/s, rad/s"
+    )
+    parser.add_argument("--preset", choices=sorted(PRESETS), default="forward", help="command and steps if not given")
+    parser.add_argument("--steps", type=int, default=None, help="number of footsteps")
+    parser.add_argument("--push", type=float, nargs=2, default=None, metavar=("FX", "FY"), help="N, over 0.1 s")
+    parser.add_argument("--push-time", type=float, default=None, help="s (default: halfway through the walk)")
+    parser.add_argument(
+        "--adjust", action="store_true", help="online step adjustment from the measured DCM (default with --push)"
+    )
+    parser.add_argument("--k-dcm", type=float, default=2.0, help="DCM feedback gain, 1/s")
+    parser.add_argument("--out", type=Path, default=None, help="output directory (default out/walk_<robot>)")
+    parser.add_argument("--no-plots", action="store_true")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--replay", action="store_true", help="write replay.html (needs wbc[viz])")
+    args = parser.parse_args(argv)
+
+    command, n_steps = PRESETS[args.preset][args.robot]
+    command = tuple(args.command) if args.command is not None else command
+    n_steps = args.steps if args.steps is not None else n_steps
+    walker = Walker(args.robot, k_dcm=args.k_dcm, adjust=args.adjust or args.push is not None)
+    timeline = walker.walk(command, n_steps)
+    duration = timeline.steps[-1].touchdown + walker.params.final_double_support + 1.0 if timeline.steps else 3.0
+    pushes = []
+    if args.push is not None:
+        t_push = args.push_time if args.push_time is not None else 0.5 * duration
+        pushes.append((t_push, np.array([args.push[0], args.push[1], 0.0]), 0.1))
+    out = args.out or Path("out") / f"walk_{args.robot}"
+    out.mkdir(parents=True, exist_ok=True)
+    replay = None
+    if args.replay:
+        from wbc.viz import Replay
+
+        replay = Replay(walker.model, walker.spec.urdf, title=f"wbc: {args.robot} walking")
+    run = walker.run(duration, pushes, progress=not args.quiet, replay=replay)
+    if replay is not None:
+        replay.write(out / "replay.html")
+    summary = summarize(walker, run, command)
+    summary["pushes"] = [{"time_s": tp, "force_N": np.asarray(f).tolist(), "duration_s": d} for tp, f, d in pushes]
+    np.savez_compressed(out / "log.npz", **{k: v for k, v in run.items() if isinstance(v, np.ndarray)})
+    if not args.no_plots and len(run["t"]):
+        summary["plots"] = [p.name for p in plot(walker, run, out, pushes)]
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(json.dumps(summary, indent=2))
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        np.savez_compressed(args.out / "log.npz", **{k: v for k, v in run.items() if isinstance(v, np.ndarray)})
-    return 0 if not run["fell"] else 1
+    return 0 if not summary["fell"] else 1
 
 
 if __name__ == "__main__":

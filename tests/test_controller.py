@@ -289,6 +289,42 @@ def test_contact_release_ramps_the_normal_force_down_without_recompiling():
         ctrl.activate_contact(right.name)
 
 
+def test_contact_activation_ramps_the_normal_force_up_from_zero():
+    """``activate_contact(ramp=T, ramp_force=F)``: the bound rises F dt/T per step from zero, the
+    force follows it (standing, the foot would take more), then the contact's own limit applies."""
+    case = robot_case("talos")
+    ctrl, com, posture, hand = talos_controller("wrench")
+    model, spec = case.model, case.spec
+    com.set_target(wbc.center_of_mass(model, spec.q0))
+    posture.set_target(spec.q0)
+    hand.set_target(wbc.frame_placement(model, spec.q0, spec.hands[0]))
+    right = ctrl.contacts[1]
+    v0 = np.zeros(model.nv)
+    try:
+        place_feet_where_they_stand(ctrl)
+        ctrl.step(spec.q0, v0)
+        ctrl.deactivate_contact(right.name)
+        ctrl.step(spec.q0, v0)
+        placement = wbc.frame_placement(model, spec.q0, right.frame)
+        ctrl.activate_contact(right.name, placement, ramp=0.005, ramp_force=200.0)
+        assert ctrl.contact_active(right.name)
+        forces = []
+        for _ in range(8):
+            cmd = ctrl.step(spec.q0, v0)
+            forces.append(right.normal_force(cmd.forces[right.name]))
+        for k, f in enumerate(forces[:4]):  # the bound binds: standing, the right foot carries ~450 N
+            assert f == pytest.approx(40.0 * (k + 1), abs=1e-6)
+        assert forces[-1] > 300.0, "after the rise the contact's own (unbounded) limit applies"
+        state = ctrl.contact_state(right.name)
+        assert state.rise is None and np.isinf(state.max_normal_force)
+        with pytest.raises(wbc.InputError, match="ramp_force"):
+            ctrl.activate_contact(right.name, ramp=0.01)  # unbounded limit and no ramp_force
+        with pytest.raises(wbc.InputError, match="ramp"):
+            ctrl.activate_contact(right.name, ramp=-1.0, ramp_force=10.0)
+    finally:
+        ctrl.activate_contact(right.name)
+
+
 def test_adding_a_task_recompiles_and_removing_it_restores():
     case = robot_case("talos")
     model = case.model

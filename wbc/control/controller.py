@@ -220,10 +220,12 @@ class WholeBodyController:
         self.kernel, self._structure, self._layouts, self._fast = None, None, {}, {}
 
     # ----------------------------------------------------------------------------- contacts
-    def activate_contact(self, name: str, placement=None) -> None:
+    def activate_contact(self, name: str, placement=None, ramp: float = 0.0, ramp_force: float | None = None) -> None:
         """Enforce contact ``name`` from the next step on (no recompilation), its frame held toward
-        ``placement`` (4, 4) in the world, default where the next step finds it."""
-        self._schedule.activate(name, placement)
+        ``placement`` (4, 4) in the world, default where the next step finds it; with ``ramp`` > 0
+        its maximum normal force rises from zero to ``ramp_force`` (N, default its limit) over
+        ``ramp`` s first (a touchdown without a force jump)."""
+        self._schedule.activate(name, placement, ramp, ramp_force)
 
     def deactivate_contact(self, name: str, ramp: float = 0.0, start_force: float | None = None) -> None:
         """Release contact ``name`` after ramping its maximum normal force to zero over ``ramp`` s

@@ -5,7 +5,10 @@ Contacts are plain descriptions; their state over time lives here, in the contro
 declared to a controller is always in its compiled kernel; activating or releasing it changes
 which rows and variables the QP has, never the kernel. ``deactivate(name, ramp=T)`` first ramps
 the contact's maximum normal force linearly to zero over ``T`` seconds (the contact stays
-enforced meanwhile, so its force does not jump), then releases it.
+enforced meanwhile, so its force does not jump), then releases it. Symmetrically,
+``activate(name, ramp=T, ramp_force=F)`` enforces the contact at once but lets its maximum normal
+force rise linearly from zero to ``F`` over ``T`` seconds before its own limit applies (a foot
+landing takes its load progressively, so the commanded force does not jump at touchdown).
 
 **Placements.** Each contact holds its frame toward where it was placed (the pose feedback of
 :class:`~wbc.control.contacts.Contact`). The placement is set when the contact becomes active:
@@ -60,6 +63,7 @@ class ContactState:
         active: whether the contact is enforced.
         min_normal_force, max_normal_force: its normal-force limits outside a ramp, N.
         ramp: ``(start time, duration, starting maximum force)`` of a release in progress, or None.
+        rise: ``(start time, duration, final maximum force)`` of an activation ramp in progress, or None.
         last_normal_force: the normal force of the last command that enforced it, N.
         placed: whether :attr:`placement` is set (False: measured at the next step that enforces it).
         parameters: the contact's kernel parameters (:data:`PARAMETER_SIZE`,), updated in place.
@@ -69,6 +73,7 @@ class ContactState:
     min_normal_force: float
     max_normal_force: float
     ramp: tuple[float, float, float] | None = None
+    rise: tuple[float, float, float] | None = None
     last_normal_force: float = 0.0
     placed: bool = False
     parameters: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(PARAMETER_SIZE))
@@ -142,18 +147,40 @@ class ContactSchedule:
     def is_active(self, name: str) -> bool:
         return self._states[name].active
 
-    def activate(self, name: str, placement=None) -> None:
-        """Enforce contact ``name`` from the next step on (cancels a ramp in progress).
+    def activate(self, name: str, placement=None, ramp: float = 0.0, ramp_force: float | None = None) -> None:
+        """Enforce contact ``name`` from the next step on (cancels a release in progress).
 
         Args:
             placement: where its frame is placed, a homogeneous transform (4, 4) in the world; default
                 the frame's placement measured at the next step.
+            ramp: the maximum normal force rises linearly from zero to ``ramp_force`` over ``ramp`` s
+                (the first step that enforces the contact allows ``ramp_force dt / ramp``), then the
+                contact's own limits apply; 0: its limits at once.
+            ramp_force: where the rise ends, N; default the contact's maximum normal force (which must
+                then be finite).
         """
         s = self.state(name)
+        if not (math.isfinite(ramp) and ramp >= 0):
+            raise InputError(f"contact {name!r}: ramp must be a finite duration >= 0, got {ramp}")
+        if ramp > 0:
+            f1 = s.max_normal_force if ramp_force is None else ramp_force
+            if not (math.isfinite(f1) and f1 > 0):
+                raise InputError(
+                    f"contact {name!r}: an activation ramp needs a finite ramp_force > 0 (N), got {f1!r}"
+                    + (
+                        " (the contact's maximum normal force is unbounded: give ramp_force)"
+                        if ramp_force is None
+                        else ""
+                    )
+                )
         if placement is not None:
             s.parameters[PLACEMENT] = _placement(name, placement)
-        s.active, s.ramp, s.placed = True, None, placement is not None
+        s.active, s.ramp, s.rise, s.placed = True, None, None, placement is not None
         s.bounds[:] = (s.min_normal_force, s.max_normal_force)
+        if ramp > 0:
+            s.rise = (self._time, float(ramp), float(f1))
+            s.bounds[:] = (0.0, 0.0)
+            self._any_ramp = True
         self._any_pending = self._any_pending or not s.placed
 
     def deactivate(self, name: str, ramp: float = 0.0, start_force: float | None = None) -> None:
@@ -168,8 +195,10 @@ class ContactSchedule:
             raise InputError(f"contact {name!r}: ramp must be a finite duration >= 0, got {ramp}")
         if start_force is not None and not (math.isfinite(start_force) and start_force >= 0):
             raise InputError(f"contact {name!r}: start_force must be finite and >= 0, got {start_force}")
+        s.rise = None
         if ramp == 0.0:
             s.active, s.ramp = False, None
+            s.bounds[:] = (s.min_normal_force, s.max_normal_force)
             return
         f0 = start_force if start_force is not None else s.max_normal_force
         if not math.isfinite(f0):
@@ -203,9 +232,19 @@ class ContactSchedule:
         s.placed = True
 
     def advance(self, t: float) -> None:
-        """Move the clock to ``t`` (s): ramps progress, finished ones release their contact."""
+        """Move the clock to ``t`` (s): ramps progress, finished releases release their contact,
+        finished rises hand over to the contact's own limits."""
         self._time = t
         for s in self._ramping:
+            if s.rise is not None:
+                t0, duration, f1 = s.rise
+                if t >= t0 + duration:
+                    s.rise = None
+                    s.bounds[:] = (s.min_normal_force, s.max_normal_force)
+                else:
+                    s.bounds[1] = max(0.0, f1 * (t - t0) / duration)
+                    s.bounds[0] = min(s.min_normal_force, s.bounds[1])
+                continue
             t0, duration, f0 = s.ramp or (0.0, 0.0, 0.0)
             if t >= t0 + duration:
                 s.active, s.ramp = False, None
@@ -217,7 +256,7 @@ class ContactSchedule:
     def _ramping(self) -> list[ContactState]:
         if not self._any_ramp:
             return []
-        ramping = [s for s in self._states.values() if s.ramp is not None]
+        ramping = [s for s in self._states.values() if s.ramp is not None or s.rise is not None]
         self._any_ramp = bool(ramping)
         return ramping
 
