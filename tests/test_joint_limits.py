@@ -295,7 +295,7 @@ def test_posture_target_within_limits_keeps_a_standing_step_off_the_bounds():
     target = ctrl.within_limits(q0)
     assert np.array_equal(q0, spec.q0)
     (limit,) = [c for c in ctrl.limits if isinstance(c, wbc.JointPositionLimit)]
-    lower, upper = limit.effective_limits
+    _, upper = limit.effective_limits
     moved = np.flatnonzero(target != q0)
     grippers = [j.idx_q for j in model.joints if j.name in ("gripper_left_joint", "gripper_right_joint")]
     assert sorted(moved.tolist()) == sorted(grippers)
