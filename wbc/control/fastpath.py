@@ -160,6 +160,7 @@ class CompiledShortcut:
         self._traced = layout._traced_at.astype(np.int64)
         self.u = np.zeros(n)
         self.Cu = np.zeros(nc)
+        self._binding = np.zeros(nc, dtype=bool)  # rows at their bound in the last screened answer
         self.L = np.zeros((m, m), order="F")
         self.X = np.zeros((m, p + 1), order="F")
         self.R = np.zeros((k, p + 1), order="F")
@@ -208,6 +209,10 @@ class CompiledShortcut:
         of rows (module docstring), or None (the solver failed, or the set stopped growing while a row
         still fails: the caller then solves the full QP). ``tolerance`` is the one traced into ``d``.
 
+        The working set starts from the rows violated now and those binding in the previous answer
+        (a warm start: a bound that binds usually binds for many steps, and one solve then suffices;
+        any superset of rows gives the same answer once that answer satisfies every row).
+
         The QP in the actuators ``x`` is ``½ xᵀH x − gᵀx`` (``H``, ``g`` from the call) under the rows
         ``(C_x − C_f X_x) x ≤ d − tolerance − C_f X_b``; daqp gets it directly (Jacobi-scaled); any
         other solver as a :class:`~wbc.control.qp.QPProblem` in cost rows."""
@@ -218,7 +223,8 @@ class CompiledShortcut:
             C[self._traced] = self._G
         d = self._d
         Xx, Xb = self.X[:, :p], self.X[:, p]
-        working = self.Cu > d
+        working = (self.Cu > d) | self._binding
+        self._binding[:] = False
         for _ in range(max_rounds):
             rows = np.flatnonzero(working)
             Cs = C[rows]
@@ -228,17 +234,20 @@ class CompiledShortcut:
             if x is None or not np.isfinite(x).all():
                 return None
             u = np.concatenate([x, Xb - Xx @ x])
-            violated = C @ u > d
+            Cu = C @ u
+            violated = Cu > d
             if not (violated & ~working).any():
-                return None if violated.any() else u
+                if violated.any():
+                    return None
+                np.greater(Cu, d - 2.0 * tolerance, out=self._binding)
+                return u
             working |= violated
         return None
 
     def _daqp(self, solver: DaqpSolver, G: np.ndarray, h: np.ndarray) -> np.ndarray | None:
         H = self.Hfull
         scale = 1.0 / np.sqrt(np.diagonal(H))
-        Hs = np.tril(H) * scale[:, None] * scale
-        Hs = Hs + np.tril(Hs, -1).T
+        Hs = H * np.multiply.outer(scale, scale)  # H is exactly symmetric (shortcut.c)
         m = h.size
         x, _, exitflag, _ = solver._daqp.solve(
             Hs,
