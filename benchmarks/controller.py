@@ -72,7 +72,7 @@ def build(
     )
     ctrl.compile()
     com.set_target(wbc.center_of_mass(model, spec.q0))
-    posture.set_target(spec.q0)
+    posture.set_target(ctrl.within_limits(spec.q0))  # the grippers' q0 is their upper limit
     return ctrl, spec, com, posture
 
 

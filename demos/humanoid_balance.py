@@ -152,7 +152,7 @@ class Balance:
         self.controller.compile()
         self.com0 = wbc.center_of_mass(model, spec.q0)
         self.orientation.set_target(wbc.frame_placement(model, spec.q0, self.base)[0:3, 0:3])
-        self.posture.set_target(spec.q0)
+        self.posture.set_target(self.controller.within_limits(spec.q0))
         self.com.set_target(self.com0)
 
     def run(self, progress: bool = True, viewer=None, frames: list | None = None, renderer=None, replay=None) -> dict:

@@ -125,7 +125,7 @@ class Balance:
         self.controller.compile()
         self.com0 = wbc.center_of_mass(model, spec.q0)
         self.orientation.set_target_from_configuration(model, spec.q0)
-        self.posture.set_target(spec.q0)
+        self.posture.set_target(self.controller.within_limits(spec.q0))
         self.com.set_target(self.com0)
 
     def run(self, progress: bool = True, replay=None) -> dict:

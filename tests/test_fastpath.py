@@ -31,7 +31,9 @@ def _random_problem(rng, k, p, m, nc, nt):
     C[traced] = 0.0
     d = np.zeros(nc)
     outputs = [A, b, A_eq, b_eq, G, None, None, None, None, None, None, d]
-    layout = SimpleNamespace(_C=C, _traced_at=traced)
+    layout = SimpleNamespace(
+        _C=C, _traced_at=traced, all_columns=True, all_cost=True, all_eq=True, _all_traced=True, _d_rows=None
+    )
     return outputs, layout
 
 
@@ -140,3 +142,37 @@ def test_binding_step_equals_the_full_qp():
     generic = fast.screened(Plain(), ctrl._tolerance)
     assert generic is not None
     assert np.abs(generic - expected).max() <= 1e-6 * scale
+
+
+@pytest.mark.parametrize("limits", [False, True])
+def test_single_support_runs_compiled_on_the_active_rows_and_columns(limits):
+    """One foot released (a walking robot's single support): the layout drops that contact's force
+    columns, equality rows and inequality rows; the compiled shortcut runs on gathered copies of the
+    rest: its minimizer is numpy's on the layout's rows and columns, its verdict ``C u ≤ d`` the
+    layout's, and the step (the stance foot's centre-of-pressure bounds bind) is the full QP's."""
+    ctrl, spec, _ = _talos(limits)
+    q, v = spec.q0.copy(), np.zeros(spec.model.nv)
+    ctrl.deactivate_contact(ctrl.contacts[1].name)
+    problem, expected = _full_qp(ctrl, q, v)
+    ctrl.time = 0.0
+    cmd = ctrl.step(q, v)
+    layout = ctrl._layout()
+    assert not layout.all_columns and not layout.all_eq and not layout.all_in
+    fast = ctrl._fast[id(layout)]
+    assert isinstance(fast, CompiledShortcut)
+
+    outputs = ctrl._evaluate(q, v)
+    A, b, A_eq, b_eq, *_ = layout.select(outputs)
+    p = layout.n_tau
+    x, f = least_squares_by_elimination(A[:, :p], A[:, p:], b, A_eq[:, :p], A_eq[:, p:], b_eq, ctrl.regularization)
+    u = np.concatenate([x, f])
+    code = fast(ctrl.regularization)
+    assert np.abs(fast.u - u).max() <= 1e-9 * np.abs(u).max()
+    assert code == (FEASIBLE if layout.feasible(u, outputs) else INFEASIBLE)
+    assert code == INFEASIBLE  # the CoM is between the feet, the support is one foot
+
+    assert cmd.status is wbc.StepStatus.OPTIMAL
+    scale = np.abs(expected).max()
+    assert problem.violation(cmd.u) <= 1e-6
+    assert np.abs(cmd.u - expected).max() <= 1e-6 * scale
+    assert np.all(cmd.forces[ctrl.contacts[1].name] == 0.0)

@@ -273,3 +273,44 @@ def test_infeasible_limits_are_named_and_the_fallback_is_finite(culprit):
     assert cmd.status is wbc.StepStatus.ZERO_TORQUE  # no contact to soften, no command before
     assert cmd.conflict == (expected,), cmd.conflict
     assert np.all(np.isfinite(cmd.tau)) and np.all(np.isfinite(cmd.qdd))
+
+
+def test_posture_target_within_limits_keeps_a_standing_step_off_the_bounds():
+    """Talos's grippers rest at their URDF upper limit in ``half_sitting``, inside the position
+    limit's margin band, where the joint may not move up: a posture target there binds the bound at
+    every step (the QP runs); ``within_limits`` moves it to the effective limit, and the same step's
+    unconstrained minimizer is feasible (the compiled shortcut answers). Other joints are untouched,
+    the argument is not written to, and a wrong size is refused."""
+    from wbc.control.fastpath import FEASIBLE, INFEASIBLE, shortcut_library
+
+    if shortcut_library() is None:
+        pytest.skip("no C compiler: the numpy path runs")
+    case = robot_case("talos")
+    model, spec = case.model, case.spec
+    contacts = [wbc.SurfaceContact(f, spec.sole.length, spec.sole.width, mu=0.7) for f in spec.feet]
+    com = tasks.CoMTask(weight=10.0, kp=100.0)
+    posture = tasks.PostureTask(model, weight=1e-2, kp=30.0)
+    ctrl = wbc.WholeBodyController(model, [com, posture], contacts)
+    q0 = spec.q0.copy()
+    target = ctrl.within_limits(q0)
+    assert np.array_equal(q0, spec.q0)
+    (limit,) = [c for c in ctrl.limits if isinstance(c, wbc.JointPositionLimit)]
+    _, upper = limit.effective_limits
+    moved = np.flatnonzero(target != q0)
+    grippers = [j.idx_q for j in model.joints if j.name in ("gripper_left_joint", "gripper_right_joint")]
+    assert sorted(moved.tolist()) == sorted(grippers)
+    k = [limit.q_indices.tolist().index(i) for i in grippers]
+    assert np.allclose(target[grippers], upper[k]) and np.all(upper[k] < spec.q0[grippers])
+
+    q, v = spec.q0.copy(), np.zeros(model.nv)
+    q[grippers] = -1e-3  # where gravity and the simulator leave them, in the band
+    com.set_target(wbc.center_of_mass(model, q))
+    codes = {}
+    for name, posture_target in (("q0", spec.q0), ("within limits", target)):
+        posture.set_target(posture_target)
+        cmd = ctrl.step(q, v)
+        assert cmd.status is wbc.StepStatus.OPTIMAL
+        codes[name] = ctrl._fast[id(ctrl._layout())](ctrl.regularization)
+    assert codes == {"q0": INFEASIBLE, "within limits": FEASIBLE}
+    with pytest.raises(wbc.InputError, match="q"):
+        ctrl.within_limits(np.zeros(3))

@@ -216,6 +216,26 @@ class WholeBodyController:
         task._release()
         self._invalidate()
 
+    def within_limits(self, q) -> np.ndarray:
+        """``q`` (nq,) with every joint under a :class:`JointPositionLimit` of this controller clamped
+        into that limit's effective range ``[q_min + m, q_max − m]`` (a copy; other joints as given).
+
+        Use it for posture targets: a target inside a limit's margin band asks the joint for motion
+        the limit forbids there, so the bound binds at every step and every step solves a QP (Talos's
+        grippers rest at their URDF upper limit in ``half_sitting``).
+
+        Raises:
+            InputError: ``q`` is not a finite configuration of the model.
+        """
+        model = self.model.tree if isinstance(self.model, ClusterModel) else self.model
+        q = checks.configuration(model, q, "q").copy()
+        for limit in self.limits:
+            if isinstance(limit, JointPositionLimit) and limit.joints:
+                lower, upper = limit.effective_limits
+                idx = limit.q_indices
+                q[idx] = np.clip(q[idx], lower, upper)
+        return q
+
     def _invalidate(self) -> None:
         self.kernel, self._structure, self._layouts, self._fast = None, None, {}, {}
 

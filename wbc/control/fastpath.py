@@ -13,8 +13,10 @@ answer until none is): the QP is in the actuator variables alone (the forces eli
 Delassus matrix, reusing the shortcut's factors), and its answer, feasible for every row, is the
 full QP's solution (a convex QP's minimizer over a superset of the feasible set that is feasible).
 
-Used when the layout allows it (every row and column active, the equalities eliminable); otherwise,
-and without a C compiler, the numpy path runs (:meth:`CompiledShortcut.build` returns None).
+Used when the equalities are eliminable (the active contacts' no-acceleration rows); a layout with
+inactive contacts (a lifted foot) runs on copies of its active rows and columns, gathered before
+each call. Otherwise, and without a C compiler, the numpy path runs (:meth:`CompiledShortcut.build`
+returns None).
 """
 
 from __future__ import annotations
@@ -134,19 +136,19 @@ class CompiledShortcut:
 
     @classmethod
     def build(cls, layout: Layout, outputs: list[np.ndarray]) -> CompiledShortcut | None:
-        """The compiled shortcut of ``layout``, or None when its layout needs the numpy path (a row or
-        column inactive, equalities not eliminable, no force variable) or no library is available."""
-        if not (layout.eliminable and layout.all_columns and layout.all_cost and layout.all_eq and layout.all_in):
-            return None
-        if layout._d_rows is not None or (layout._traced_at.size and not layout._all_traced):
-            return None
-        if layout.eq_rows.size == 0 or layout.cost_rows.size == 0:
+        """The compiled shortcut of ``layout``, or None when its layout needs the numpy path (equalities
+        not eliminable, no force variable or no cost row) or no library is available."""
+        if not layout.eliminable or layout.eq_rows.size == 0 or layout.cost_rows.size == 0:
             return None
         function = shortcut_library()
         return None if function is None else cls(function, layout, outputs)
 
     def __init__(self, function, layout: Layout, outputs: list[np.ndarray]) -> None:
-        A, b, A_eq, b_eq, G = outputs[0], outputs[1], outputs[2], outputs[3], outputs[4]
+        for a in (*outputs[0:5], outputs[11]):
+            if not (a.flags.f_contiguous and a.dtype == np.float64):
+                raise CompileError("the kernel's outputs must be column-major float64 buffers")
+        self._gathers = _Gathers(layout, outputs)
+        A, b, A_eq, b_eq, G, d = self._gathers.targets
         k, n = A.shape
         m = A_eq.shape[0]
         p = n - m
@@ -158,6 +160,7 @@ class CompiledShortcut:
         self._traced = layout._traced_at.astype(np.int64)
         self.u = np.zeros(n)
         self.Cu = np.zeros(nc)
+        self._binding = np.zeros(nc, dtype=bool)  # rows at their bound in the last screened answer
         self.L = np.zeros((m, m), order="F")
         self.X = np.zeros((m, p + 1), order="F")
         self.R = np.zeros((k, p + 1), order="F")
@@ -165,10 +168,8 @@ class CompiledShortcut:
         self.Hfull = np.zeros((p, p), order="F")
         self.rf = np.zeros(m)
         self.W = np.zeros(max(m * (p + 1), int(layout._traced_at.size)))
-        for a in (A, b, A_eq, b_eq, G, outputs[11]):
-            if not (a.flags.f_contiguous and a.dtype == np.float64):
-                raise CompileError("the kernel's outputs must be column-major float64 buffers")
         self._outputs = outputs  # keeps the buffers the struct points into alive
+        self._A, self._G, self._d = A, G, d  # the layout's rows and columns (views or gathered copies)
         data = _Data(k, p, m, nc, int(self._traced.size), 0.0)
         for name, array in (
             ("A", A),
@@ -178,7 +179,7 @@ class CompiledShortcut:
             ("C", self._C),
             ("G", G),
             ("traced", self._traced),
-            ("d", outputs[11]),
+            ("d", d),
             ("u", self.u),
             ("Cu", self.Cu),
             ("L", self.L),
@@ -199,6 +200,7 @@ class CompiledShortcut:
         """Run on the kernel's current outputs: :data:`FEASIBLE` (``u`` solves the QP),
         :data:`INFEASIBLE` (``u`` is finite, some row of ``C u ≤ d`` fails) or :data:`FAILED`."""
         self._data.reg = regularization
+        self._gathers()
         return self._function(self._ref)
 
     # ----------------------------------------------------------------------------- binding rows
@@ -207,17 +209,22 @@ class CompiledShortcut:
         of rows (module docstring), or None (the solver failed, or the set stopped growing while a row
         still fails: the caller then solves the full QP). ``tolerance`` is the one traced into ``d``.
 
+        The working set starts from the rows violated now and those binding in the previous answer
+        (a warm start: a bound that binds usually binds for many steps, and one solve then suffices;
+        any superset of rows gives the same answer once that answer satisfies every row).
+
         The QP in the actuators ``x`` is ``½ xᵀH x − gᵀx`` (``H``, ``g`` from the call) under the rows
         ``(C_x − C_f X_x) x ≤ d − tolerance − C_f X_b``; daqp gets it directly (Jacobi-scaled); any
         other solver as a :class:`~wbc.control.qp.QPProblem` in cost rows."""
-        p, outputs = self.p, self._outputs
+        p = self.p
         C = self._C
         if self._traced.size:
             C = C.copy()
-            C[self._traced] = outputs[4]
-        d = outputs[11]
+            C[self._traced] = self._G
+        d = self._d
         Xx, Xb = self.X[:, :p], self.X[:, p]
-        working = self.Cu > d
+        working = (self.Cu > d) | self._binding
+        self._binding[:] = False
         for _ in range(max_rounds):
             rows = np.flatnonzero(working)
             Cs = C[rows]
@@ -227,17 +234,20 @@ class CompiledShortcut:
             if x is None or not np.isfinite(x).all():
                 return None
             u = np.concatenate([x, Xb - Xx @ x])
-            violated = C @ u > d
+            Cu = C @ u
+            violated = Cu > d
             if not (violated & ~working).any():
-                return None if violated.any() else u
+                if violated.any():
+                    return None
+                np.greater(Cu, d - 2.0 * tolerance, out=self._binding)
+                return u
             working |= violated
         return None
 
     def _daqp(self, solver: DaqpSolver, G: np.ndarray, h: np.ndarray) -> np.ndarray | None:
         H = self.Hfull
         scale = 1.0 / np.sqrt(np.diagonal(H))
-        Hs = np.tril(H) * scale[:, None] * scale
-        Hs = Hs + np.tril(Hs, -1).T
+        Hs = H * np.multiply.outer(scale, scale)  # H is exactly symmetric (shortcut.c)
         m = h.size
         x, _, exitflag, _ = solver._daqp.solve(
             Hs,
@@ -251,7 +261,7 @@ class CompiledShortcut:
 
     def _generic(self, solver: QPSolver, G: np.ndarray, h: np.ndarray, rows: np.ndarray) -> np.ndarray | None:
         p, layout = self.p, self.layout
-        R, rf, A = self.R, self.rf, self._outputs[0]
+        R, rf, A = self.R, self.rf, self._A
         sr = np.sqrt(rf)
         groups = [*layout.in_groups, *self._bound_row_groups()]
         free = np.full(p, np.inf)
@@ -273,10 +283,59 @@ class CompiledShortcut:
         return solution.x if solution.found else None
 
     def _bound_row_groups(self) -> list:
-        layout = self.layout
-        n_bound_rows = (self._C.shape[0] - layout.in_rows.size) // 2
-        s = layout.structure
-        bounded = [i for i, g in enumerate(s.bounds) if g is not None]
-        groups = [s.bounds[i] for i in bounded]
-        assert len(groups) == n_bound_rows
+        """The groups of the bound rows of ``C`` (upper, then lower), in their order."""
+        groups = [g for g in self.layout.bound_groups if g is not None]
+        if len(groups) != (self._C.shape[0] - self.layout.in_rows.size) // 2:
+            raise CompileError("the layout's bound rows do not match its feasibility matrix")
         return groups + groups
+
+
+class _Gathers:
+    """The kernel buffers of one layout's active rows and columns, in the shortcut's shapes.
+
+    Where the layout uses a buffer whole (every row and column active), its target is the buffer
+    itself; otherwise a preallocated column-major copy, refilled by each call (one ``np.take`` of
+    precomputed flat indices per buffer: a walking robot in single support drops the lifted foot's
+    force columns, equality rows and inequality rows).
+
+    Attributes:
+        targets: ``(A, b, A_eq, b_eq, G, d)``: costs (k, n), (k,); contact equalities (m, n), (m,);
+            the traced inequality rows (n_t, n); right-hand sides of ``C u ≤ d`` (n_c,).
+    """
+
+    def __init__(self, layout: Layout, outputs: list[np.ndarray]) -> None:
+        A, b, A_eq, b_eq, G, d = (*outputs[0:5], outputs[11])
+        columns = None if layout.all_columns else layout.columns
+        cost = None if layout.all_cost else layout.cost_rows
+        eq = None if layout.all_eq else layout.eq_rows
+        traced = None if layout._all_traced or not layout._traced_at.size else layout._traced_from
+        self._plan: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (source, flat indices, target)
+        self.targets = (
+            self._matrix(A, cost, columns),
+            self._vector(b, cost),
+            self._matrix(A_eq, eq, columns),
+            self._vector(b_eq, eq),
+            self._matrix(G, traced, columns),
+            self._vector(d, layout._d_rows),
+        )
+
+    def _matrix(self, M: np.ndarray, rows, columns) -> np.ndarray:
+        if rows is None and columns is None:
+            return M
+        r = np.arange(M.shape[0]) if rows is None else np.asarray(rows)
+        c = np.arange(M.shape[1]) if columns is None else np.asarray(columns)
+        target = np.zeros((r.size, c.size), order="F")
+        flat = (r[:, None] + c[None, :] * M.shape[0]).ravel(order="F")
+        self._plan.append((M.reshape(-1, order="F"), flat, target.reshape(-1, order="F")))
+        return target
+
+    def _vector(self, v: np.ndarray, rows) -> np.ndarray:
+        if rows is None:
+            return v
+        target = np.zeros(len(rows))
+        self._plan.append((v, np.asarray(rows, dtype=np.intp), target))
+        return target
+
+    def __call__(self) -> None:
+        for source, flat, target in self._plan:
+            np.take(source, flat, out=target)

@@ -48,7 +48,7 @@ typedef struct {
     double *X;            /* (m, p+1) out: Lam^-1 [E_x, b_eq] */
     double *R;            /* (k, p+1) out: [A_x, b] - A_f X */
     double *H;            /* (p, p+1) out: [chol(H) (lower), g] */
-    double *Hfull;        /* (p, p) out: H before its factorization (lower triangle and diagonal) */
+    double *Hfull;        /* (p, p) out: H before its factorization (symmetric) */
     double *rf;           /* (m,) out: the forces' regularization */
     double *W;            /* (m, p+1) work: diag(r_f) X; its first nt entries also hold G u */
     dgemm_t *dgemm;
@@ -96,6 +96,13 @@ int wbc_shortcut(wbc_shortcut_data *s) {
     s->dgemm("T", "N", &p, &p1, &k, &d_one, R, &k, R, &k, &d_zero, H, &p);
     s->dgemm("T", "N", &p, &p1, &m, &d_one, X, &m, W, &m, &d_one, H, &p);
     for (j = 0; j < p; ++j) H[j + (long)j * p] += s->reg * sumsq(A + (long)j * k, k) + 1e-12;
+    for (j = 0; j < p; ++j) { /* exactly symmetric (the working-set QP takes H whole) */
+        for (i = j + 1; i < p; ++i) {
+            const double h = 0.5 * (H[i + (long)j * p] + H[j + (long)i * p]);
+            H[i + (long)j * p] = h;
+            H[j + (long)i * p] = h;
+        }
+    }
     /* 4. x = H^-1 g (the factor overwrites H's lower triangle), f = X_b - X_x x */
     for (i = 0; i < p * p; ++i) s->Hfull[i] = H[i];
     s->dpotrf("L", &p, H, &p, &info);

@@ -175,7 +175,7 @@ class Walker:
         all_tasks = [self.com_task, self.orientation, self.posture, *self.foot_tasks.values()]
         self.controller = wbc.WholeBodyController(model, all_tasks, list(self.contacts.values()))
         self.controller.compile()
-        self.posture.set_target(spec.q0)
+        self.posture.set_target(self.controller.within_limits(spec.q0))
         self.weight = model.total_mass * loco.GRAVITY
         self.shape = loco.FootShape(spec.sole.length, spec.sole.width)
         self.params = loco.GaitParameters(
