@@ -45,6 +45,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Generic, TypeVar
@@ -52,6 +53,7 @@ from typing import Generic, TypeVar
 import casadi as ca
 
 from ..errors import CompileError, WbcPerformanceWarning
+from .emit import DEFAULT_PART_OPS, PARTS_PER_FILE, Unsupported, split_source
 
 __all__ = [
     "DEFAULT_FLAGS",
@@ -149,19 +151,41 @@ def cached_library(function: ca.Function, directory: Path | None, flags: Sequenc
     """The cached shared library of ``function`` built by ``compiler`` with ``flags``, loaded;
     compiled first when ``directory`` (default :func:`cache_dir`) holds no valid copy.
 
+    An SX function is written by :func:`~wbc.codegen.emit.split_source` (parts of a few thousand
+    operations in several files, compiled in parallel); any other function by CasADi's generator.
+
     Raises:
         CompileError: the compiler failed or produced no usable library, or the location exists
             and is not a directory.
         CacheUnavailable: neither the location nor the private fallback directory can be written.
     """
-    generator = ca.CodeGenerator(f"{function.name()}.c", {"with_header": False})
-    generator.add(function)
-    recipe = _Recipe(
-        function.name(),
-        lambda build: Path(generator.generate(str(build) + os.sep)),
-        lambda path, compiled: _loaded(function, path, compiled),
-    )
-    return _cached(recipe, generator.dump().encode(), directory, flags, compiler)
+    name = function.name()
+    try:
+        split = split_source(function, DEFAULT_PART_OPS, PARTS_PER_FILE)
+    except Unsupported:
+        split = None
+    if split is not None:
+        files = split.files
+
+        def write(build: Path) -> list[Path]:
+            paths = []
+            for file_name, text in files:
+                path = build / file_name
+                path.write_text(text)
+                paths.append(path)
+            return paths
+
+        source = split.text().encode()
+    else:
+        generator = ca.CodeGenerator(f"{name}.c", {"with_header": False})
+        generator.add(function)
+
+        def write(build: Path) -> list[Path]:
+            return [Path(generator.generate(str(build) + os.sep))]
+
+        source = generator.dump().encode()
+    recipe = _Recipe(name, write, lambda path, compiled: _loaded(function, path, compiled))
+    return _cached(recipe, source, directory, flags, compiler)
 
 
 def cached_source_library(
@@ -188,10 +212,10 @@ def cached_source_library(
     if compiler is None:
         raise CompileError(f"no C compiler found to build {name} (set WBC_CC or install gcc)")
 
-    def write(build: Path) -> Path:
+    def write(build: Path) -> list[Path]:
         path = build / f"{name}.c"
         path.write_text(source)
-        return path
+        return [path]
 
     return _cached(_Recipe(name, write, lambda path, compiled: load(path)), source.encode(), directory, flags, compiler)
 
@@ -199,10 +223,10 @@ def cached_source_library(
 @dataclasses.dataclass(frozen=True)
 class _Recipe(Generic[T]):
     """How to build and load one library: its name, a writer of its C source into a build
-    directory (returns the file), and a loader ``(path, compiled) -> T`` raising CompileError."""
+    directory (returns the files), and a loader ``(path, compiled) -> T`` raising CompileError."""
 
     name: str
-    write: Callable[[Path], Path]
+    write: Callable[[Path], list[Path]]
     load: Callable[[Path, bool], T]
 
 
@@ -430,12 +454,9 @@ def _build(
             raise _Unwritable(f"cannot write in {origin} ({e.strerror})") from None
         raise CompileError(f"cannot write in {origin}: {e}") from None
     try:
-        src = recipe.write(build)
+        sources = recipe.write(build)
         out = build / f"{recipe.name}.so"
-        cmd = [compiler, *flags, str(src), "-o", str(out), "-lm"]
-        proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace", stdin=subprocess.DEVNULL)
-        if proc.returncode != 0:
-            raise CompileError(f"compiling {src.name} failed ({' '.join(cmd)}):\n{proc.stderr[-4000:]}")
+        cmd = _compile_and_link(compiler, flags, sources, out)
         if not out.is_file() or out.stat().st_size == 0:
             raise CompileError(
                 f"the compiler {compiler} exited 0 but wrote no library ({' '.join(cmd)}); "
@@ -452,6 +473,41 @@ def _build(
         os.replace(side, directory / f"{stem}.sha256")
     finally:
         shutil.rmtree(build, ignore_errors=True)
+
+
+def _compile_and_link(compiler: str, flags: Sequence[str], sources: Sequence[Path], out: Path) -> list[str]:
+    """Build the library ``out`` from ``sources``: one compiler call for one file; for several, each
+    compiled to an object file (as many at once as this process may use processors), then linked.
+    Returns the last command (for messages).
+
+    Raises:
+        CompileError: a compiler call failed (its output is in the message).
+    """
+    if len(sources) == 1:
+        cmd = [compiler, *flags, str(sources[0]), "-o", str(out), "-lm"]
+        _run(cmd, sources[0].name)
+        return cmd
+    objects = [src.with_suffix(".o") for src in sources]
+    commands = [[compiler, *flags, "-c", str(src), "-o", str(obj)] for src, obj in zip(sources, objects)]
+    with ThreadPoolExecutor(max_workers=min(len(commands), _processors())) as pool:
+        for future in [pool.submit(_run, cmd, src.name) for cmd, src in zip(commands, sources)]:
+            future.result()
+    cmd = [compiler, *flags, *map(str, objects), "-o", str(out), "-lm"]
+    _run(cmd, out.name)
+    return cmd
+
+
+def _run(cmd: list[str], what: str) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace", stdin=subprocess.DEVNULL)
+    if proc.returncode != 0:
+        raise CompileError(f"compiling {what} failed ({' '.join(cmd)}):\n{proc.stderr[-4000:]}")
+
+
+def _processors() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 def _private_directory(reason: str) -> Path:
