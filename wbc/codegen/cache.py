@@ -1,7 +1,8 @@
 """The on-disk cache of compiled kernels: C source in, a verified and loaded shared library out.
 
 Layout. A kernel's library is ``<dir>/<name>-<key>.so`` (``key``: the first 24 hex digits of a
-SHA-256 of its C source, the compiler and its version, the flags, CasADi's version and the
+SHA-256 of what determines its C source (a traced function's serialization and the C writer's
+version; a hand-written routine's text), the compiler and its version, the flags, CasADi's version and the
 machine), next to ``<name>-<key>.sha256`` holding the full key and the SHA-256 of the library
 bytes, and ``<name>-<key>.lock``.
 
@@ -53,7 +54,7 @@ from typing import Generic, TypeVar
 import casadi as ca
 
 from ..errors import CompileError, WbcPerformanceWarning
-from .emit import DEFAULT_PART_OPS, PARTS_PER_FILE, Unsupported, split_source
+from .emit import DEFAULT_PART_OPS, PARTS_PER_FILE, Unsupported, split_source, writer_digest
 
 __all__ = [
     "DEFAULT_FLAGS",
@@ -153,6 +154,7 @@ def cached_library(function: ca.Function, directory: Path | None, flags: Sequenc
 
     An SX function is written by :func:`~wbc.codegen.emit.split_source` (parts of a few thousand
     operations in several files, compiled in parallel); any other function by CasADi's generator.
+    The key hashes the function's serialization (not the C text, written only to build).
 
     Raises:
         CompileError: the compiler failed or produced no usable library, or the location exists
@@ -160,30 +162,26 @@ def cached_library(function: ca.Function, directory: Path | None, flags: Sequenc
         CacheUnavailable: neither the location nor the private fallback directory can be written.
     """
     name = function.name()
-    try:
-        split = split_source(function, DEFAULT_PART_OPS, PARTS_PER_FILE)
-    except Unsupported:
-        split = None
-    if split is not None:
-        files = split.files
 
-        def write(build: Path) -> list[Path]:
-            paths = []
-            for file_name, text in files:
-                path = build / file_name
-                path.write_text(text)
-                paths.append(path)
-            return paths
-
-        source = split.text().encode()
-    else:
-        generator = ca.CodeGenerator(f"{name}.c", {"with_header": False})
-        generator.add(function)
-
-        def write(build: Path) -> list[Path]:
+    def write(build: Path) -> list[Path]:
+        try:
+            files = split_source(function, DEFAULT_PART_OPS, PARTS_PER_FILE).files
+        except Unsupported:  # CasADi's generator writes what the split writer does not handle
+            generator = ca.CodeGenerator(f"{name}.c", {"with_header": False})
+            generator.add(function)
             return [Path(generator.generate(str(build) + os.sep))]
+        paths = []
+        for file_name, text in files:
+            path = build / file_name
+            path.write_text(text)
+            paths.append(path)
+        return paths
 
-        source = generator.dump().encode()
+    # the key: the function's exact serialization (instructions, constants, names, sparsities), the
+    # writers (this split writer's source, CasADi's version in _key); the C text is written only
+    # when the library is built
+    source = f"wbc split writer {writer_digest()} {DEFAULT_PART_OPS} {PARTS_PER_FILE}\0".encode()
+    source += function.serialize().encode()
     recipe = _Recipe(name, write, lambda path, compiled: _loaded(function, path, compiled))
     return _cached(recipe, source, directory, flags, compiler)
 

@@ -25,12 +25,21 @@ Glossary: *part* a C function of the split code; *slot* an entry of the work vec
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 from collections.abc import Sequence
+from pathlib import Path
 
 import casadi as ca
 
-__all__ = ["SplitSource", "Unsupported", "split_source", "DEFAULT_PART_OPS", "PARTS_PER_FILE"]
+__all__ = [
+    "SplitSource",
+    "Unsupported",
+    "split_source",
+    "writer_digest",
+    "DEFAULT_PART_OPS",
+    "PARTS_PER_FILE",
+]
 
 #: Operations per part (chosen by measurement on the balance controllers' kernels, see
 #: benchmarks/compile.py): small enough that the compiler stays fast, large enough that few
@@ -140,6 +149,16 @@ def _literal(value: float) -> str:
         return "INFINITY" if value > 0 else "(-INFINITY)"
     text = repr(float(value))  # shortest text that reads back as exactly this double
     return f"({text})" if text.startswith("-") else text
+
+
+_digest: list[str] = []  # this module's source digest, computed once
+
+
+def writer_digest() -> str:
+    """SHA-256 of this writer's source: part of the cache key, so a change in the writer builds anew."""
+    if not _digest:
+        _digest.append(hashlib.sha256(Path(__file__).read_bytes()).hexdigest())
+    return _digest[0]
 
 
 def split_source(
