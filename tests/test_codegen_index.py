@@ -1,0 +1,216 @@
+"""Kernels found by fingerprint without tracing (wbc.codegen.index, wbc.codegen.fingerprint,
+builder.compile_step): the same controller built again loads its kernel without tracing and gets
+the same structure and the same outputs; every structural change (a task added, a weight, a gain,
+a priority, a contact's friction, another robot, another method or tolerance, wbc's source)
+misses; contributors from outside wbc are never fingerprinted; broken indexes are ignored."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+import wbc
+from wbc import tasks
+from wbc.codegen import fingerprint as fp
+from wbc.codegen.cache import find_compiler
+from wbc.control import builder
+from wbc.robots import synthetic
+
+pytestmark = pytest.mark.skipif(find_compiler() is None, reason="no C compiler")
+
+
+def _model(bodies: int = 5, seed: int = 3) -> wbc.Model:
+    return synthetic.random_tree(bodies, np.random.default_rng(seed), floating_base=True)
+
+
+def _controller(model=None, weight=10.0, kp=100.0, mu=0.7, extra_task=False, **options):
+    model = model if model is not None else _model()
+    links = [j.link for j in model.joints[1:]]
+    contacts = [wbc.PointContact(links[-1], mu=mu), wbc.PointContact(links[-2], mu=0.7)]
+    task_list = [tasks.CoMTask(weight=weight, kp=kp), tasks.PostureTask(model, weight=1e-2, kp=30.0)]
+    if extra_task:
+        task_list.append(tasks.PositionTask(links[0], weight=1.0, kp=10.0))
+    return wbc.WholeBodyController(model, task_list, contacts, **options)
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("WBC_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+@pytest.fixture
+def traces(monkeypatch):
+    """Counts the step traces."""
+    count = [0]
+    original = builder.trace_step
+
+    def counted(*args, **kwargs):
+        count[0] += 1
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(builder, "trace_step", counted)
+    return count
+
+
+def _same_structure(a: builder.Structure, b: builder.Structure) -> None:
+    for field in dataclasses.fields(builder.Structure):
+        x, y = getattr(a, field.name), getattr(b, field.name)
+        if isinstance(x, np.ndarray):
+            assert x.dtype.kind == y.dtype.kind and np.array_equal(x, y), field.name
+        else:
+            assert x == y, field.name
+
+
+def test_the_same_controller_again_is_loaded_without_tracing(cache, traces):
+    """A second, separately built but identical controller loads the indexed kernel (no trace,
+    nothing compiled), with an equal Structure, and steps to the same torques bit for bit."""
+    first = _controller()
+    k1 = first.compile()
+    assert traces[0] == 1 and k1.compile_seconds > 0
+    assert len(list(cache.glob("index-step-*.json"))) == 1
+    assert len(list(cache.glob("index-placements-*.json"))) == 1
+    second = _controller()
+    k2 = second.compile()
+    assert traces[0] == 1, "the identical controller was traced again"
+    assert k2.library == k1.library and k2.compile_seconds == 0
+    assert k2.n_instructions == k1.n_instructions and k2.output_shapes == k1.output_shapes
+    assert k2.input_names == k1.input_names
+    _same_structure(second._structure, first._structure)
+    q = wbc.neutral(first.model)
+    v = np.zeros(first.model.nv)
+    for ctrl in (first, second):
+        ctrl.tasks[0].set_target_from_configuration(ctrl.model, q)
+        ctrl.tasks[1].set_target_from_configuration(ctrl.model, q)
+    out1 = first.step(q, v)
+    out2 = second.step(q, v)
+    assert np.array_equal(out1.tau, out2.tau) and np.array_equal(out1.qdd, out2.qdd)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"extra_task": True},
+        {"weight": 11.0},
+        {"kp": 50.0},
+        {"mu": 0.5},
+        {"model": _model(seed=4)},
+        {"model": _model(bodies=6)},
+        {"input_matrix": "dense"},
+        "priority",
+        "tolerance",
+        "source",
+    ],
+    ids=lambda c: c if isinstance(c, str) else next(iter(c)) + ("" if "model" not in c else str(id(c))[-3:]),
+)
+def test_any_structural_change_misses(change, cache, traces, monkeypatch):
+    """Each change of what the trace reads gives another fingerprint: the kernel is traced anew."""
+    _controller().compile()
+    assert traces[0] == 1
+    if change == "priority":
+        ctrl = _controller()
+        ctrl.tasks[1].set_priority(1)
+    elif change == "tolerance":
+        ctrl = _controller()
+        monkeypatch.setattr(type(ctrl.solver), "unconstrained_tolerance", ctrl.solver.unconstrained_tolerance + 1e-9)
+    elif change == "source":
+        ctrl = _controller()
+        monkeypatch.setattr(fp, "_source", [("0" * 64, {})])
+    else:
+        ctrl = _controller(**change)
+    ctrl.compile()
+    assert traces[0] == 2
+
+
+def test_fingerprint_is_by_value_and_refuses_what_it_cannot_see():
+    """Equal objects give equal fingerprints; a changed array entry, a foreign class or a callable
+    give another one or None."""
+    model = _model()
+    a = tasks.CoMTask(weight=1.0)
+    b = tasks.CoMTask(weight=1.0)
+    assert fp.fingerprint(model, [a]) == fp.fingerprint(_model(), [b]) is not None
+    b.set_weight(np.array([1.0, 1.0, 1.0 + 1e-15]))
+    assert fp.fingerprint(model, [a]) != fp.fingerprint(model, [b])
+    assert fp.fingerprint(0.0) != fp.fingerprint(-0.0)
+    assert fp.fingerprint(1) != fp.fingerprint(1.0) != fp.fingerprint(True)
+
+    class Foreign(tasks.CoMTask):  # defined outside wbc: its code is not hashed
+        pass
+
+    assert fp.fingerprint(model, [Foreign()]) is None
+    c = tasks.CoMTask()
+    c.callback = lambda: 0  # type: ignore[attr-defined]
+    assert fp.fingerprint(c) is None
+    cyclic = tasks.CoMTask()
+    cyclic.me = cyclic  # type: ignore[attr-defined]
+    assert fp.fingerprint(cyclic) is not None
+
+
+def test_foreign_contributor_is_always_traced(cache, traces):
+    """A controller with a task class defined outside wbc is traced on every build (no index)."""
+
+    class MyCoM(tasks.CoMTask):
+        pass
+
+    model = _model()
+    links = [j.link for j in model.joints[1:]]
+    for _ in range(2):
+        ctrl = wbc.WholeBodyController(
+            model, [MyCoM(weight=1.0), tasks.PostureTask(model)], [wbc.PointContact(links[-1])]
+        )
+        ctrl.compile()
+    assert traces[0] == 2
+    assert list(cache.glob("index-step-*.json")) == []
+
+
+@pytest.mark.parametrize("damage", ["garbage", "other key", "missing library", "library bytes", "bad stem"])
+def test_damaged_index_is_ignored(damage, cache, traces):
+    """An index that does not read, records another key, names a missing or modified library or an
+    unsafe name is not used: the kernel is traced (and the index rewritten)."""
+    _controller().compile()
+    [index] = cache.glob("index-step-*.json")
+    record = json.loads(index.read_text())
+    library = cache / f"{record['library']}.so"
+    if damage == "garbage":
+        index.write_text("{not json")
+    elif damage == "other key":
+        record["key"] = "0" * 64
+        index.write_text(json.dumps(record))
+    elif damage == "missing library":
+        library.unlink()
+    elif damage == "library bytes":
+        library.write_bytes(library.read_bytes() + b"\0")
+    else:
+        record["library"] = "../" + record["library"]
+        index.write_text(json.dumps(record))
+    ctrl = _controller()
+    ctrl.compile()
+    assert traces[0] == 2
+    q = wbc.neutral(ctrl.model)
+    ctrl.tasks[0].set_target_from_configuration(ctrl.model, q)
+    assert np.all(np.isfinite(ctrl.step(q, np.zeros(ctrl.model.nv)).tau))
+
+
+def test_no_index_is_written_when_sources_changed(cache, traces, monkeypatch):
+    """If wbc's source files changed since import (the running code may not be the hashed code),
+    no index is written."""
+    monkeypatch.setattr(fp, "sources_unchanged", lambda: False)
+    monkeypatch.setattr(wbc.codegen.index, "sources_unchanged", lambda: False)
+    _controller().compile()
+    assert list(cache.glob("index-*.json")) == []
+    _controller().compile()
+    assert traces[0] == 2
+
+
+def test_structure_record_round_trip():
+    """The structure of a controller with joint limits, a hierarchy and surface contacts reads back
+    equal from its JSON record."""
+    ctrl = _controller(extra_task=True)
+    ctrl.tasks[2].set_priority(1)
+    _, structure = builder.trace_step(ctrl.model, ctrl.contributors, ctrl.contacts, ctrl.input_matrix, 1e-9)
+    record = json.loads(json.dumps(builder._structure_record(structure)))
+    _same_structure(builder._structure_from_record(record), structure)
+    assert builder._structure_from_record({"variables": 3}) is None
