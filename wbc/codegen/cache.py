@@ -36,6 +36,7 @@ import dataclasses
 import errno
 import fcntl
 import hashlib
+import itertools
 import os
 import platform
 import re
@@ -45,7 +46,7 @@ import subprocess
 import tempfile
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -54,7 +55,7 @@ from typing import Generic, TypeVar
 import casadi as ca
 
 from ..errors import CompileError, WbcPerformanceWarning
-from .emit import DEFAULT_PART_OPS, PARTS_PER_FILE, Unsupported, split_source, writer_digest
+from .emit import DEFAULT_PART_OPS, PARTS_PER_FILE, SplitPlan, Unsupported, writer_digest
 
 __all__ = [
     "DEFAULT_FLAGS",
@@ -165,19 +166,18 @@ def cached_library(function: ca.Function, directory: Path | None, flags: Sequenc
     """
     name = function.name()
 
-    def write(build: Path) -> list[Path]:
+    def write(build: Path) -> Iterator[Path]:
         try:
-            files = split_source(function, DEFAULT_PART_OPS, PARTS_PER_FILE).files
+            plan = SplitPlan(function, DEFAULT_PART_OPS, PARTS_PER_FILE)
         except Unsupported:  # CasADi's generator writes what the split writer does not handle
             generator = ca.CodeGenerator(f"{name}.c", {"with_header": False})
             generator.add(function)
-            return [Path(generator.generate(str(build) + os.sep))]
-        paths = []
-        for file_name, text in files:
+            yield Path(generator.generate(str(build) + os.sep))
+            return
+        for file_name, text in plan.files():  # one at a time: the first compile while the next are written
             path = build / file_name
             path.write_text(text)
-            paths.append(path)
-        return paths
+            yield path
 
     # the key: the function's exact serialization (instructions, constants, names, sparsities), the
     # writers (this split writer's source, CasADi's version in _key); the C text is written only
@@ -212,10 +212,10 @@ def cached_source_library(
     if compiler is None:
         raise CompileError(f"no C compiler found to build {name} (set WBC_CC or install gcc)")
 
-    def write(build: Path) -> list[Path]:
+    def write(build: Path) -> Iterator[Path]:
         path = build / f"{name}.c"
         path.write_text(source)
-        return [path]
+        yield path
 
     return _cached(_Recipe(name, write, lambda path, compiled: load(path)), source.encode(), directory, flags, compiler)
 
@@ -223,10 +223,11 @@ def cached_source_library(
 @dataclasses.dataclass(frozen=True)
 class _Recipe(Generic[T]):
     """How to build and load one library: its name, a writer of its C source into a build
-    directory (returns the files), and a loader ``(path, compiled) -> T`` raising CompileError."""
+    directory (yields the files, possibly as it writes them), and a loader ``(path, compiled) -> T``
+    raising CompileError."""
 
     name: str
-    write: Callable[[Path], list[Path]]
+    write: Callable[[Path], Iterable[Path]]
     load: Callable[[Path, bool], T]
 
 
@@ -475,22 +476,28 @@ def _build(
         shutil.rmtree(build, ignore_errors=True)
 
 
-def _compile_and_link(compiler: str, flags: Sequence[str], sources: Sequence[Path], out: Path) -> list[str]:
+def _compile_and_link(compiler: str, flags: Sequence[str], sources: Iterable[Path], out: Path) -> list[str]:
     """Build the library ``out`` from ``sources``: one compiler call for one file; for several, each
-    compiled to an object file (as many at once as this process may use processors), then linked.
-    Returns the last command (for messages).
+    compiled to an object file as soon as it is written (as many at once as this process may use
+    processors), then linked. Returns the last command (for messages).
 
     Raises:
         CompileError: a compiler call failed (its output is in the message).
     """
-    if len(sources) == 1:
-        cmd = [compiler, *flags, str(sources[0]), "-o", str(out), "-lm"]
-        _run(cmd, sources[0].name)
+    files = iter(sources)
+    first = next(files)
+    second = next(files, None)
+    if second is None:
+        cmd = [compiler, *flags, str(first), "-o", str(out), "-lm"]
+        _run(cmd, first.name)
         return cmd
-    objects = [src.with_suffix(".o") for src in sources]
-    commands = [[compiler, *flags, "-c", str(src), "-o", str(obj)] for src, obj in zip(sources, objects)]
-    with ThreadPoolExecutor(max_workers=min(len(commands), _processors())) as pool:
-        for future in [pool.submit(_run, cmd, src.name) for cmd, src in zip(commands, sources)]:
+    objects: list[Path] = []
+    with ThreadPoolExecutor(max_workers=_processors()) as pool:
+        futures = []
+        for src in itertools.chain((first, second), files):
+            objects.append(src.with_suffix(".o"))
+            futures.append(pool.submit(_run, [compiler, *flags, "-c", str(src), "-o", str(objects[-1])], src.name))
+        for future in futures:
             future.result()
     cmd = [compiler, *flags, *map(str, objects), "-o", str(out), "-lm"]
     _run(cmd, out.name)

@@ -42,7 +42,9 @@ def fingerprint(*objects) -> str | None:
     """SHA-256 (hex) of ``objects`` by value, with wbc's source digest and the versions of Python,
     numpy and CasADi; None when one of them holds something that is not fingerprinted."""
     h = hashlib.sha256()
-    h.update(f"wbc fingerprint 1|{source_digest()}|{sys.version}|{np.__version__}|{ca.__version__}|".encode())
+    h.update(
+        f"wbc fingerprint 1|{source_digest()}|{sys.version}|{np.__version__}|{getattr(ca, '__version__', '')}|".encode()
+    )
     h.update(f"{platform.system()} {platform.machine()}|".encode())
     try:
         for obj in objects:

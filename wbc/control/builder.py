@@ -300,7 +300,13 @@ def _blocks_record(blocks: Sequence[RowBlock]) -> list:
 
 
 def _blocks(record) -> tuple[RowBlock, ...]:
-    return tuple(RowBlock(_group(g), slice(int(a), int(b)), int(o), int(p)) for g, a, b, o, p in record)
+    blocks = []
+    for g, a, b, o, p in record:
+        group = _group(g)
+        if group is None:
+            raise ValueError("a row block without its group")
+        blocks.append(RowBlock(group, slice(int(a), int(b)), int(o), int(p)))
+    return tuple(blocks)
 
 
 def _structure_record(s: Structure) -> dict:
