@@ -214,3 +214,34 @@ def test_structure_record_round_trip():
     record = json.loads(json.dumps(builder._structure_record(structure)))
     _same_structure(builder._structure_from_record(record), structure)
     assert builder._structure_from_record({"variables": 3}) is None
+
+
+def test_paths_fingerprint_as_text_and_names_are_checked():
+    """Paths are fingerprinted by their text; a function whose names are not C identifiers is not
+    split (Unsupported: CasADi's generator writes it)."""
+    from pathlib import Path
+
+    import casadi as ca
+
+    from wbc.codegen import emit
+
+    assert fp.fingerprint(Path("/a/b")) == fp.fingerprint(Path("/a/b")) != fp.fingerprint(Path("/a/c"))
+    x = ca.SX.sym("x")
+    with pytest.raises(emit.Unsupported, match="C identifier"):
+        emit.SplitPlan(ca.Function("f", [x], [2 * x], ["x y"], ["o"]))
+
+
+def test_an_open_fallback_directory_is_not_read(tmp_path, monkeypatch):
+    """The private fallback directory is consulted for indexes only when owned by this user and
+    closed to others (else anyone could plant an index there)."""
+    from wbc.codegen import index
+
+    open_dir = tmp_path / "open"
+    open_dir.mkdir(mode=0o777)
+    open_dir.chmod(0o777)
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    monkeypatch.setattr(index, "_fallback_path", lambda: open_dir)
+    assert index._places(tmp_path / "cache") == [tmp_path / "cache"]
+    monkeypatch.setattr(index, "_fallback_path", lambda: private)
+    assert index._places(tmp_path / "cache") == [tmp_path / "cache", private]

@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -199,6 +200,9 @@ class SplitPlan:
         if not function.is_a("SXFunction"):
             raise Unsupported(f"{function.name()} is not an SX function")
         name = function.name()
+        for text in [name, *function.name_in(), *function.name_out()]:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text):  # sanitized by trace; never quote others
+                raise Unsupported(f"{text!r} is not a C identifier")
         n = function.n_instructions()
         op_of = [function.instruction_id(k) for k in range(n)]
         # SSA: each instruction k defines value k; the work slots CasADi reuses are renamed away

@@ -1,7 +1,7 @@
 """Fingerprints: a digest of everything a trace is made from, to find its kernel without tracing.
 
 :func:`fingerprint` hashes objects by value, recursively: numbers (exactly, by ``repr``), strings,
-enums, numpy arrays (dtype, shape, bytes), lists, tuples, dicts (in order), sets, slices, and the
+enums, paths (as text), numpy arrays (dtype, shape, bytes), lists, tuples, dicts (in order), sets, slices, and the
 instances of wbc's own classes (class name and every attribute, sorted by name, cycles as
 back-references). Anything else (a class defined outside wbc, a function, a CasADi object, an
 object array) makes it answer ``None``: such a trace is not fingerprinted, it is traced. Weak
@@ -23,7 +23,7 @@ import sys
 import time
 import types
 import weakref
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import casadi as ca
 import numpy as np
@@ -92,6 +92,8 @@ def _feed(obj, h, memo: dict[int, int]) -> None:
     elif t in (set, frozenset):
         items = sorted(_digest(x) for x in obj)
         h.update(f"{t.__name__}:{len(items)}:{','.join(items)};".encode())
+    elif isinstance(obj, PurePath):
+        h.update(f"path:{obj!s};".encode())
     elif t is slice:
         h.update(f"slice:{obj.start!r}:{obj.stop!r}:{obj.step!r};".encode())
     elif t is weakref.ref:

@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -92,10 +93,13 @@ def compile_indexed(
 
 def _places(location: Path | None) -> list[Path]:
     """Where an index may be: the cache location, then the private fallback (where libraries go
-    when the location is read-only)."""
+    when the location is read-only) if it is a directory owned by this user and closed to others."""
     places = [_origin(location)[0]]
     with contextlib.suppress(OSError):
-        places.append(_fallback_path())
+        fallback = _fallback_path()
+        st = os.lstat(fallback)
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077:
+            places.append(fallback)
     return places
 
 
