@@ -213,7 +213,11 @@ def trace_step(
     name = f"step_{model.name}_{len(contributors)}c_{hashlib.sha1(tag.encode()).hexdigest()[:8]}"
     nq, nv = context.state_sizes(model)
     inputs = [("q", nq), ("v", nv)] + [(f"p{k}", sizes[k]) for k in with_parameters]
-    function = trace(name, inputs, build, list(OUTPUTS))
+    # No CasADi CSE pass: the traced graph already shares its nodes, and the pass found only 3-5 %
+    # more common subexpressions (Talos 67,934 -> 71,001 operations; the compiler merges those within
+    # a part, same run time) for 0.23 s of the 0.42 s trace on Talos, 0.43 of 0.73 s on G1 with
+    # hands, 3.5 of 8.6 s on a 200-body tree (issue 14, benchmarks/compile.py).
+    function = trace(name, inputs, build, list(OUTPUTS), cse=False)
     G_constant = np.zeros((rows_of["in"], n_u))
     is_constant = np.zeros(rows_of["in"], dtype=bool)
     for rows, cols, M in constant_rows:
