@@ -249,3 +249,50 @@ def test_an_open_fallback_directory_is_not_read(tmp_path, monkeypatch):
     assert index._places(tmp_path / "cache") == [tmp_path / "cache"]
     monkeypatch.setattr(index, "_fallback_path", lambda: private)
     assert index._places(tmp_path / "cache") == [tmp_path / "cache", private]
+
+
+CHILD = r"""
+import sys
+import numpy as np
+import wbc
+from wbc import tasks
+from wbc.control import builder
+from wbc.robots import synthetic
+
+calls = []
+original = builder.trace_step
+builder.trace_step = lambda *a, **k: calls.append(1) or original(*a, **k)
+model = synthetic.random_tree(5, np.random.default_rng(3), floating_base=True)
+links = [j.link for j in model.joints[1:]]
+contacts = [wbc.PointContact(links[-1], mu=0.7), wbc.PointContact(links[-2], mu=0.7)]
+ctrl = wbc.WholeBodyController(
+    model, [tasks.CoMTask(weight=10.0, kp=100.0), tasks.PostureTask(model, weight=1e-2, kp=30.0)], contacts
+)
+kernel = ctrl.compile()
+q = wbc.neutral(model)
+ctrl.tasks[0].set_target_from_configuration(model, q)
+ctrl.tasks[1].set_target_from_configuration(model, q)
+print(len(calls), kernel.library, ctrl.step(q, np.zeros(model.nv)).tau.tobytes().hex())
+"""
+
+
+def test_a_new_process_finds_the_index(cache, traces):
+    """The fingerprint is the same in another process (no ids, no hash randomization): a child
+    process building the same controller loads the indexed kernel without tracing, and steps to
+    the same torques as this process."""
+    import os
+    import subprocess
+    import sys
+
+    ctrl = _controller()
+    kernel = ctrl.compile()
+    q = wbc.neutral(ctrl.model)
+    ctrl.tasks[0].set_target_from_configuration(ctrl.model, q)
+    ctrl.tasks[1].set_target_from_configuration(ctrl.model, q)
+    tau = ctrl.step(q, np.zeros(ctrl.model.nv)).tau
+    env = dict(os.environ, PYTHONHASHSEED="12345")
+    out = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    calls, library, child_tau = out.stdout.split()
+    assert calls == "0" and library == str(kernel.library)
+    assert child_tau == tau.tobytes().hex()

@@ -214,3 +214,23 @@ def test_multi_file_kernel_through_the_cache_matches_the_vm(tmp_path, monkeypatc
             assert _same_bits(mine, expected), name
     again = wbc.codegen.compile_function(function, directory=tmp_path)
     assert again.compile_seconds == 0 and again.library == kernel.library
+
+
+@needs_compiler
+def test_one_failing_file_of_many_is_a_compile_error(tmp_path, monkeypatch):
+    """When the compiler fails on one of several files, compile_function raises a CompileError
+    naming that file and its output, and leaves no library, sidecar or build directory."""
+    monkeypatch.setattr(wbc.codegen.cache, "DEFAULT_PART_OPS", 20)
+    monkeypatch.setattr(wbc.codegen.cache, "PARTS_PER_FILE", 1)
+    script = tmp_path / "failcc"
+    script.write_text(
+        f'#!/bin/sh\ncase "$*" in *_2.c*) echo "broken on purpose" >&2; exit 1;; esac\nexec {find_compiler()} "$@"\n'
+    )
+    script.chmod(0o755)
+    function = wbc.kernels.aba_function(synthetic.chain(3))
+    cache = tmp_path / "cache"
+    with pytest.raises(wbc.CompileError, match=r"(?s)compiling \S+_2\.c failed.*broken on purpose"):
+        wbc.codegen.compile_function(function, directory=cache, compiler=str(script))
+    assert not list(cache.glob("*.so")) and not list(cache.glob("*.sha256")) and not list(cache.glob(".build-*"))
+    kernel = wbc.codegen.compile_function(function, directory=cache)
+    assert kernel.backend == "c"
