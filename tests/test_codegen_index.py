@@ -296,3 +296,16 @@ def test_a_new_process_finds_the_index(cache, traces):
     calls, library, child_tau = out.stdout.split()
     assert calls == "0" and library == str(kernel.library)
     assert child_tau == tau.tobytes().hex()
+
+
+def test_the_index_can_be_turned_off(cache, traces, monkeypatch):
+    """WBC_KERNEL_INDEX=0: no index is written or read (every build traces)."""
+    _controller().compile()
+    assert traces[0] == 1
+    monkeypatch.setenv("WBC_KERNEL_INDEX", "0")
+    _controller().compile()
+    assert traces[0] == 2
+    for index in cache.glob("index-*.json"):
+        index.unlink()
+    _controller().compile()
+    assert list(cache.glob("index-*.json")) == [] and traces[0] == 3

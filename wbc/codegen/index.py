@@ -14,7 +14,9 @@ wbc's source files changed since this process imported them).
 
 The key also hashes the compiler, its version, the flags and the machine, like a library's. A
 fingerprint that cannot be computed (``None``: a contributor class from outside wbc, a callable
-attribute...) means: trace every time.
+attribute...) means: trace every time. Code is identified by wbc's source files: a process that
+replaces wbc functions at run time (monkeypatching what is traced) must set
+``WBC_KERNEL_INDEX=0``, which turns the index off (no lookup, no write).
 """
 
 from __future__ import annotations
@@ -75,7 +77,8 @@ def compile_indexed(
     compiler = compiler or find_compiler()
     location = Path(directory) if directory is not None else None
     key = None
-    if fingerprint is not None and compiler is not None and re.fullmatch(r"[A-Za-z0-9_]+", name):
+    enabled = os.environ.get("WBC_KERNEL_INDEX", "1") != "0"
+    if enabled and fingerprint is not None and compiler is not None and re.fullmatch(r"[A-Za-z0-9_]+", name):
         h = hashlib.sha256(f"wbc index {_FORMAT}|{fingerprint}|{' '.join(flags)}|".encode())
         h.update(_compiler_id(compiler).encode())
         key = h.hexdigest()
