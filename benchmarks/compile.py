@@ -153,8 +153,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(records[-1]), flush=True)
     if not args.json:
         print(
-            f"{'case':16s} {'nv':>4s} {'ops':>8s} {'trace s':>7s} {'cold s':>7s} {'cc s':>6s} {'hit s':>6s} "
-            f"{'C kB':>8s} {'files':>5s} {'.so kB':>8s} {'load':>5s}"
+            f"{'case':16s} {'nv':>4s} {'ops':>8s} {'trace s':>7s} {'cold s':>7s} {'cpu s':>6s} {'cc s':>6s} "
+            f"{'hit s':>6s} {'hit/p':>6s} {'C kB':>8s} {'files':>5s} {'.so kB':>8s} {'load':>5s}"
         )
         for r in records:
             print(
