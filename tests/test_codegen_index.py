@@ -73,6 +73,7 @@ def test_the_same_controller_again_is_loaded_without_tracing(cache, traces):
     assert traces[0] == 1 and k1.compile_seconds > 0
     assert len(list(cache.glob("index-step-*.json"))) == 1
     assert len(list(cache.glob("index-placements-*.json"))) == 1
+    assert all(p.stat().st_mode & 0o444 == 0o444 for p in cache.glob("index-*.json"))
     second = _controller()
     k2 = second.compile()
     assert traces[0] == 1, "the identical controller was traced again"

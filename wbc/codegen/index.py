@@ -187,6 +187,7 @@ def _store(kernel: Kernel, function: ca.Function, extra: Any, key: str, path: Pa
         text = json.dumps(record, allow_nan=True)
         fd, tmp = tempfile.mkstemp(prefix=".build-index-", dir=path.parent)  # stale ones: removed a day old
         try:
+            os.fchmod(fd, 0o644)  # readable like the library and its sidecar (mkstemp makes it 0600)
             with os.fdopen(fd, "w") as f:
                 f.write(text)
             os.replace(tmp, path)
