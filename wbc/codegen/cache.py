@@ -1,7 +1,8 @@
 """The on-disk cache of compiled kernels: C source in, a verified and loaded shared library out.
 
 Layout. A kernel's library is ``<dir>/<name>-<key>.so`` (``key``: the first 24 hex digits of a
-SHA-256 of its C source, the compiler and its version, the flags, CasADi's version and the
+SHA-256 of what determines its C source (a traced function's serialization and the C writer's
+version; a hand-written routine's text), the compiler and its version, the flags, CasADi's version and the
 machine), next to ``<name>-<key>.sha256`` holding the full key and the SHA-256 of the library
 bytes, and ``<name>-<key>.lock``.
 
@@ -35,6 +36,7 @@ import dataclasses
 import errno
 import fcntl
 import hashlib
+import itertools
 import os
 import platform
 import re
@@ -44,7 +46,8 @@ import subprocess
 import tempfile
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Generic, TypeVar
@@ -52,6 +55,7 @@ from typing import Generic, TypeVar
 import casadi as ca
 
 from ..errors import CompileError, WbcPerformanceWarning
+from .emit import DEFAULT_PART_OPS, PARTS_PER_FILE, SplitPlan, Unsupported, writer_digest
 
 __all__ = [
     "DEFAULT_FLAGS",
@@ -63,9 +67,11 @@ __all__ = [
     "CacheUnavailable",
 ]
 
-#: Compiler flags. ``-O1`` compiles large kernels in seconds (``-O2`` takes minutes on a 1 MB file
-#: for little run-time gain, see DESIGN.md §4).
-DEFAULT_FLAGS: tuple[str, ...] = ("-O1", "-fPIC", "-shared", "-fno-math-errno")
+#: Compiler flags of traced kernels. Measured on the Talos balance kernel split in parts of 500
+#: operations (benchmarks/compile.py, issue 14): ``-Og`` takes about 20 % less compiler time than
+#: ``-O1`` for the same run time (straight-line code: what matters is done by both); ``-O2`` costs
+#: more and runs no faster. Hand-written routines choose their own (``cached_source_library``).
+DEFAULT_FLAGS: tuple[str, ...] = ("-Og", "-fPIC", "-shared", "-fno-math-errno")
 
 #: A build directory of an unknown layout (no lock to ask) is removed when older than this.
 STALE_SECONDS = 24 * 3600.0
@@ -149,19 +155,37 @@ def cached_library(function: ca.Function, directory: Path | None, flags: Sequenc
     """The cached shared library of ``function`` built by ``compiler`` with ``flags``, loaded;
     compiled first when ``directory`` (default :func:`cache_dir`) holds no valid copy.
 
+    An SX function is written by :func:`~wbc.codegen.emit.split_source` (parts of a few thousand
+    operations in several files, compiled in parallel); any other function by CasADi's generator.
+    The key hashes the function's serialization (not the C text, written only to build).
+
     Raises:
         CompileError: the compiler failed or produced no usable library, or the location exists
             and is not a directory.
         CacheUnavailable: neither the location nor the private fallback directory can be written.
     """
-    generator = ca.CodeGenerator(f"{function.name()}.c", {"with_header": False})
-    generator.add(function)
-    recipe = _Recipe(
-        function.name(),
-        lambda build: Path(generator.generate(str(build) + os.sep)),
-        lambda path, compiled: _loaded(function, path, compiled),
-    )
-    return _cached(recipe, generator.dump().encode(), directory, flags, compiler)
+    name = function.name()
+
+    def write(build: Path) -> Iterator[Path]:
+        try:
+            plan = SplitPlan(function, DEFAULT_PART_OPS, PARTS_PER_FILE)
+        except Unsupported:  # CasADi's generator writes what the split writer does not handle
+            generator = ca.CodeGenerator(f"{name}.c", {"with_header": False})
+            generator.add(function)
+            yield Path(generator.generate(str(build) + os.sep))
+            return
+        for file_name, text in plan.files():  # one at a time: the first compile while the next are written
+            path = build / file_name
+            path.write_text(text)
+            yield path
+
+    # the key: the function's exact serialization (instructions, constants, names, sparsities), the
+    # writers (this split writer's source, CasADi's version in _key); the C text is written only
+    # when the library is built
+    source = f"wbc split writer {writer_digest()} {DEFAULT_PART_OPS} {PARTS_PER_FILE}\0".encode()
+    source += function.serialize().encode()
+    recipe = _Recipe(name, write, lambda path, compiled: _loaded(function, path, compiled))
+    return _cached(recipe, source, directory, flags, compiler)
 
 
 def cached_source_library(
@@ -188,10 +212,10 @@ def cached_source_library(
     if compiler is None:
         raise CompileError(f"no C compiler found to build {name} (set WBC_CC or install gcc)")
 
-    def write(build: Path) -> Path:
+    def write(build: Path) -> Iterator[Path]:
         path = build / f"{name}.c"
         path.write_text(source)
-        return path
+        yield path
 
     return _cached(_Recipe(name, write, lambda path, compiled: load(path)), source.encode(), directory, flags, compiler)
 
@@ -199,10 +223,11 @@ def cached_source_library(
 @dataclasses.dataclass(frozen=True)
 class _Recipe(Generic[T]):
     """How to build and load one library: its name, a writer of its C source into a build
-    directory (returns the file), and a loader ``(path, compiled) -> T`` raising CompileError."""
+    directory (yields the files, possibly as it writes them), and a loader ``(path, compiled) -> T``
+    raising CompileError."""
 
     name: str
-    write: Callable[[Path], Path]
+    write: Callable[[Path], Iterable[Path]]
     load: Callable[[Path, bool], T]
 
 
@@ -430,12 +455,9 @@ def _build(
             raise _Unwritable(f"cannot write in {origin} ({e.strerror})") from None
         raise CompileError(f"cannot write in {origin}: {e}") from None
     try:
-        src = recipe.write(build)
+        sources = recipe.write(build)
         out = build / f"{recipe.name}.so"
-        cmd = [compiler, *flags, str(src), "-o", str(out), "-lm"]
-        proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace", stdin=subprocess.DEVNULL)
-        if proc.returncode != 0:
-            raise CompileError(f"compiling {src.name} failed ({' '.join(cmd)}):\n{proc.stderr[-4000:]}")
+        cmd = _compile_and_link(compiler, flags, sources, out)
         if not out.is_file() or out.stat().st_size == 0:
             raise CompileError(
                 f"the compiler {compiler} exited 0 but wrote no library ({' '.join(cmd)}); "
@@ -452,6 +474,47 @@ def _build(
         os.replace(side, directory / f"{stem}.sha256")
     finally:
         shutil.rmtree(build, ignore_errors=True)
+
+
+def _compile_and_link(compiler: str, flags: Sequence[str], sources: Iterable[Path], out: Path) -> list[str]:
+    """Build the library ``out`` from ``sources``: one compiler call for one file; for several, each
+    compiled to an object file as soon as it is written (as many at once as this process may use
+    processors), then linked. Returns the last command (for messages).
+
+    Raises:
+        CompileError: a compiler call failed (its output is in the message).
+    """
+    files = iter(sources)
+    first = next(files)
+    second = next(files, None)
+    if second is None:
+        cmd = [compiler, *flags, str(first), "-o", str(out), "-lm"]
+        _run(cmd, first.name)
+        return cmd
+    objects: list[Path] = []
+    with ThreadPoolExecutor(max_workers=_processors()) as pool:
+        futures = []
+        for src in itertools.chain((first, second), files):
+            objects.append(src.with_suffix(".o"))
+            futures.append(pool.submit(_run, [compiler, *flags, "-c", str(src), "-o", str(objects[-1])], src.name))
+        for future in futures:
+            future.result()
+    cmd = [compiler, *flags, *map(str, objects), "-o", str(out), "-lm"]
+    _run(cmd, out.name)
+    return cmd
+
+
+def _run(cmd: list[str], what: str) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace", stdin=subprocess.DEVNULL)
+    if proc.returncode != 0:
+        raise CompileError(f"compiling {what} failed ({' '.join(cmd)}):\n{proc.stderr[-4000:]}")
+
+
+def _processors() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 def _private_directory(reason: str) -> Path:

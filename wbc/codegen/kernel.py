@@ -82,6 +82,7 @@ class Kernel:
         library: Path | None = None,
         compile_seconds: float = 0.0,
         load_seconds: float = 0.0,
+        n_instructions: int | None = None,
     ) -> None:
         self.function = function
         self.name = source.name()
@@ -89,7 +90,7 @@ class Kernel:
         self.library = library
         self.compile_seconds = compile_seconds
         self.load_seconds = load_seconds
-        self.n_instructions = int(source.n_instructions())
+        self.n_instructions = int(source.n_instructions()) if n_instructions is None else int(n_instructions)
         self.input_names = [source.name_in(i) for i in range(source.n_in())]
         self.output_names = [source.name_out(i) for i in range(source.n_out())]
         in_shapes, out_shapes = _shapes(source)

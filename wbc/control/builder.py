@@ -27,7 +27,9 @@ and rows; :meth:`Layout.select` returns views of the kernel's buffers when every
 from __future__ import annotations
 
 import dataclasses
+import enum
 import hashlib
+import importlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,6 +37,9 @@ import casadi as ca
 import numpy as np
 
 from ..algorithms.iim import InputMatrixMethod
+from ..codegen.fingerprint import fingerprint
+from ..codegen.index import compile_indexed
+from ..codegen.kernel import Kernel
 from ..codegen.trace import trace
 from ..errors import InputError
 from ..model.clusters import ClusterModel
@@ -45,7 +50,7 @@ from .contributor import Contributor
 from .pieces import TAU, Bounds, Cost, Equality, Group, Inequality
 from .qp import QPProblem
 
-__all__ = ["Structure", "Layout", "trace_step", "OUTPUTS"]
+__all__ = ["Structure", "Layout", "trace_step", "compile_step", "compile_placements", "OUTPUTS"]
 
 #: The step function's outputs, in order.
 OUTPUTS = ("A", "b", "A_eq", "b_eq", "G", "h", "lb", "ub", "a0", "Bhat", "errors", "d")
@@ -208,7 +213,11 @@ def trace_step(
     name = f"step_{model.name}_{len(contributors)}c_{hashlib.sha1(tag.encode()).hexdigest()[:8]}"
     nq, nv = context.state_sizes(model)
     inputs = [("q", nq), ("v", nv)] + [(f"p{k}", sizes[k]) for k in with_parameters]
-    function = trace(name, inputs, build, list(OUTPUTS))
+    # No CasADi CSE pass: the traced graph already shares its nodes, and the pass found only 3-5 %
+    # more common subexpressions (Talos 67,934 -> 71,001 operations; the compiler merges those within
+    # a part, same run time) for 0.23 s of the 0.42 s trace on Talos, 0.43 of 0.73 s on G1 with
+    # hands, 3.5 of 8.6 s on a 200-body tree (issue 14, benchmarks/compile.py).
+    function = trace(name, inputs, build, list(OUTPUTS), cse=False)
     G_constant = np.zeros((rows_of["in"], n_u))
     is_constant = np.zeros(rows_of["in"], dtype=bool)
     for rows, cols, M in constant_rows:
@@ -228,6 +237,118 @@ def trace_step(
         np.flatnonzero(~is_constant),
     )
     return function, structure
+
+
+def compile_step(
+    model: Model | ClusterModel,
+    contributors: Sequence[Contributor],
+    contacts: Sequence,
+    method: InputMatrixMethod,
+    tolerance: float = 0.0,
+) -> tuple[Kernel, Structure]:
+    """The compiled step kernel of :func:`trace_step` and its :class:`Structure`.
+
+    Found without tracing when the kernel cache indexes a fingerprint of the same model,
+    contributors (every attribute, by value), contacts, method, tolerance and wbc source
+    (:mod:`wbc.codegen.index`); traced and compiled (or taken from the cache) otherwise.
+    """
+    position = {id(c): k for k, c in enumerate(contributors)}
+    where = [position.get(id(c), -1) for c in contacts]
+    key = None if -1 in where else fingerprint("step", model, list(contributors), where, method, float(tolerance))
+
+    def make() -> tuple[ca.Function, Structure, dict]:
+        function, structure = trace_step(model, contributors, contacts, method, tolerance)
+        return function, structure, _structure_record(structure)
+
+    kernel, structure, _ = compile_indexed("step", key, make, _structure_from_record)
+    return kernel, structure
+
+
+def compile_placements(tree: Model, contacts: Sequence) -> Kernel:
+    """The compiled contact-placement kernel (``q`` -> the contact frames' placements), found
+    without tracing when indexed like :func:`compile_step`."""
+    from .contacts.placement import placement_function
+
+    key = fingerprint("placements", tree, list(contacts))
+
+    def make() -> tuple[ca.Function, bool, bool]:
+        return placement_function(tree, contacts), True, True
+
+    kernel, _, _ = compile_indexed("placements", key, make, lambda r: True if r is True else None)
+    return kernel
+
+
+def _group_record(group: Group | None) -> list | None:
+    if group is None:
+        return None
+    kind = group.kind
+    return [type(kind).__module__, type(kind).__qualname__, kind.name, group.name]
+
+
+def _group(record) -> Group | None:
+    if record is None:
+        return None
+    module, qualname, member, name = record
+    if not (module == "wbc" or module.startswith("wbc.")):
+        raise ValueError(f"kind from outside wbc: {module}")
+    cls: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        cls = getattr(cls, part)
+    if not (isinstance(cls, type) and issubclass(cls, enum.Enum)):
+        raise ValueError(f"{module}.{qualname} is not an enum")
+    return Group(cls[member], name)
+
+
+def _blocks_record(blocks: Sequence[RowBlock]) -> list:
+    return [[_group_record(b.group), b.rows.start, b.rows.stop, b.owner, b.priority] for b in blocks]
+
+
+def _blocks(record) -> tuple[RowBlock, ...]:
+    blocks = []
+    for g, a, b, o, p in record:
+        group = _group(g)
+        if group is None:
+            raise ValueError("a row block without its group")
+        blocks.append(RowBlock(group, slice(int(a), int(b)), int(o), int(p)))
+    return tuple(blocks)
+
+
+def _structure_record(s: Structure) -> dict:
+    """``s`` as JSON data (every float exact: JSON numbers written by ``repr``)."""
+    return {
+        "variables": [[name, size] for name, size in s.variables.blocks],
+        "parameter_inputs": list(s.parameter_inputs),
+        "costs": _blocks_record(s.costs),
+        "equalities": _blocks_record(s.equalities),
+        "inequalities": _blocks_record(s.inequalities),
+        "bounds": [_group_record(g) for g in s.bounds],
+        "errors": [[name, rows.start, rows.stop] for name, rows in s.errors.items()],
+        "variable_owner": [[name, k] for name, k in s.variable_owner.items()],
+        "identity_basis": sorted(s.identity_basis),
+        "G_constant": [list(s.G_constant.shape), s.G_constant.ravel().tolist()],
+        "traced_rows": s.traced_rows.tolist(),
+    }
+
+
+def _structure_from_record(r: dict) -> Structure | None:
+    """The :class:`Structure` recorded by :func:`_structure_record`, or None if it does not read."""
+    try:
+        shape, values = r["G_constant"]
+        return Structure(
+            Variables(tuple((str(name), int(size)) for name, size in r["variables"])),
+            tuple(int(k) for k in r["parameter_inputs"]),
+            _blocks(r["costs"]),
+            _blocks(r["equalities"]),
+            _blocks(r["inequalities"]),
+            tuple(_group(g) for g in r["bounds"]),
+            {str(name): slice(int(a), int(b)) for name, a, b in r["errors"]},
+            {str(name): int(k) for name, k in r["variable_owner"]},
+            frozenset(int(k) for k in r["identity_basis"]),
+            np.array(values, dtype=float).reshape([int(n) for n in shape]),
+            np.array(r["traced_rows"], dtype=np.int64),
+        )
+    except (KeyError, TypeError, ValueError, AttributeError, ImportError):
+        return None
 
 
 def _priority(piece: Cost, where: str) -> int:

@@ -31,14 +31,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..algorithms.iim import InputMatrixMethod
-from ..codegen import Kernel, compile_function
+from ..codegen import Kernel
 from ..errors import InputError
 from ..model import checks
 from ..model.clusters import ClusterModel
 from ..model.model import Model
-from .builder import OUTPUTS, Layout, Structure, trace_step
+from .builder import OUTPUTS, Layout, Structure, compile_placements, compile_step
 from .contacts import Contact
-from .contacts.placement import placement_function
 from .contexts import context_type
 from .contributor import Contributor, Runtime
 from .fallback import Failure, FallbackPolicy, StepStatus
@@ -267,12 +266,11 @@ class WholeBodyController:
     def compile(self) -> Kernel:
         """Trace and compile the control kernel (cached on disk by content); done lazily by ``step``."""
         self._tolerance = self.solver.unconstrained_tolerance
-        function, structure = trace_step(
+        self.kernel, structure = compile_step(
             self.model, self.contributors, self.contacts, self.input_matrix, self._tolerance
         )
-        self.kernel = compile_function(function)
         tree = self._context.kinematic_tree(self.model)
-        self._placements = compile_function(placement_function(tree, self.contacts)) if self.contacts else None
+        self._placements = compile_placements(tree, self.contacts) if self.contacts else None
         self._structure = structure
         self._layouts, self._fast = {}, {}
         contributors = self.contributors
@@ -287,7 +285,7 @@ class WholeBodyController:
         for i, k in enumerate(structure.parameter_inputs):  # the kernel reads them in place: no copies
             self.kernel.bind_input(2 + i, contributors[k].parameters(self._runtime))
         # the outputs with their declared shapes, as views of the kernel's buffers
-        shapes = [function.size_out(i) for i in range(function.n_out())]
+        shapes = [self.kernel.function.size_out(i) for i in range(self.kernel.function.n_out())]
         self._outputs = [
             np.reshape(o, shape if name in ("A", "A_eq", "G", "Bhat") else (shape[0],), order="F")
             for o, shape, name in zip(self.kernel.outputs, shapes, OUTPUTS)
