@@ -140,3 +140,69 @@ def test_binding_step_equals_the_full_qp():
     generic = fast.screened(Plain(), ctrl._tolerance)
     assert generic is not None
     assert np.abs(generic - expected).max() <= 1e-6 * scale
+
+
+def _unfused(ctrl):
+    """``ctrl`` with the one-call step disabled (the kernel through CasADi, then the shortcut)."""
+    ctrl._fuse = lambda layout, fast: None
+    return ctrl
+
+
+@pytest.mark.parametrize("limits", [False, True])
+def test_fused_step_equals_the_two_call_step(limits):
+    """Talos standing then pushed off balance: the one-call step (checks, kernel, shortcut, command in
+    C) gives the two-call step's command exactly (u, q̈, task errors, forces, normal forces recorded),
+    and q̈ = a₀ + B̂u holds to 1e-12 against the kernel's own outputs."""
+    fused, spec, _ = _talos(limits)
+    plain, _, _ = _talos(limits)
+    _unfused(plain)
+    model = spec.model
+    q, v = spec.q0.copy(), np.zeros(model.nv)
+    rng = np.random.default_rng(3)
+    for i in range(30):
+        a, b = fused.step(q, v), plain.step(q, v)
+        if i:
+            assert fused._fused is not None and plain._fused is None
+        assert a.status is b.status is wbc.StepStatus.OPTIMAL
+        scale = np.abs(b.u).max()
+        assert np.abs(a.u - b.u).max() <= 1e-12 * scale
+        assert np.abs(a.tau - b.tau).max() <= 1e-12 * scale
+        assert np.abs(a.qdd - b.qdd).max() <= 1e-10 * (1.0 + np.abs(b.qdd).max())
+        a0, Bhat = fused._outputs[8], fused._outputs[9]
+        assert np.abs(a.qdd - (a0 + Bhat @ a.u)).max() <= 1e-12 * (1.0 + np.abs(a.qdd).max())
+        assert a.task_errors.keys() == b.task_errors.keys()
+        for name in b.task_errors:
+            assert np.array_equal(a.task_errors[name], b.task_errors[name])
+        for c in fused.contacts:
+            assert np.abs(a.forces[c.name] - b.forces[c.name]).max() <= 1e-12 * scale
+            assert fused.contact_state(c.name).last_normal_force == pytest.approx(
+                c.normal_force(b.forces[c.name]), rel=1e-12, abs=1e-9
+            )
+        v = v + 1e-3 * b.qdd + (0.02 * rng.standard_normal(model.nv) if i == 10 else 0.0)
+        q = wbc.integrate(model, q, v, 1e-3)
+    assert set(a.timings) == {"kernel", "qp", "total"} and a.timings["total"] >= a.timings["kernel"] > 0
+
+
+def test_fused_step_refuses_bad_states_by_name():
+    """After the first step (the one-call path in use), bad states are refused as before: NaN in v, a
+    quaternion off the unit sphere, wrong sizes, complex numbers; a good state then steps again."""
+    ctrl, spec, _ = _talos(False)
+    q, v = spec.q0.copy(), np.zeros(spec.model.nv)
+    ctrl.step(q, v)
+    ctrl.step(q, v)
+    assert ctrl._fused is not None
+    bad_v = v.copy()
+    bad_v[7] = np.nan
+    with pytest.raises(wbc.InputError, match=r"v has non-finite entries at indices \[7\]"):
+        ctrl.step(q, bad_v)
+    bad_q = q.copy()
+    bad_q[3:7] *= 1.01
+    with pytest.raises(wbc.InputError, match="quaternion"):
+        ctrl.step(bad_q, v)
+    with pytest.raises(wbc.InputError, match="shape"):
+        ctrl.step(q[:-1], v)
+    with pytest.raises(wbc.InputError, match="complex"):
+        ctrl.step(q.astype(complex), v)
+    cmd = ctrl.step(list(q), v)  # converted as before
+    assert cmd.status is wbc.StepStatus.OPTIMAL
+    assert np.isfinite(cmd.tau).all()

@@ -42,7 +42,7 @@ from .contacts.placement import placement_function
 from .contexts import context_type
 from .contributor import Contributor, Runtime
 from .fallback import Failure, FallbackPolicy, StepStatus
-from .fastpath import FEASIBLE, INFEASIBLE, CompiledShortcut
+from .fastpath import BAD_INPUT, FEASIBLE, INFEASIBLE, KERNEL_FAILED, CompiledShortcut
 from .hierarchy import LexicographicSolver
 from .limits import JointPositionLimit, JointVelocityLimit, TorqueLimit
 from .pieces import TAU, Group
@@ -54,6 +54,7 @@ from .task import Task
 __all__ = ["WholeBodyController", "Command", "StepStatus", "Failure"]
 
 _NO_CONFLICT: tuple[Group, ...] = ()
+_clock = time.perf_counter
 
 
 @dataclasses.dataclass
@@ -177,6 +178,9 @@ class WholeBodyController:
         self._structure: Structure | None = None
         self._layouts: dict[tuple[bool, ...], Layout] = {}
         self._fast: dict[int, CompiledShortcut | None] = {}  # per layout (by id): the compiled shortcut
+        self._fused: CompiledShortcut | None = None  # the one running the whole step of _fused_layout
+        self._fused_layout: Layout | None = None
+        self._fused_version = -1  # the schedule version _fused_layout is valid for (-1: ask _layout)
         self._tolerance = 0.0  # the shortcut's tolerance traced into the kernel's d
         self._last_tau: np.ndarray | None = None
         self.n_u = self._context.input_count(model) + sum(c.dim for c in self.contacts)
@@ -218,6 +222,7 @@ class WholeBodyController:
 
     def _invalidate(self) -> None:
         self.kernel, self._structure, self._layouts, self._fast = None, None, {}, {}
+        self._fused = self._fused_layout = None
 
     # ----------------------------------------------------------------------------- contacts
     def activate_contact(self, name: str, placement=None) -> None:
@@ -253,6 +258,7 @@ class WholeBodyController:
         self._placements = compile_function(placement_function(tree, self.contacts)) if self.contacts else None
         self._structure = structure
         self._layouts, self._fast = {}, {}
+        self._fused = self._fused_layout = None
         contributors = self.contributors
         self._switchable = [
             contributors[k]
@@ -348,26 +354,117 @@ class WholeBodyController:
 
     def step(self, q, v) -> Command:
         """One control step at state ``(q, v)``: returns the :class:`Command` to apply."""
-        t_start = time.perf_counter()
-        self._advance_clock(q)
+        t_start = _clock()
+        fused = self._fused
+        self._runtime.time = self.time
+        schedule = self._schedule
+        if (  # the common case: one C call
+            fused is not None
+            and schedule.idle(self.time)
+            and (schedule.version == self._fused_version or self._layout() is self._fused_layout)
+        ):
+            command = self._fused_step(fused, q, v, t_start)
+            if isinstance(command, Command):
+                return command
+            return self._step(q, v, t_start, fused_code=command)
+        return self._step(q, v, t_start)
+
+    def _fused_step(self, fast: CompiledShortcut, q, v, t_start: float) -> Command | int:
+        """The step in one C call (checks, kernel, shortcut, command); else the shortcut's code
+        (:data:`INFEASIBLE`, :data:`FAILED`: the kernel's outputs are current)."""
+        qb, vb = self._state_buffers
+        if type(q) is np.ndarray and type(v) is np.ndarray and q.shape == qb.shape and v.shape == vb.shape:
+            try:
+                np.copyto(qb, q)
+                np.copyto(vb, v)
+            except TypeError:  # complex, object...: refused with the checks' message
+                self._context.check_state(self.model, q, v)
+                raise
+        else:
+            q, v = self._context.check_state(self.model, q, v)
+            np.copyto(qb, q)
+            np.copyto(vb, v)
+        code = fast.step()
+        if code != FEASIBLE:
+            if code == BAD_INPUT:
+                self._context.check_state(self.model, q, v)  # raises, naming the culprit
+                raise InputError("q or v is not finite, or a quaternion of q is not of unit norm")
+            if code == KERNEL_FAILED:
+                raise InputError("the control kernel failed at this state")
+            return code
+        block = fast.out.copy()
+        n, p, o = self._fused_sizes
+        x, tau, qdd = block[:n], block[:p], block[n:o]
+        errors = {name: block[rows] for name, rows in self._fused_errors}
+        forces = {name: block[columns] for name, columns in self._fused_forces}
+        tail = block[self._fused_tail :].tolist()
+        for state, normal in zip(self._fused_states, tail):
+            state.last_normal_force = normal
+        self._last_tau = tau
+        self.time += self.dt
+        timings = {"kernel": tail[-2], "qp": tail[-1], "total": (_clock() - t_start) * 1e6}
+        return Command(tau, forces, qdd, errors, StepStatus.OPTIMAL, _NO_CONFLICT, timings, x, None)
+
+    def _fuse(self, layout: Layout, fast: CompiledShortcut) -> None:
+        """Make ``fast`` run this layout's whole step in one C call, when it can (every contact's
+        normal force linear in its variables; a compiled kernel)."""
+        kernel = self.kernel
+        assert kernel is not None and self._structure is not None
+        n = fast.u.size
+        normal = np.zeros((len(self.contacts), n))
+        rng = np.random.default_rng(0)
+        for k, c in enumerate(self.contacts):
+            cols = layout.variables[c.name]
+            w = np.array([c.normal_force(e) for e in np.eye(c.dim)], dtype=float)
+            for f in rng.standard_normal((2, c.dim)):  # linear (all the library's contacts are)?
+                if not abs(c.normal_force(f) - w @ f) <= 1e-9 * (1.0 + np.abs(w).sum() * np.abs(f).max()):
+                    return
+            normal[k, cols] = w
+        tree = self.model.tree if isinstance(self.model, ClusterModel) else self.model
+        parts = [(start, stop) for start, stop, _, _ in checks.unit_parts(tree)]
+        if not fast.fuse(kernel, self.regularization, parts, self.check_inputs, normal):
+            return
+        nv = self._outputs[8].size
+        self._fused, self._fused_layout = fast, layout
+        # the layout follows the schedule's version when only contacts (as defined) switch on and off
+        by_schedule = all(isinstance(c, Contact) and type(c).is_active is Contact.is_active for c in self._switchable)
+        self._fused_version = self._schedule.version if by_schedule else -1
+        self._state_buffers = (kernel.inputs[0], kernel.inputs[1])
+        self._fused_sizes = (n, layout.n_tau, n + nv)
+        self._fused_errors = [(name, slice(n + nv + r.start, n + nv + r.stop)) for name, r in self._error_rows]
+        self._fused_forces = [(c.name, layout.variables[c.name]) for c in self.contacts]
+        self._fused_states = [self._schedule.state(c.name) for c in self.contacts]
+        self._fused_tail = n + nv + self._outputs[10].size
+
+    def _step(self, q, v, t_start: float, fused_code: int | None = None) -> Command:
+        """The step in general (any layout, hierarchy, solver); ``fused_code``: the code of the fused
+        call that ran the kernel at ``(q, v)`` and the shortcut already (the binding case)."""
+        evaluated = fused_code is not None
+        if not evaluated:
+            self._advance_clock(q)
         if self.kernel is None:
             self.compile()
         layout = self._layout()
-        t0 = time.perf_counter()
-        outputs = self._evaluate(q, v)
-        t1 = time.perf_counter()
+        t0 = _clock()
+        outputs = self._outputs if evaluated else self._evaluate(q, v)
+        t1 = _clock()
+        if evaluated:  # the fused call's own timings
+            t_kernel, t_shortcut = self._fused.timings if self._fused is not None else (0.0, 0.0)
+            t0, t1 = t1 - 1e-6 * (t_kernel + t_shortcut), t1 - 1e-6 * t_shortcut
         status, conflict, failure = StepStatus.OPTIMAL, _NO_CONFLICT, None
         if len(layout.levels) > 1:  # a strict hierarchy (None: infeasible constraints, handled below)
             x = self._hierarchy.solve(layout, outputs, self.regularization)
         elif self.solver.try_unconstrained:
             key = id(layout)
             if key not in self._fast:
-                self._fast[key] = CompiledShortcut.build(layout, outputs)
+                self._fast[key] = fast = CompiledShortcut.build(layout, outputs)
+                if fast is not None and self._fused is None:
+                    self._fuse(layout, fast)
             fast = self._fast[key]
             if fast is None:
                 x = self._shortcut(layout, outputs)
             else:
-                code = fast(self.regularization)
+                code = fused_code if fused_code is not None else fast(self.regularization)
                 if code == FEASIBLE:
                     x = fast.u.copy()
                 elif code == INFEASIBLE:
@@ -379,7 +476,7 @@ class WholeBodyController:
         if x is None:
             outcome = self.fallback.solve(layout.problem(outputs, self.regularization), self.solver)
             x, status, conflict, failure = outcome.x, outcome.status, outcome.conflict, outcome.failure
-        t_end = time.perf_counter()
+        t_end = _clock()
         a0, Bhat, errors_all = outputs[8], outputs[9], outputs[10]
         if x is not None:
             if layout.all_columns:

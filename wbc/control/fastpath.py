@@ -22,21 +22,35 @@ from __future__ import annotations
 import ctypes
 import functools
 import warnings
+from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..codegen.cache import CacheUnavailable, cached_source_library, find_compiler
+from ..codegen.kernel import Kernel
 from ..errors import CompileError, WbcPerformanceWarning
+from ..model.checks import UNIT_TOLERANCE
 from .builder import Layout
 from .qp import QPProblem
 from .solvers import DaqpSolver, QPSolver
 
-__all__ = ["CompiledShortcut", "shortcut_library", "FEASIBLE", "INFEASIBLE", "FAILED"]
+__all__ = [
+    "CompiledShortcut",
+    "Library",
+    "shortcut_library",
+    "kernel_symbol",
+    "FEASIBLE",
+    "INFEASIBLE",
+    "FAILED",
+    "BAD_INPUT",
+    "KERNEL_FAILED",
+]
 
-#: Return codes of ``wbc_shortcut``.
-FEASIBLE, INFEASIBLE, FAILED = 0, 1, 2
+#: Return codes of ``wbc_shortcut`` and ``wbc_step``.
+FEASIBLE, INFEASIBLE, FAILED, BAD_INPUT, KERNEL_FAILED = 0, 1, 2, 3, 4
 
 #: Compiler flags of the routine (small, loops: -O2 pays, unlike on the large traced kernels).
 FLAGS = ("-O2", "-fPIC", "-shared", "-fno-math-errno")
@@ -45,41 +59,39 @@ _P = ctypes.c_void_p
 _BIG = 1e20  # what daqp takes for an infinite bound
 
 #: The BLAS and LAPACK routines the C code calls, from SciPy's (``scipy.linalg.cython_blas``/``cython_lapack``).
-_ROUTINES = ("dgemm", "dgemv", "dpotrf", "dpotrs")
+_ROUTINES = ("dgemm", "dgemv", "dsyrk", "dpotrf", "dpotrs")
+
+
+_INTS = ("k", "p", "m", "nc", "ng", "c0", "nspan", "nb", "nt", "nv", "ne", "ncontact")
+_POINTERS = (
+    "A", "b", "Aeq", "beq", "Cg", "g_rows", "b_rows", "b_cols", "b_sign", "G", "traced", "d",
+    "u", "Cu", "L", "X", "S", "H", "Hfull", "rf", "W",
+    "kernel", "arg", "res", "iw", "w", "q", "v",
+)  # fmt: skip
 
 
 class _Data(ctypes.Structure):
     _fields_ = [
-        ("k", ctypes.c_int),
-        ("p", ctypes.c_int),
-        ("m", ctypes.c_int),
-        ("nc", ctypes.c_int),
-        ("nt", ctypes.c_int),
+        *[(name, ctypes.c_int) for name in _INTS],
         ("reg", ctypes.c_double),
-        *[
-            (name, _P)
-            for name in (
-                "A",
-                "b",
-                "Aeq",
-                "beq",
-                "C",
-                "G",
-                "traced",
-                "d",
-                "u",
-                "Cu",
-                "L",
-                "X",
-                "R",
-                "H",
-                "Hfull",
-                "rf",
-                "W",
-            )
-        ],
+        *[(name, _P) for name in _POINTERS],
+        ("nq", ctypes.c_int),
+        ("n_unit", ctypes.c_int),
+        ("check", ctypes.c_int),
+        ("unit_tol", ctypes.c_double),
+        *[(name, _P) for name in ("unit", "a0", "Bhat", "errors", "normal", "out")],
         *[(name, _P) for name in _ROUTINES],
+        ("t_kernel", ctypes.c_double),
+        ("t_qp", ctypes.c_double),
     ]
+
+
+class Library(NamedTuple):
+    """The compiled routines: ``shortcut`` (the least squares and the check on the kernel's outputs)
+    and ``step`` (the input checks, the kernel, then the same, and the command)."""
+
+    shortcut: Callable[[Any], int]
+    step: Callable[[Any], int]
 
 
 @functools.cache
@@ -99,20 +111,21 @@ def _routine_addresses() -> tuple[int, ...]:
     return tuple(out)
 
 
-def _load(path: Path):
+def _load(path: Path) -> Library:
     try:
         library = ctypes.CDLL(str(path))
-        function = library.wbc_shortcut
+        functions = [getattr(library, name) for name in ("wbc_shortcut", "wbc_step")]
     except (OSError, AttributeError) as e:
-        raise CompileError(f"{path}: cannot load wbc_shortcut from it: {e}") from None
-    function.argtypes = [ctypes.POINTER(_Data)]
-    function.restype = ctypes.c_int
-    return function
+        raise CompileError(f"{path}: cannot load wbc_shortcut and wbc_step from it: {e}") from None
+    for function in functions:
+        function.argtypes = [ctypes.POINTER(_Data)]
+        function.restype = ctypes.c_int
+    return Library(*functions)
 
 
 @functools.cache
-def shortcut_library():
-    """The compiled ``wbc_shortcut`` (a ctypes function), or None (with one warning) when it cannot be
+def shortcut_library() -> Library | None:
+    """The compiled routines (:class:`Library`), or None (with one warning) when they cannot be
     built: no C compiler, or no writable cache."""
     if find_compiler() is None:
         return None
@@ -124,12 +137,73 @@ def shortcut_library():
         return None
 
 
+def kernel_symbol(kernel: Kernel) -> tuple[int, tuple[int, int, int, int], ctypes.CDLL] | None:
+    """The address of ``kernel``'s CasADi-generated C function, its work sizes ``(arg, res, iw, w)``
+    and the library holding it (keep it alive), or None when the kernel is not a compiled library of
+    the expected ABI (then it runs through CasADi)."""
+    if kernel.backend != "c" or kernel.library is None:
+        return None
+    try:
+        library = ctypes.CDLL(str(kernel.library))
+        function = getattr(library, kernel.name)
+        int_size = getattr(library, f"{kernel.name}_casadi_int_size")
+        real_size = getattr(library, f"{kernel.name}_casadi_real_size")
+        work = getattr(library, f"{kernel.name}_work")
+    except (OSError, AttributeError):
+        return None
+    int_size.restype = real_size.restype = ctypes.c_int
+    if int_size() != ctypes.sizeof(ctypes.c_longlong) or real_size() != ctypes.sizeof(ctypes.c_double):
+        return None
+    sizes = [ctypes.c_longlong() for _ in range(4)]
+    work.restype = ctypes.c_int
+    if work(*[ctypes.byref(x) for x in sizes]) != 0:
+        return None
+    arg, res, iw, w = (int(x.value) for x in sizes)
+    return ctypes.cast(function, _P).value or 0, (arg, res, iw, w), library
+
+
+def _split_rows(C: np.ndarray, traced: np.ndarray) -> tuple:
+    """The rows of ``C`` (nc, n) by kind: general constant rows (their indices, their nonzero column
+    span ``c0, c1``), unit rows (``±u_j``: indices, columns, signs); the traced rows are skipped."""
+    nc = C.shape[0]
+    is_traced = np.zeros(nc, dtype=bool)
+    is_traced[traced] = True
+    nonzero = C != 0
+    count = nonzero.sum(axis=1)
+    column = np.argmax(nonzero, axis=1)
+    value = C[np.arange(nc), column]
+    unit = ~is_traced & (count == 1) & (np.abs(value) == 1.0)
+    general = ~is_traced & ~unit & (count > 0)
+    g_rows = np.flatnonzero(general)
+    if g_rows.size:
+        used = np.flatnonzero(nonzero[g_rows].any(axis=0))
+        c0, c1 = int(used[0]), int(used[-1]) + 1
+    else:
+        c0, c1 = 0, 0
+    b_rows = np.flatnonzero(unit)
+    return g_rows, c0, c1, b_rows, column[b_rows], value[b_rows]
+
+
+def _not_fused() -> int:
+    raise CompileError("CompiledShortcut.step needs fuse() first")
+
+
 class CompiledShortcut:
     """The shortcut of one :class:`~wbc.control.builder.Layout` on one kernel's output buffers.
 
     Attributes:
         u: (n,) the minimizer of the last call (overwritten by the next).
         Cu: (n_c,) the products ``C u`` of the last call.
+        out: after a feasible :meth:`step`: ``[u (n), q̈ (nv), task errors, contacts' normal forces,
+            kernel µs, shortcut µs]`` (overwritten by the next).
+        fused: whether :meth:`fuse` attached a kernel.
+        step: after :meth:`fuse`, with ``q`` and ``v`` copied into the kernel's inputs, a function of no
+            argument running the checks, the kernel and the shortcut in one C call; it returns
+            :data:`FEASIBLE` (then :attr:`out` holds the command), :data:`INFEASIBLE`, :data:`FAILED`
+            (as :meth:`__call__`; the kernel's outputs are current), :data:`BAD_INPUT` (``q`` or ``v``
+            not finite, or a unit part of ``q`` not of unit norm; the kernel did not run) or
+            :data:`KERNEL_FAILED`.
+        timings: ``(kernel, shortcut)`` microseconds of the last :meth:`step` (checks included in the first).
     """
 
     @classmethod
@@ -142,40 +216,52 @@ class CompiledShortcut:
             return None
         if layout.eq_rows.size == 0 or layout.cost_rows.size == 0:
             return None
-        function = shortcut_library()
-        return None if function is None else cls(function, layout, outputs)
+        library = shortcut_library()
+        return None if library is None else cls(library, layout, outputs)
 
-    def __init__(self, function, layout: Layout, outputs: list[np.ndarray]) -> None:
+    def __init__(self, library: Library, layout: Layout, outputs: list[np.ndarray]) -> None:
         A, b, A_eq, b_eq, G = outputs[0], outputs[1], outputs[2], outputs[3], outputs[4]
         k, n = A.shape
         m = A_eq.shape[0]
         p = n - m
-        self._function = function
+        self._library = library
         self.layout = layout
         self.p, self.m = p, m
-        self._C = np.asfortranarray(layout._C)
+        self._C = np.asarray(layout._C, dtype=float)
         nc = self._C.shape[0]
-        self._traced = layout._traced_at.astype(np.int64)
+        self._traced = np.asarray(layout._traced_at, dtype=np.int64)
+        g_rows, c0, c1, b_rows, b_cols, b_sign = _split_rows(self._C, self._traced)
+        self._g_rows = g_rows.astype(np.int64)
+        self._Cg = np.asfortranarray(self._C[np.ix_(g_rows, np.arange(c0, c1))])
+        self._b_rows, self._b_cols = b_rows.astype(np.int64), b_cols.astype(np.int64)
+        self._b_sign = np.ascontiguousarray(b_sign, dtype=float)
         self.u = np.zeros(n)
         self.Cu = np.zeros(nc)
         self.L = np.zeros((m, m), order="F")
         self.X = np.zeros((m, p + 1), order="F")
-        self.R = np.zeros((k, p + 1), order="F")
+        self.S = np.zeros((k + m, p + 1), order="F")
+        self.R = self.S[:k]  # [A_x, b] - A_f X
         self.H = np.zeros((p, p + 1), order="F")
         self.Hfull = np.zeros((p, p), order="F")
         self.rf = np.zeros(m)
-        self.W = np.zeros(max(m * (p + 1), int(layout._traced_at.size)))
+        self.W = np.zeros(max(1, g_rows.size, self._traced.size))
         for a in (A, b, A_eq, b_eq, G, outputs[11]):
             if not (a.flags.f_contiguous and a.dtype == np.float64):
                 raise CompileError("the kernel's outputs must be column-major float64 buffers")
         self._outputs = outputs  # keeps the buffers the struct points into alive
-        data = _Data(k, p, m, nc, int(self._traced.size), 0.0)
+        data = _Data()
+        for name, value in zip(_INTS, (k, p, m, nc, g_rows.size, c0, c1 - c0, b_rows.size, self._traced.size, 0, 0, 0)):
+            setattr(data, name, int(value))
         for name, array in (
             ("A", A),
             ("b", b),
             ("Aeq", A_eq),
             ("beq", b_eq),
-            ("C", self._C),
+            ("Cg", self._Cg),
+            ("g_rows", self._g_rows),
+            ("b_rows", self._b_rows),
+            ("b_cols", self._b_cols),
+            ("b_sign", self._b_sign),
             ("G", G),
             ("traced", self._traced),
             ("d", outputs[11]),
@@ -183,7 +269,7 @@ class CompiledShortcut:
             ("Cu", self.Cu),
             ("L", self.L),
             ("X", self.X),
-            ("R", self.R),
+            ("S", self.S),
             ("H", self.H),
             ("Hfull", self.Hfull),
             ("rf", self.rf),
@@ -194,12 +280,84 @@ class CompiledShortcut:
             setattr(data, name, address)
         self._data = data
         self._ref = ctypes.byref(data)
+        self.fused = False
+        self.out = np.zeros(0)
+        self.step: Callable[[], int] = _not_fused
 
     def __call__(self, regularization: float) -> int:
         """Run on the kernel's current outputs: :data:`FEASIBLE` (``u`` solves the QP),
         :data:`INFEASIBLE` (``u`` is finite, some row of ``C u ≤ d`` fails) or :data:`FAILED`."""
         self._data.reg = regularization
-        return self._function(self._ref)
+        return self._library.shortcut(self._ref)
+
+    # ----------------------------------------------------------------------------- the whole step
+    def fuse(
+        self,
+        kernel: Kernel,
+        regularization: float,
+        unit_parts: Sequence[tuple[int, int]],
+        check: bool,
+        normal_rows: np.ndarray,
+    ) -> bool:
+        """Attach the kernel whose outputs this shortcut reads, so that :meth:`step` runs the input
+        checks, the kernel and the shortcut in one C call. False (nothing changed) when the kernel is
+        not a compiled library of the expected ABI.
+
+        Args:
+            kernel: the controller's kernel (inputs ``q``, ``v``, then its bound parameters).
+            regularization: the controller's (fixed from now on for :meth:`step`).
+            unit_parts: ``(start, stop)`` of every part of ``q`` that must have unit norm.
+            check: whether :meth:`step` checks ``q`` and ``v`` (finite, unit norms).
+            normal_rows: (n_contacts, n) each contact's normal force as a linear function of ``u``.
+        """
+        symbol = kernel_symbol(kernel)
+        if symbol is None:
+            return False
+        address, (n_arg, n_res, n_iw, n_w), library = symbol
+        inputs, outputs = kernel._in_flat, kernel._out_flat
+        if n_arg < len(inputs) or n_res < len(outputs):
+            return False
+        self._kernel_library = library
+        self._kernel_arrays = (inputs, outputs)  # the buffers the argument arrays point into
+        self._arg = (_P * n_arg)(*[a.ctypes.data for a in inputs])
+        self._res = (_P * n_res)(*[r.ctypes.data for r in outputs])
+        self._iw = np.zeros(max(1, n_iw), dtype=np.int64)
+        self._w = np.zeros(max(1, n_w))
+        self._unit = np.array([x for part in unit_parts for x in part] or [0], dtype=np.int64)
+        self._normal = np.asfortranarray(normal_rows, dtype=float)
+        a0, Bhat, errors = self._outputs[8], self._outputs[9], self._outputs[10]
+        if not (Bhat.flags.f_contiguous and Bhat.dtype == np.float64):
+            return False
+        n, nv, ne, nk = self.u.size, a0.size, errors.size, self._normal.shape[0]
+        self.out = np.zeros(n + nv + ne + nk + 2)
+        data = self._data
+        data.nv, data.ne, data.ncontact = nv, ne, nk
+        data.nq, data.n_unit, data.check = inputs[0].size, len(unit_parts), int(bool(check))
+        data.unit_tol = UNIT_TOLERANCE
+        data.reg = regularization
+        data.kernel = address
+        for name, value in (
+            ("arg", ctypes.addressof(self._arg)),
+            ("res", ctypes.addressof(self._res)),
+            ("iw", self._iw.ctypes.data),
+            ("w", self._w.ctypes.data),
+            ("q", inputs[0].ctypes.data),
+            ("v", inputs[1].ctypes.data),
+            ("unit", self._unit.ctypes.data),
+            ("a0", a0.ctypes.data),
+            ("Bhat", Bhat.ctypes.data),
+            ("errors", errors.ctypes.data),
+            ("normal", self._normal.ctypes.data),
+            ("out", self.out.ctypes.data),
+        ):
+            setattr(data, name, value)
+        self.step = functools.partial(self._library.step, self._ref)
+        self.fused = True
+        return True
+
+    @property
+    def timings(self) -> tuple[float, float]:
+        return self._data.t_kernel, self._data.t_qp
 
     # ----------------------------------------------------------------------------- binding rows
     def screened(self, solver: QPSolver, tolerance: float, max_rounds: int = 10) -> np.ndarray | None:

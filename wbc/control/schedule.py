@@ -131,6 +131,15 @@ class ContactSchedule:
         self._time = 0.0
         self._any_ramp = False
         self._any_pending = any(s.active for s in self._states.values())
+        self.version = 0  # incremented whenever a contact is activated or released
+
+    def idle(self, t: float) -> bool:
+        """Move the clock to ``t`` (s) when nothing is in progress (no ramp, no placement to measure):
+        True; else False, and :meth:`advance` is to be called."""
+        if self._any_ramp or self._any_pending:
+            return False
+        self._time = t
+        return True
 
     def state(self, name: str) -> ContactState:
         """The state of contact ``name``; :class:`InputError` naming the known contacts if unknown."""
@@ -153,6 +162,7 @@ class ContactSchedule:
         if placement is not None:
             s.parameters[PLACEMENT] = _placement(name, placement)
         s.active, s.ramp, s.placed = True, None, placement is not None
+        self.version += 1
         s.bounds[:] = (s.min_normal_force, s.max_normal_force)
         self._any_pending = self._any_pending or not s.placed
 
@@ -170,6 +180,7 @@ class ContactSchedule:
             raise InputError(f"contact {name!r}: start_force must be finite and >= 0, got {start_force}")
         if ramp == 0.0:
             s.active, s.ramp = False, None
+            self.version += 1
             return
         f0 = start_force if start_force is not None else s.max_normal_force
         if not math.isfinite(f0):
@@ -209,6 +220,7 @@ class ContactSchedule:
             t0, duration, f0 = s.ramp or (0.0, 0.0, 0.0)
             if t >= t0 + duration:
                 s.active, s.ramp = False, None
+                self.version += 1
                 s.bounds[:] = (s.min_normal_force, s.max_normal_force)
             else:
                 s.bounds[1] = max(0.0, f0 * (1.0 - (t - t0) / duration))
