@@ -121,6 +121,7 @@ def run(
         "step_us_min": round(float(t_step.min()) * 1e6, 1),
         "kernel_us_median": round(float(np.median(t_kernel)), 1),
         "qp_us_median": round(float(np.median(t_qp)), 1),
+        "python_us_median": round(float(np.median(t_step * 1e6 - t_kernel - t_qp)), 2),
         "failures": int(failures),
         "com_z_change_mm": round(float(com[2] - com0[2]) * 1e3, 3),
         "sum_normal_force_N": round(float(normal), 2),

@@ -270,6 +270,10 @@ class WholeBodyController:
         self._error_rows = list(structure.errors.items())
         for i, k in enumerate(structure.parameter_inputs):  # the kernel reads them in place: no copies
             self.kernel.bind_input(2 + i, contributors[k].parameters(self._runtime))
+        nq = self.kernel.inputs[0].size
+        self._state = np.zeros(nq + self.kernel.inputs[1].size)  # q then v: one copy fills both inputs
+        self.kernel.bind_input(0, self._state[:nq])
+        self.kernel.bind_input(1, self._state[nq:])
         # the outputs with their declared shapes, as views of the kernel's buffers
         shapes = [function.size_out(i) for i in range(function.n_out())]
         self._outputs = [
@@ -375,8 +379,7 @@ class WholeBodyController:
         qb, vb = self._state_buffers
         if type(q) is np.ndarray and type(v) is np.ndarray and q.shape == qb.shape and v.shape == vb.shape:
             try:
-                np.copyto(qb, q)
-                np.copyto(vb, v)
+                np.concatenate((q, v), out=self._state)  # q and v in their kernel inputs in one call
             except TypeError:  # complex, object...: refused with the checks' message
                 self._context.check_state(self.model, q, v)
                 raise
@@ -395,14 +398,17 @@ class WholeBodyController:
         block = fast.out.copy()
         n, p, o = self._fused_sizes
         x, tau, qdd = block[:n], block[:p], block[n:o]
-        errors = {name: block[rows] for name, rows in self._fused_errors}
-        forces = {name: block[columns] for name, columns in self._fused_forces}
-        tail = block[self._fused_tail :].tolist()
-        for state, normal in zip(self._fused_states, tail):
-            state.last_normal_force = normal
+        errors = {}
+        for name, rows in self._fused_errors:
+            errors[name] = block[rows]
+        forces = {}
+        for name, columns in self._fused_forces:
+            forces[name] = block[columns]
+        self._schedule.defer_normal_forces(block)
         self._last_tau = tau
         self.time += self.dt
-        timings = {"kernel": tail[-2], "qp": tail[-1], "total": (_clock() - t_start) * 1e6}
+        t_kernel, t_qp = block[self._fused_tail :].tolist()
+        timings = {"kernel": t_kernel, "qp": t_qp, "total": (_clock() - t_start) * 1e6}
         return Command(tau, forces, qdd, errors, StepStatus.OPTIMAL, _NO_CONFLICT, timings, x, None)
 
     def _fuse(self, layout: Layout, fast: CompiledShortcut) -> None:
@@ -433,8 +439,9 @@ class WholeBodyController:
         self._fused_sizes = (n, layout.n_tau, n + nv)
         self._fused_errors = [(name, slice(n + nv + r.start, n + nv + r.stop)) for name, r in self._error_rows]
         self._fused_forces = [(c.name, layout.variables[c.name]) for c in self.contacts]
-        self._fused_states = [self._schedule.state(c.name) for c in self.contacts]
-        self._fused_tail = n + nv + self._outputs[10].size
+        at = n + nv + self._outputs[10].size
+        self._schedule.normal_forces_at(range(at, at + len(self.contacts)))
+        self._fused_tail = at + len(self.contacts)
 
     def _step(self, q, v, t_start: float, fused_code: int | None = None) -> Command:
         """The step in general (any layout, hierarchy, solver); ``fused_code``: the code of the fused
@@ -507,7 +514,7 @@ class WholeBodyController:
             f = u_full[columns]
             forces[contact.name] = f
             if state.active:
-                state.last_normal_force = contact.normal_force(f)
+                self._schedule.record(contact.name, contact.normal_force(f))
         errors = {name: errors_all[rows].copy() for name, rows in self._error_rows}
         self.time += self.dt
         timings = {"kernel": (t1 - t0) * 1e6, "qp": (t_end - t1) * 1e6, "total": (t_end - t_start) * 1e6}

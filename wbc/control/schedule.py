@@ -132,6 +132,25 @@ class ContactSchedule:
         self._any_ramp = False
         self._any_pending = any(s.active for s in self._states.values())
         self.version = 0  # incremented whenever a contact is activated or released
+        self._deferred: np.ndarray | None = None  # the last command's normal forces, not yet recorded
+        self._normal_at: list[int] = []
+
+    def defer_normal_forces(self, block: np.ndarray) -> None:
+        """The last command's normal forces are ``block[i]`` for the ``i`` of :meth:`normal_forces_at`
+        (every contact in order): recorded into the states when one is next read or written."""
+        self._deferred = block
+
+    def normal_forces_at(self, indices: Sequence[int]) -> None:
+        """Where :meth:`defer_normal_forces`' blocks hold each contact's normal force (one per contact)."""
+        self._flush()
+        self._normal_at = list(indices)
+
+    def _flush(self) -> None:
+        block = self._deferred
+        if block is not None:
+            self._deferred = None
+            for s, i in zip(self._states.values(), self._normal_at):
+                s.last_normal_force = float(block[i])
 
     def idle(self, t: float) -> bool:
         """Move the clock to ``t`` (s) when nothing is in progress (no ramp, no placement to measure):
@@ -143,6 +162,7 @@ class ContactSchedule:
 
     def state(self, name: str) -> ContactState:
         """The state of contact ``name``; :class:`InputError` naming the known contacts if unknown."""
+        self._flush()
         try:
             return self._states[name]
         except KeyError:
@@ -244,6 +264,7 @@ class ContactSchedule:
 
     def record(self, name: str, normal_force: float) -> None:
         """Remember the normal force a command gave contact ``name``."""
+        self._flush()
         self._states[name].last_normal_force = normal_force
 
 
