@@ -65,7 +65,7 @@ _ROUTINES = ("dgemm", "dgemv", "dsyrk", "dpotrf", "dpotrs")
 _INTS = ("k", "p", "m", "nc", "ng", "c0", "nspan", "nb", "nt", "nv", "ne", "ncontact")
 _POINTERS = (
     "A", "b", "Aeq", "beq", "Cg", "g_rows", "b_rows", "b_cols", "b_sign", "G", "traced", "d",
-    "u", "Cu", "L", "X", "S", "H", "Hfull", "rf", "W",
+    "u", "Cu", "L", "X", "S", "H", "rf", "W",
     "kernel", "arg", "res", "iw", "w", "q", "v",
 )  # fmt: skip
 
@@ -118,7 +118,7 @@ def _load(path: Path) -> Library:
     except (OSError, AttributeError) as e:
         raise CompileError(f"{path}: cannot load wbc_shortcut and wbc_step from it: {e}") from None
     for function in functions:
-        function.argtypes = [ctypes.POINTER(_Data)]
+        function.argtypes = [_P]  # the struct's address (the cheapest conversion ctypes makes)
         function.restype = ctypes.c_int
     return Library(*functions)
 
@@ -242,7 +242,6 @@ class CompiledShortcut:
         self.S = np.zeros((k + m, p + 1), order="F")
         self.R = self.S[:k]  # [A_x, b] - A_f X
         self.H = np.zeros((p, p + 1), order="F")
-        self.Hfull = np.zeros((p, p), order="F")
         self.rf = np.zeros(m)
         self.W = np.zeros(max(1, g_rows.size, self._traced.size))
         for a in (A, b, A_eq, b_eq, G, outputs[11]):
@@ -271,7 +270,6 @@ class CompiledShortcut:
             ("X", self.X),
             ("S", self.S),
             ("H", self.H),
-            ("Hfull", self.Hfull),
             ("rf", self.rf),
             ("W", self.W),
         ):
@@ -279,7 +277,7 @@ class CompiledShortcut:
         for name, address in zip(_ROUTINES, _routine_addresses()):
             setattr(data, name, address)
         self._data = data
-        self._ref = ctypes.byref(data)
+        self._ref = ctypes.addressof(data)
         self.fused = False
         self.out = np.zeros(0)
         self.step: Callable[[], int] = _not_fused
@@ -392,7 +390,8 @@ class CompiledShortcut:
         return None
 
     def _daqp(self, solver: DaqpSolver, G: np.ndarray, h: np.ndarray) -> np.ndarray | None:
-        H = self.Hfull
+        factor = np.tril(self.H[:, : self.p])
+        H = factor @ factor.T  # the reduced Hessian, from its Cholesky factor
         scale = 1.0 / np.sqrt(np.diagonal(H))
         Hs = np.tril(H) * scale[:, None] * scale
         Hs = Hs + np.tril(Hs, -1).T

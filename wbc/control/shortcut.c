@@ -68,7 +68,6 @@ typedef struct {
     double *X;            /* (m, p+1) out: Lam^-1 [E_x, b_eq] */
     double *S;            /* (k+m, p+1) out: [[A_x, b] - A_f X; sqrt(r_f) X] */
     double *H;            /* (p, p+1) out: [chol(H) (lower), g] */
-    double *Hfull;        /* (p, p) out: H before its factorization (lower triangle and diagonal) */
     double *rf;           /* (m,) out: the forces' regularization */
     double *W;            /* (max(ng, nt),) work */
     /* the step (wbc_step only) */
@@ -143,7 +142,6 @@ int wbc_shortcut(wbc_shortcut_data *s) {
     s->dgemv("T", &km, &p, &d_one, S, &km, S + (long)p * km, &one, &d_zero, H + (long)p * p, &one);
     for (j = 0; j < p; ++j) H[j + (long)j * p] += s->reg * sumsq(A + (long)j * k, k) + 1e-12;
     /* 4. x = H^-1 g (the factor overwrites H's lower triangle), f = X_b - X_x x */
-    memcpy(s->Hfull, H, sizeof(double) * (size_t)p * (size_t)p);
     s->dpotrf("L", &p, H, &p, &info);
     if (info) return 2;
     memcpy(u, H + (long)p * p, sizeof(double) * (size_t)p);
