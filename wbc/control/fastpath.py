@@ -25,7 +25,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -83,15 +83,20 @@ class _Data(ctypes.Structure):
         *[(name, _P) for name in _ROUTINES],
         ("t_kernel", ctypes.c_double),
         ("t_qp", ctypes.c_double),
+        ("Cdense", _P),
+        ("traced_at", _P),
     ]
 
 
 class Library(NamedTuple):
-    """The compiled routines: ``shortcut`` (the least squares and the check on the kernel's outputs)
-    and ``step`` (the input checks, the kernel, then the same, and the command)."""
+    """The compiled routines: ``shortcut`` (the least squares and the check on the kernel's outputs),
+    ``step`` (the input checks, the kernel, then the same, and the command), ``reduce`` and ``expand``
+    (a binding step's QP on working rows in least-distance form, and its answer back to ``u``)."""
 
-    shortcut: Callable[[Any], int]
-    step: Callable[[Any], int]
+    shortcut: Callable[..., int]
+    step: Callable[..., int]
+    reduce: Callable[..., None]
+    expand: Callable[..., int]
 
 
 @functools.cache
@@ -114,12 +119,15 @@ def _routine_addresses() -> tuple[int, ...]:
 def _load(path: Path) -> Library:
     try:
         library = ctypes.CDLL(str(path))
-        functions = [getattr(library, name) for name in ("wbc_shortcut", "wbc_step")]
+        functions = [getattr(library, name) for name in ("wbc_shortcut", "wbc_step", "wbc_reduce", "wbc_expand")]
     except (OSError, AttributeError) as e:
-        raise CompileError(f"{path}: cannot load wbc_shortcut and wbc_step from it: {e}") from None
+        raise CompileError(f"{path}: cannot load the shortcut's routines from it: {e}") from None
     for function in functions:
         function.argtypes = [_P]  # the struct's address (the cheapest conversion ctypes makes)
         function.restype = ctypes.c_int
+    functions[2].argtypes = [_P, ctypes.c_int, _P, ctypes.c_double, _P, _P, _P]
+    functions[2].restype = None
+    functions[3].argtypes = [_P, _P]
     return Library(*functions)
 
 
@@ -235,6 +243,13 @@ class CompiledShortcut:
         self._Cg = np.asfortranarray(self._C[np.ix_(g_rows, np.arange(c0, c1))])
         self._b_rows, self._b_cols = b_rows.astype(np.int64), b_cols.astype(np.int64)
         self._b_sign = np.ascontiguousarray(b_sign, dtype=float)
+        self._Cdense = np.ascontiguousarray(self._C)
+        self._traced_where = np.full(nc, -1, dtype=np.int64)
+        self._traced_where[self._traced] = np.arange(self._traced.size)
+        self._M = np.zeros((nc, p))  # the working rows in least-distance form (binding steps)
+        self._h = np.zeros(nc)
+        self._y0 = np.zeros(p)
+        self._eye = np.eye(p)
         self.u = np.zeros(n)
         self.Cu = np.zeros(nc)
         self.L = np.zeros((m, m), order="F")
@@ -272,6 +287,8 @@ class CompiledShortcut:
             ("H", self.H),
             ("rf", self.rf),
             ("W", self.W),
+            ("Cdense", self._Cdense),
+            ("traced_at", self._traced_where),
         ):
             setattr(data, name, array.ctypes.data)
         for name, address in zip(_ROUTINES, _routine_addresses()):
@@ -281,6 +298,7 @@ class CompiledShortcut:
         self.fused = False
         self.out = np.zeros(0)
         self.step: Callable[[], int] = _not_fused
+        self._active = np.zeros(nc, dtype=bool)  # rows active at the last binding step's solution
 
     def __call__(self, regularization: float) -> int:
         """Run on the kernel's current outputs: :data:`FEASIBLE` (``u`` solves the QP),
@@ -363,9 +381,48 @@ class CompiledShortcut:
         of rows (module docstring), or None (the solver failed, or the set stopped growing while a row
         still fails: the caller then solves the full QP). ``tolerance`` is the one traced into ``d``.
 
-        The QP in the actuators ``x`` is ``½ xᵀH x − gᵀx`` (``H``, ``g`` from the call) under the rows
-        ``(C_x − C_f X_x) x ≤ d − tolerance − C_f X_b``; daqp gets it directly (Jacobi-scaled); any
-        other solver as a :class:`~wbc.control.qp.QPProblem` in cost rows."""
+        The QP in the actuators ``x`` is ``½ xᵀH x − gᵀx`` (``H = L Lᵀ``, ``g`` from the call) under the
+        rows ``(C_x − C_f X_x) x ≤ d − tolerance − C_f X_b``. daqp gets it in least-distance form
+        (``y = Lᵀx``: ``½|y|² − (L⁻¹g)ᵀy`` under ``(L⁻¹G_rᵀ)ᵀ y ≤ h_r``, built in C from the call's
+        factor); any other solver as a :class:`~wbc.control.qp.QPProblem` in cost rows.
+
+        Warm start: the working set starts with the rows violated at the minimizer and the rows active
+        at the previous binding step's solution, which daqp is also told are active (its warm start).
+        A superset of the binding rows changes nothing to the answer (it is still the full QP's when
+        it satisfies every row)."""
+        if not isinstance(solver, DaqpSolver):
+            return self._screened_generic(solver, tolerance, max_rounds)
+        d = self._outputs[11]
+        library, address = self._library, self._ref
+        working = (self.Cu > d) | self._active
+        for _ in range(max_rounds):
+            rows = np.flatnonzero(working)
+            r = rows.size
+            M, h = self._M[:r], self._h[:r]
+            library.reduce(address, r, rows.ctypes.data, tolerance, M.ctypes.data, h.ctypes.data, self._y0.ctypes.data)
+            sense = np.zeros(r, dtype=solver._c_int)
+            sense[self._active[rows]] = 1
+            y, _, exitflag, info = solver._daqp.solve(
+                self._eye, -self._y0, M, np.minimum(h, _BIG), np.full(r, -_BIG), sense
+            )
+            if exitflag <= 0:
+                return None
+            y = np.ascontiguousarray(y, dtype=float)
+            code = library.expand(address, y.ctypes.data)
+            if code == FAILED:
+                return None
+            violated = self.Cu > d
+            if not (violated & ~working).any():
+                if code != FEASIBLE:
+                    return None
+                self._active[:] = False
+                self._active[rows[np.asarray(info["lam"]) != 0.0]] = True
+                return self.u.copy()
+            working |= violated
+        return None
+
+    def _screened_generic(self, solver: QPSolver, tolerance: float, max_rounds: int) -> np.ndarray | None:
+        """:meth:`screened` for a solver other than daqp (through :class:`~wbc.control.qp.QPProblem`)."""
         p, outputs = self.p, self._outputs
         C = self._C
         if self._traced.size:
@@ -379,7 +436,7 @@ class CompiledShortcut:
             Cs = C[rows]
             Cf = Cs[:, p:]
             G, h = Cs[:, :p] - Cf @ Xx, d[rows] - tolerance - Cf @ Xb
-            x = self._daqp(solver, G, h) if isinstance(solver, DaqpSolver) else self._generic(solver, G, h, rows)
+            x = self._generic(solver, G, h, rows)
             if x is None or not np.isfinite(x).all():
                 return None
             u = np.concatenate([x, Xb - Xx @ x])
@@ -388,23 +445,6 @@ class CompiledShortcut:
                 return None if violated.any() else u
             working |= violated
         return None
-
-    def _daqp(self, solver: DaqpSolver, G: np.ndarray, h: np.ndarray) -> np.ndarray | None:
-        factor = np.tril(self.H[:, : self.p])
-        H = factor @ factor.T  # the reduced Hessian, from its Cholesky factor
-        scale = 1.0 / np.sqrt(np.diagonal(H))
-        Hs = np.tril(H) * scale[:, None] * scale
-        Hs = Hs + np.tril(Hs, -1).T
-        m = h.size
-        x, _, exitflag, _ = solver._daqp.solve(
-            Hs,
-            -scale * self.H[:, self.p],
-            G * scale,
-            np.minimum(h, _BIG),
-            np.full(m, -_BIG),
-            np.zeros(m, dtype=solver._c_int),
-        )
-        return np.asarray(x) * scale if exitflag > 0 else None
 
     def _generic(self, solver: QPSolver, G: np.ndarray, h: np.ndarray, rows: np.ndarray) -> np.ndarray | None:
         p, layout = self.p, self.layout

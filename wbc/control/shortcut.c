@@ -92,6 +92,8 @@ typedef struct {
     dpotrf_t *dpotrf;
     dpotrs_t *dpotrs;
     double t_kernel, t_qp; /* out (wbc_step): microseconds in the checks and the kernel, in the rest */
+    const double *Cdense;  /* (nc, p+m) row-major: C's constant rows (zero on the traced rows) */
+    const long *traced_at; /* (nc,) each row's row in G, or -1 */
 } wbc_shortcut_data;
 
 static double sumsq(const double *x, int n) {
@@ -109,6 +111,30 @@ static double now_us(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
+}
+
+/* C u <= d on s->u: 0 when every row holds, 1 otherwise (Cu holds the products). */
+static int check(wbc_shortcut_data *s) {
+    const int n = s->p + s->m, one = 1;
+    const double d_one = 1.0, d_zero = 0.0;
+    const double *u = s->u;
+    double *W = s->W;
+    int i;
+    const int nc = s->nc, ng = s->ng, nb = s->nb, nt = s->nt;
+    double *Cu = s->Cu;
+    memset(Cu, 0, sizeof(double) * (size_t)nc);
+    if (ng) {
+        s->dgemv("N", &ng, &s->nspan, &d_one, s->Cg, &ng, u + s->c0, &one, &d_zero, W, &one);
+        for (i = 0; i < ng; ++i) Cu[s->g_rows[i]] = W[i];
+    }
+    for (i = 0; i < nb; ++i) Cu[s->b_rows[i]] = s->b_sign[i] * u[s->b_cols[i]];
+    if (nt) {
+        s->dgemv("N", &nt, &n, &d_one, s->G, &nt, u, &one, &d_zero, W, &one);
+        for (i = 0; i < nt; ++i) Cu[s->traced[i]] = W[i];
+    }
+    int ok = 1;
+    for (i = 0; i < nc; ++i) ok &= Cu[i] <= s->d[i];
+    return ok ? 0 : 1;
 }
 
 int wbc_shortcut(wbc_shortcut_data *s) {
@@ -152,22 +178,7 @@ int wbc_shortcut(wbc_shortcut_data *s) {
     for (i = 0; i < n; ++i) {
         if (!isfinite(u[i])) return 2;
     }
-    /* 5. C u <= d */
-    const int nc = s->nc, ng = s->ng, nb = s->nb, nt = s->nt;
-    double *Cu = s->Cu;
-    memset(Cu, 0, sizeof(double) * (size_t)nc);
-    if (ng) {
-        s->dgemv("N", &ng, &s->nspan, &d_one, s->Cg, &ng, u + s->c0, &one, &d_zero, W, &one);
-        for (i = 0; i < ng; ++i) Cu[s->g_rows[i]] = W[i];
-    }
-    for (i = 0; i < nb; ++i) Cu[s->b_rows[i]] = s->b_sign[i] * u[s->b_cols[i]];
-    if (nt) {
-        s->dgemv("N", &nt, &n, &d_one, s->G, &nt, u, &one, &d_zero, W, &one);
-        for (i = 0; i < nt; ++i) Cu[s->traced[i]] = W[i];
-    }
-    int ok = 1;
-    for (i = 0; i < nc; ++i) ok &= Cu[i] <= s->d[i];
-    return ok ? 0 : 1;
+    return check(s);
 }
 
 static int unit_parts_ok(const wbc_shortcut_data *s) {
@@ -219,4 +230,68 @@ int wbc_step(wbc_shortcut_data *s) {
         s->t_qp = now_us() - t1;
     }
     return code;
+}
+
+/* The binding step's QP on the working rows, in the least-distance form daqp solves best: with
+ * H = L L^T (the factor wbc_shortcut left in H) and y = L^T x, minimize 1/2 |y|^2 - y0^T y subject to
+ * M y <= h over the nr rows `rows` of C u <= d, where y0 = L^-1 g, M_r = (L^-1 G_r^T)^T,
+ * G_r = c_x - c_f X_x, h_r = d_r - tol - c_f X_b (c the row of C). M is (nr, p) row-major. */
+void wbc_reduce(wbc_shortcut_data *s, int nr, const long *rows, double tol, double *M, double *h, double *y0) {
+    const int p = s->p, m = s->m, n = s->p + s->m;
+    const double *H = s->H, *X = s->X;
+    for (int r = 0; r < nr; ++r) {
+        const long row = rows[r], t = s->traced_at[row];
+        double *Mr = M + (long)r * p;
+        double c[n];
+        if (t >= 0) {
+            for (int j = 0; j < n; ++j) c[j] = s->G[t + (long)j * s->nt];
+        } else {
+            for (int j = 0; j < n; ++j) c[j] = s->Cdense[row * n + j];
+        }
+        double hr = s->d[row] - tol;
+        for (int l = 0; l < m; ++l) hr -= c[p + l] * X[(long)p * m + l];
+        h[r] = hr;
+        for (int j = 0; j < p; ++j) {
+            double gj = c[j];
+            const double *Xj = X + (long)j * m;
+            for (int l = 0; l < m; ++l) gj -= c[p + l] * Xj[l];
+            Mr[j] = gj;
+        }
+        for (int j = 0; j < p; ++j) { /* forward solve L z = G_r^T */
+            const double *Lj = H + (long)j * p;
+            const double z = Mr[j] / Lj[j];
+            Mr[j] = z;
+            for (int i = j + 1; i < p; ++i) Mr[i] -= Lj[i] * z;
+        }
+    }
+    for (int j = 0; j < p; ++j) y0[j] = H[j + (long)p * p];
+    for (int j = 0; j < p; ++j) {
+        const double *Lj = H + (long)j * p;
+        const double z = y0[j] / Lj[j];
+        y0[j] = z;
+        for (int i = j + 1; i < p; ++i) y0[i] -= Lj[i] * z;
+    }
+}
+
+/* From the least-distance answer y: x = L^-T y, f = X_b - X_x x into s->u, then C u <= d (as check). */
+int wbc_expand(wbc_shortcut_data *s, const double *y) {
+    const int p = s->p, m = s->m, n = s->p + s->m;
+    const double *H = s->H, *X = s->X;
+    double *u = s->u;
+    for (int j = 0; j < p; ++j) u[j] = y[j];
+    for (int j = p - 1; j >= 0; --j) {
+        const double *Lj = H + (long)j * p;
+        double t = u[j];
+        for (int i = j + 1; i < p; ++i) t -= Lj[i] * u[i];
+        u[j] = t / Lj[j];
+    }
+    for (int l = 0; l < m; ++l) {
+        double f = X[(long)p * m + l];
+        for (int j = 0; j < p; ++j) f -= X[l + (long)j * m] * u[j];
+        u[p + l] = f;
+    }
+    for (int i = 0; i < n; ++i) {
+        if (!isfinite(u[i])) return 2;
+    }
+    return check(s);
 }
