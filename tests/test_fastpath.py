@@ -206,3 +206,26 @@ def test_fused_step_refuses_bad_states_by_name():
     cmd = ctrl.step(list(q), v)  # converted as before
     assert cmd.status is wbc.StepStatus.OPTIMAL
     assert np.isfinite(cmd.tau).all()
+
+
+def test_warm_started_binding_steps_equal_the_full_qp():
+    """Talos leaning toward a CoM target 5 cm to the side with joint limits on: the grippers (at their
+    URDF limit) and the stance bind at every step; each step's answer, warm-started from the previous
+    step's active rows, is the full QP's (to 1e-6), and the warm start is in use."""
+    ctrl, spec, com = _talos(limits=True)
+    model = spec.model
+    q, v = spec.q0.copy(), np.zeros(model.nv)
+    com.set_target(wbc.center_of_mass(model, q) + np.array([0.0, 0.05, 0.0]))
+    warm = 0
+    for i in range(40):
+        problem, expected = _full_qp(ctrl, q, v)
+        fast = ctrl._fused
+        warm += fast is not None and bool(fast._active.any())
+        cmd = ctrl.step(q, v)
+        assert cmd.status is wbc.StepStatus.OPTIMAL
+        scale = np.abs(expected).max()
+        assert problem.violation(cmd.u) <= 1e-6
+        assert np.abs(cmd.u - expected).max() <= 1e-6 * scale, i
+        v = v + 1e-3 * cmd.qdd
+        q = wbc.integrate(model, q, v, 1e-3)
+    assert warm >= 30
