@@ -229,3 +229,57 @@ def test_warm_started_binding_steps_equal_the_full_qp():
         v = v + 1e-3 * cmd.qdd
         q = wbc.integrate(model, q, v, 1e-3)
     assert warm >= 30
+
+
+def _position_limit_breaks(ctrl, q, v, steps):
+    """Steps (of ``steps`` leaning toward the CoM target) whose minimizer under the equalities breaks a
+    joint position bound."""
+    model, count = ctrl.model, 0
+    for _ in range(steps):
+        cmd = ctrl.step(q, v)
+        fast = ctrl._fused
+        assert fast is not None
+        if fast(ctrl.regularization) == INFEASIBLE:
+            layout = fast.layout
+            groups = [*layout.in_groups, *fast._bound_row_groups()]
+            broken = {groups[r].kind for r in np.flatnonzero(fast.Cu > ctrl._outputs[11])}
+            count += wbc.control.Kind.JOINT_POSITION_LIMIT in broken
+        v = v + 1e-3 * cmd.qdd
+        q = wbc.integrate(model, q, v, 1e-3)
+    return count
+
+
+def test_posture_targets_inside_the_position_limits_keep_the_bounds_inactive():
+    """Talos's grippers rest at their URDF upper limit (0) in half_sitting, inside the 1 cm margin band:
+    a posture target there makes the position bound bind at every step once the robot moves (a QP per
+    step). ``JointPositionLimit.inside`` moves only those two joints, one margin inside the effective
+    limits, and with that target the bound never binds."""
+    ctrl, spec, com = _talos(limits=True)
+    model = spec.model
+    limit = next(x for x in ctrl.limits if isinstance(x, wbc.JointPositionLimit))
+    target = limit.inside(spec.q0)
+    moved = np.flatnonzero(target != spec.q0)
+    grippers = [model.joints[model.joint_id(n)].idx_q for n in ("gripper_left_joint", "gripper_right_joint")]
+    assert sorted(moved.tolist()) == sorted(grippers)
+    lo, hi = limit.effective_limits
+    margin = np.array([j.upper[0] for j in limit.joints]) - hi
+    inside = target[limit.q_indices]
+    assert np.all(inside >= lo + margin - 1e-12) and np.all(inside <= hi - margin + 1e-12)
+    assert np.allclose(target[grippers], -0.02)
+    assert np.array_equal(limit.inside(target), target)  # already inside: unchanged
+    q, v = spec.q0.copy(), np.zeros(model.nv)
+    com.set_target(wbc.center_of_mass(model, q) + np.array([0.0, 0.03, 0.0]))
+    assert _position_limit_breaks(ctrl, q, v, 60) >= 50
+    posture = next(t for t in ctrl.tasks if t.name == "posture")
+    posture.set_target(target)
+    assert _position_limit_breaks(ctrl, q, v, 60) == 0
+
+
+def test_inside_needs_a_model_and_a_configuration():
+    limit = wbc.JointPositionLimit()
+    with pytest.raises(wbc.InputError, match="attached to a model"):
+        limit.inside(np.zeros(3))
+    spec = robots.load("talos")
+    limit.check(spec.model)
+    with pytest.raises(wbc.InputError, match="shape"):
+        limit.inside(np.zeros(3))
