@@ -148,7 +148,9 @@ class Balance:
         self.controller.compile()
         self.com0 = wbc.center_of_mass(model, spec.q0)
         self.orientation.set_target(wbc.frame_placement(model, spec.q0, self.base)[0:3, 0:3])
-        self.posture.set_target(spec.q0)
+        # the grippers rest at their URDF limit in q0: their target is kept off the position bounds
+        position_limit = next(x for x in self.controller.limits if isinstance(x, wbc.JointPositionLimit))
+        self.posture.set_target(position_limit.inside(spec.q0))
         self.com.set_target(self.com0)
 
     def run(self, progress: bool = True, viewer=None, frames: list | None = None, renderer=None, replay=None) -> dict:
