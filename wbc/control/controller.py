@@ -42,7 +42,7 @@ from .contacts.placement import placement_function
 from .contexts import context_type
 from .contributor import Contributor, Runtime
 from .fallback import Failure, FallbackPolicy, StepStatus
-from .fastpath import BAD_INPUT, FEASIBLE, INFEASIBLE, KERNEL_FAILED, CompiledShortcut
+from .fastpath import BAD_INPUT, FAILED, FEASIBLE, INFEASIBLE, KERNEL_FAILED, CompiledShortcut
 from .hierarchy import LexicographicSolver
 from .limits import JointPositionLimit, JointVelocityLimit, TorqueLimit
 from .pieces import TAU, Group
@@ -370,6 +370,15 @@ class WholeBodyController:
             command = self._fused_step(fused, q, v, t_start)
             if isinstance(command, Command):
                 return command
+            if command == INFEASIBLE:  # an inequality binds: the QP on a working set of rows
+                t1 = _clock()
+                x = fused.screened(self.solver, self._tolerance)
+                if x is not None and fused.command(x) == FEASIBLE:
+                    kernel_us, shortcut_us = fused.timings
+                    block_tail = fused.out[self._fused_tail :]
+                    block_tail[:] = (kernel_us, 0.0)
+                    return self._fused_command(fused, t_start, shortcut_us + (_clock() - t1) * 1e6)
+                command = FAILED  # the working set failed: the full QP, as posed
             return self._step(q, v, t_start, fused_code=command)
         return self._step(q, v, t_start)
 
@@ -395,6 +404,11 @@ class WholeBodyController:
             if code == KERNEL_FAILED:
                 raise InputError("the control kernel failed at this state")
             return code
+        return self._fused_command(fast, t_start)
+
+    def _fused_command(self, fast: CompiledShortcut, t_start: float, t_qp: float | None = None) -> Command:
+        """The :class:`Command` of the fused routine's output block (``t_qp``: the QP time, µs, when
+        the answer came from a binding step's QP)."""
         block = fast.out.copy()
         n, p, o = self._fused_sizes
         x, tau, qdd = block[:n], block[:p], block[n:o]
@@ -407,8 +421,8 @@ class WholeBodyController:
         self._schedule.defer_normal_forces(block)
         self._last_tau = tau
         self.time += self.dt
-        t_kernel, t_qp = block[self._fused_tail :].tolist()
-        timings = {"kernel": t_kernel, "qp": t_qp, "total": (_clock() - t_start) * 1e6}
+        t_kernel, t_shortcut = block[self._fused_tail :].tolist()
+        timings = {"kernel": t_kernel, "qp": t_shortcut if t_qp is None else t_qp, "total": (_clock() - t_start) * 1e6}
         return Command(tau, forces, qdd, errors, StepStatus.OPTIMAL, _NO_CONFLICT, timings, x, None)
 
     def _fuse(self, layout: Layout, fast: CompiledShortcut) -> None:

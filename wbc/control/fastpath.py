@@ -97,6 +97,7 @@ class Library(NamedTuple):
     step: Callable[..., int]
     reduce: Callable[..., None]
     expand: Callable[..., int]
+    command: Callable[..., int]
 
 
 @functools.cache
@@ -119,7 +120,9 @@ def _routine_addresses() -> tuple[int, ...]:
 def _load(path: Path) -> Library:
     try:
         library = ctypes.CDLL(str(path))
-        functions = [getattr(library, name) for name in ("wbc_shortcut", "wbc_step", "wbc_reduce", "wbc_expand")]
+        functions = [
+            getattr(library, name) for name in ("wbc_shortcut", "wbc_step", "wbc_reduce", "wbc_expand", "wbc_command")
+        ]
     except (OSError, AttributeError) as e:
         raise CompileError(f"{path}: cannot load the shortcut's routines from it: {e}") from None
     for function in functions:
@@ -374,6 +377,14 @@ class CompiledShortcut:
     @property
     def timings(self) -> tuple[float, float]:
         return self._data.t_kernel, self._data.t_qp
+
+    def command(self, u: np.ndarray) -> int:
+        """After :meth:`fuse`: the command of ``u`` (n,) (a binding step's answer) into :attr:`out`, as
+        :meth:`step` writes it (the timings excepted); :data:`FEASIBLE`, or :data:`FAILED` when ``q̈``
+        is not finite."""
+        if u is not self.u:
+            np.copyto(self.u, u)
+        return self._library.command(self._ref)
 
     # ----------------------------------------------------------------------------- binding rows
     def screened(self, solver: QPSolver, tolerance: float, max_rounds: int = 10) -> np.ndarray | None:

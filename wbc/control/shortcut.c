@@ -191,9 +191,33 @@ static int unit_parts_ok(const wbc_shortcut_data *s) {
     return 1;
 }
 
-int wbc_step(wbc_shortcut_data *s) {
+/* The command of s->u into s->out: [u, qdd = a0 + Bhat u, task errors, normal forces] (the two
+ * timings after them are left to the caller); 0, or 2 when qdd is not finite. */
+static int command(wbc_shortcut_data *s) {
     const int n = s->p + s->m, nv = s->nv, one = 1;
     const double d_one = 1.0, d_zero = 0.0;
+    double *out = s->out, *qdd = s->out + n;
+    int code = 0;
+    memcpy(out, s->u, sizeof(double) * (size_t)n);
+    memcpy(qdd, s->a0, sizeof(double) * (size_t)nv);
+    s->dgemv("N", &nv, &n, &d_one, s->Bhat, &nv, s->u, &one, &d_one, qdd, &one);
+    for (int i = 0; i < nv; ++i) {
+        if (!isfinite(qdd[i])) code = 2;
+    }
+    double *tail = qdd + nv;
+    memcpy(tail, s->errors, sizeof(double) * (size_t)s->ne);
+    tail += s->ne;
+    if (s->ncontact) {
+        s->dgemv("N", &s->ncontact, &n, &d_one, s->normal, &s->ncontact, s->u, &one, &d_zero, tail, &one);
+    }
+    return code;
+}
+
+/* wbc_step's command for an answer found otherwise (a binding step): s->u into s->out. */
+int wbc_command(wbc_shortcut_data *s) { return command(s); }
+
+int wbc_step(wbc_shortcut_data *s) {
+    const int n = s->p + s->m, nv = s->nv;
     int i;
     double t0 = now_us();
     if (s->check) {
@@ -209,25 +233,12 @@ int wbc_step(wbc_shortcut_data *s) {
     double t1 = now_us();
     s->t_kernel = t1 - t0;
     int code = wbc_shortcut(s);
+    if (code == 0) code = command(s);
+    s->t_qp = now_us() - t1;
     if (code == 0) {
-        double *out = s->out, *qdd = s->out + n;
-        memcpy(out, s->u, sizeof(double) * (size_t)n);
-        memcpy(qdd, s->a0, sizeof(double) * (size_t)nv);
-        s->dgemv("N", &nv, &n, &d_one, s->Bhat, &nv, s->u, &one, &d_one, qdd, &one);
-        for (i = 0; i < nv; ++i) {
-            if (!isfinite(qdd[i])) code = 2;
-        }
-        double *tail = qdd + nv;
-        memcpy(tail, s->errors, sizeof(double) * (size_t)s->ne);
-        tail += s->ne;
-        if (s->ncontact) {
-            s->dgemv("N", &s->ncontact, &n, &d_one, s->normal, &s->ncontact, s->u, &one, &d_zero, tail, &one);
-        }
-        tail += s->ncontact;
+        double *tail = s->out + n + nv + s->ne + s->ncontact;
         tail[0] = s->t_kernel;
-        tail[1] = s->t_qp = now_us() - t1;
-    } else {
-        s->t_qp = now_us() - t1;
+        tail[1] = s->t_qp;
     }
     return code;
 }
