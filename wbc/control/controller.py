@@ -385,8 +385,8 @@ class WholeBodyController:
     def _fused_step(self, fast: CompiledShortcut, q, v, t_start: float) -> Command | int:
         """The step in one C call (checks, kernel, shortcut, command); else the shortcut's code
         (:data:`INFEASIBLE`, :data:`FAILED`: the kernel's outputs are current)."""
-        qb, vb = self._state_buffers
-        if type(q) is np.ndarray and type(v) is np.ndarray and q.shape == qb.shape and v.shape == vb.shape:
+        q_shape, v_shape = self._state_shapes
+        if type(q) is np.ndarray and type(v) is np.ndarray and q.shape == q_shape and v.shape == v_shape:
             try:
                 np.concatenate((q, v), out=self._state)  # q and v in their kernel inputs in one call
             except TypeError:  # complex, object...: refused with the checks' message
@@ -394,6 +394,7 @@ class WholeBodyController:
                 raise
         else:
             q, v = self._context.check_state(self.model, q, v)
+            qb, vb = self._state_buffers
             np.copyto(qb, q)
             np.copyto(vb, v)
         code = fast.step()
@@ -450,6 +451,7 @@ class WholeBodyController:
         by_schedule = all(isinstance(c, Contact) and type(c).is_active is Contact.is_active for c in self._switchable)
         self._fused_version = self._schedule.version if by_schedule else -1
         self._state_buffers = (kernel.inputs[0], kernel.inputs[1])
+        self._state_shapes = (kernel.inputs[0].shape, kernel.inputs[1].shape)
         self._fused_sizes = (n, layout.n_tau, n + nv)
         self._fused_errors = [(name, slice(n + nv + r.start, n + nv + r.stop)) for name, r in self._error_rows]
         self._fused_forces = [(c.name, layout.variables[c.name]) for c in self.contacts]

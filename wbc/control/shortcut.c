@@ -107,6 +107,18 @@ static double sumsq(const double *x, int n) {
     return s0 + s1;
 }
 
+/* y = beta y + A x for a small column-major A (rows, cols): a loop, cheaper than a BLAS call here. */
+static void small_gemv(int rows, int cols, const double *A, int lda, const double *x, double beta, double *y) {
+    if (beta == 0.0) {
+        for (int i = 0; i < rows; ++i) y[i] = 0.0;
+    }
+    for (int j = 0; j < cols; ++j) {
+        const double xj = x[j];
+        const double *Aj = A + (long)j * lda;
+        for (int i = 0; i < rows; ++i) y[i] += Aj[i] * xj;
+    }
+}
+
 static double now_us(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -124,7 +136,7 @@ static int check(wbc_shortcut_data *s) {
     double *Cu = s->Cu;
     memset(Cu, 0, sizeof(double) * (size_t)nc);
     if (ng) {
-        s->dgemv("N", &ng, &s->nspan, &d_one, s->Cg, &ng, u + s->c0, &one, &d_zero, W, &one);
+        small_gemv(ng, s->nspan, s->Cg, ng, u + s->c0, 0.0, W);
         for (i = 0; i < ng; ++i) Cu[s->g_rows[i]] = W[i];
     }
     for (i = 0; i < nb; ++i) Cu[s->b_rows[i]] = s->b_sign[i] * u[s->b_cols[i]];
@@ -140,7 +152,7 @@ static int check(wbc_shortcut_data *s) {
 int wbc_shortcut(wbc_shortcut_data *s) {
     const int k = s->k, p = s->p, m = s->m, n = s->p + s->m, p1 = s->p + 1, km = s->k + s->m, one = 1;
     const double *A = s->A, *Aeq = s->Aeq;
-    double *X = s->X, *S = s->S, *H = s->H, *u = s->u, *W = s->W, *L = s->L;
+    double *X = s->X, *S = s->S, *H = s->H, *u = s->u, *L = s->L;
     const double d_one = 1.0, d_minus = -1.0, d_zero = 0.0;
     int info = 0, i, j, l;
     /* 1. X = Lam^-1 [E_x, b_eq] */
@@ -174,7 +186,9 @@ int wbc_shortcut(wbc_shortcut_data *s) {
     s->dpotrs("L", &p, &one, H, &p, u, &p, &info);
     if (info) return 2;
     memcpy(u + p, X + (long)p * m, sizeof(double) * (size_t)m);
-    s->dgemv("N", &m, &p, &d_minus, X, &m, u, &one, &d_one, u + p, &one);
+    for (l = 0; l < m; ++l) u[p + l] = -u[p + l];
+    small_gemv(m, p, X, m, u, 1.0, u + p);
+    for (l = 0; l < m; ++l) u[p + l] = -u[p + l];
     for (i = 0; i < n; ++i) {
         if (!isfinite(u[i])) return 2;
     }
@@ -195,7 +209,7 @@ static int unit_parts_ok(const wbc_shortcut_data *s) {
  * timings after them are left to the caller); 0, or 2 when qdd is not finite. */
 static int command(wbc_shortcut_data *s) {
     const int n = s->p + s->m, nv = s->nv, one = 1;
-    const double d_one = 1.0, d_zero = 0.0;
+    const double d_one = 1.0;
     double *out = s->out, *qdd = s->out + n;
     int code = 0;
     memcpy(out, s->u, sizeof(double) * (size_t)n);
@@ -208,7 +222,7 @@ static int command(wbc_shortcut_data *s) {
     memcpy(tail, s->errors, sizeof(double) * (size_t)s->ne);
     tail += s->ne;
     if (s->ncontact) {
-        s->dgemv("N", &s->ncontact, &n, &d_one, s->normal, &s->ncontact, s->u, &one, &d_zero, tail, &one);
+        small_gemv(s->ncontact, n, s->normal, s->ncontact, s->u, 0.0, tail);
     }
     return code;
 }
