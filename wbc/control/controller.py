@@ -359,53 +359,47 @@ class WholeBodyController:
     def step(self, q, v) -> Command:
         """One control step at state ``(q, v)``: returns the :class:`Command` to apply."""
         t_start = _clock()
-        fused = self._fused
+        fast = self._fused
         self._runtime.time = self.time
         schedule = self._schedule
-        if (  # the common case: one C call
-            fused is not None
+        if (  # the common case: one C call (checks, kernel, shortcut, command)
+            fast is not None
             and schedule.idle(self.time)
             and (schedule.version == self._fused_version or self._layout() is self._fused_layout)
         ):
-            command = self._fused_step(fused, q, v, t_start)
-            if isinstance(command, Command):
-                return command
-            if command == INFEASIBLE:  # an inequality binds: the QP on a working set of rows
-                t1 = _clock()
-                x = fused.screened(self.solver, self._tolerance)
-                if x is not None and fused.command(x) == FEASIBLE:
-                    kernel_us, shortcut_us = fused.timings
-                    block_tail = fused.out[self._fused_tail :]
-                    block_tail[:] = (kernel_us, 0.0)
-                    return self._fused_command(fused, t_start, shortcut_us + (_clock() - t1) * 1e6)
-                command = FAILED  # the working set failed: the full QP, as posed
-            return self._step(q, v, t_start, fused_code=command)
+            q_shape, v_shape = self._state_shapes
+            if type(q) is np.ndarray and type(v) is np.ndarray and q.shape == q_shape and v.shape == v_shape:
+                try:
+                    np.concatenate((q, v), out=self._state)  # q and v in their kernel inputs in one call
+                except TypeError:  # complex, object...: refused with the checks' message
+                    self._context.check_state(self.model, q, v)
+                    raise
+            else:
+                q, v = self._context.check_state(self.model, q, v)
+                np.concatenate((q, v), out=self._state)
+            code = fast.step()
+            if code == FEASIBLE:
+                return self._fused_command(fast, t_start)
+            return self._fused_fallback(fast, code, q, v, t_start)
         return self._step(q, v, t_start)
 
-    def _fused_step(self, fast: CompiledShortcut, q, v, t_start: float) -> Command | int:
-        """The step in one C call (checks, kernel, shortcut, command); else the shortcut's code
-        (:data:`INFEASIBLE`, :data:`FAILED`: the kernel's outputs are current)."""
-        q_shape, v_shape = self._state_shapes
-        if type(q) is np.ndarray and type(v) is np.ndarray and q.shape == q_shape and v.shape == v_shape:
-            try:
-                np.concatenate((q, v), out=self._state)  # q and v in their kernel inputs in one call
-            except TypeError:  # complex, object...: refused with the checks' message
-                self._context.check_state(self.model, q, v)
-                raise
-        else:
-            q, v = self._context.check_state(self.model, q, v)
-            qb, vb = self._state_buffers
-            np.copyto(qb, q)
-            np.copyto(vb, v)
-        code = fast.step()
-        if code != FEASIBLE:
-            if code == BAD_INPUT:
-                self._context.check_state(self.model, q, v)  # raises, naming the culprit
-                raise InputError("q or v is not finite, or a quaternion of q is not of unit norm")
-            if code == KERNEL_FAILED:
-                raise InputError("the control kernel failed at this state")
-            return code
-        return self._fused_command(fast, t_start)
+    def _fused_fallback(self, fast: CompiledShortcut, code: int, q, v, t_start: float) -> Command:
+        """The fused call found no answer: refuse a bad state, or solve the binding step's QP on a
+        working set of rows (the kernel's outputs are current), or the full QP."""
+        if code == BAD_INPUT:
+            self._context.check_state(self.model, q, v)  # raises, naming the culprit
+            raise InputError("q or v is not finite, or a quaternion of q is not of unit norm")
+        if code == KERNEL_FAILED:
+            raise InputError("the control kernel failed at this state")
+        if code == INFEASIBLE:  # an inequality binds
+            t1 = _clock()
+            x = fast.screened(self.solver, self._tolerance)
+            if x is not None and fast.command(x) == FEASIBLE:
+                kernel_us, shortcut_us = fast.timings
+                fast.out[self._fused_tail :] = (kernel_us, 0.0)
+                return self._fused_command(fast, t_start, shortcut_us + (_clock() - t1) * 1e6)
+            code = FAILED  # the working set failed: the full QP, as posed
+        return self._step(q, v, t_start, fused_code=code)
 
     def _fused_command(self, fast: CompiledShortcut, t_start: float, t_qp: float | None = None) -> Command:
         """The :class:`Command` of the fused routine's output block (``t_qp``: the QP time, µs, when
@@ -450,7 +444,6 @@ class WholeBodyController:
         # the layout follows the schedule's version when only contacts (as defined) switch on and off
         by_schedule = all(isinstance(c, Contact) and type(c).is_active is Contact.is_active for c in self._switchable)
         self._fused_version = self._schedule.version if by_schedule else -1
-        self._state_buffers = (kernel.inputs[0], kernel.inputs[1])
         self._state_shapes = (kernel.inputs[0].shape, kernel.inputs[1].shape)
         self._fused_sizes = (n, layout.n_tau, n + nv)
         self._fused_errors = [(name, slice(n + nv + r.start, n + nv + r.stop)) for name, r in self._error_rows]

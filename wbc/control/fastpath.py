@@ -52,8 +52,9 @@ __all__ = [
 #: Return codes of ``wbc_shortcut`` and ``wbc_step``.
 FEASIBLE, INFEASIBLE, FAILED, BAD_INPUT, KERNEL_FAILED = 0, 1, 2, 3, 4
 
-#: Compiler flags of the routine (small, loops: -O2 pays, unlike on the large traced kernels).
-FLAGS = ("-O2", "-fPIC", "-shared", "-fno-math-errno")
+#: Compiler flags of the routines (small, loops: -O3 pays here, unlike on the large traced kernels;
+#: measured 8.75 against 9.05 µs at -O2 for the shortcut and command of Talos standing).
+FLAGS = ("-O3", "-fPIC", "-shared", "-fno-math-errno")
 
 _P = ctypes.c_void_p
 _BIG = 1e20  # what daqp takes for an infinite bound
