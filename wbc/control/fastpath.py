@@ -1,17 +1,27 @@
-"""The controller's common case in one compiled call: the shortcut and its feasibility check.
+"""The controller's common step in one compiled call: input checks, kernel, shortcut, command.
 
 :func:`~wbc.control.qp.least_squares_by_elimination` and :meth:`~wbc.control.builder.Layout.feasible`
 are some twenty numpy/LAPACK calls on a problem of a few dozen variables: their Python overhead is
 most of their cost. ``shortcut.c`` (next to this module) does the same arithmetic in one C call:
 compiled once per machine through the kernel cache (:func:`~wbc.codegen.cache.cached_source_library`,
-``-O2``), called through ctypes with one pointer to a struct of pointers into the kernel's output
-buffers and preallocated arrays (no copies, no allocation per step).
+``-O3``), called through ctypes with the address of a struct of pointers into the kernel's buffers
+and preallocated arrays (no copies, no allocation per step). The rows of ``C u ≤ d`` are taken by
+kind: constant rows over their nonzero columns only, bounds (``±u_j``) as comparisons, traced rows
+from the kernel's ``G``.
+
+:meth:`CompiledShortcut.fuse` attaches the controller's kernel: its CasADi-generated C function is
+called from C directly (its address from the kernel's library), so that one call (``wbc_step``)
+checks ``q`` and ``v`` (finite, unit quaternions: the caller names a culprit), runs the kernel, the
+shortcut, and writes the command (``u``, ``q̈ = a₀ + B̂u``, the task errors, the contacts' normal
+forces, the C-side timings) into one block the controller copies once.
 
 When the minimizer fails the check (an inequality binds), :meth:`CompiledShortcut.screened` solves
-the QP on a working set of rows (those violated at the minimizer, grown by the rows violated at each
-answer until none is): the QP is in the actuator variables alone (the forces eliminated through the
-Delassus matrix, reusing the shortcut's factors), and its answer, feasible for every row, is the
-full QP's solution (a convex QP's minimizer over a superset of the feasible set that is feasible).
+the QP on a working set of rows (those violated at the minimizer and those active at the previous
+binding step's answer, grown by the rows violated at each answer until none is): the QP is in the
+actuator variables alone (the forces eliminated through the Delassus matrix), handed to daqp in
+least-distance form built in C from the shortcut's Cholesky factor (warm-started with the previous
+active rows), and its answer, feasible for every row, is the full QP's solution (a convex QP's
+minimizer over a superset of the feasible set that is feasible).
 
 Used when the layout allows it (every row and column active, the equalities eliminable); otherwise,
 and without a C compiler, the numpy path runs (:meth:`CompiledShortcut.build` returns None).
