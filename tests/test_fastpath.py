@@ -283,3 +283,30 @@ def test_inside_needs_a_model_and_a_configuration():
     limit.check(spec.model)
     with pytest.raises(wbc.InputError, match="shape"):
         limit.inside(np.zeros(3))
+
+
+def test_settings_changed_after_the_first_steps_are_honoured():
+    """The one-call step reads the regularization, the input checks and the solver set up when it was
+    first taken: changing them later gives the answers of a controller built with the new values."""
+    ctrl, spec, _ = _talos(False)
+    q, v = spec.q0.copy(), 0.01 * np.ones(spec.model.nv)
+    ctrl.step(q, v)
+    ctrl.step(q, v)
+    assert ctrl._fused is not None
+    ctrl.regularization = 1e-2
+    other, _, _ = _talos(False)
+    other.regularization = 1e-2
+    a, b = ctrl.step(q, v), other.step(q, v)
+    assert np.abs(a.u - b.u).max() <= 1e-12 * np.abs(b.u).max()
+    assert np.abs(a.u - ctrl.step(q, v).u).max() <= 1e-12 * np.abs(b.u).max()  # fused again, same answer
+    with pytest.raises(wbc.InputError):
+        ctrl.regularization = -1.0
+    ctrl.check_inputs = False
+    ctrl.step(q, v)
+    assert ctrl._fused is not None and ctrl._fused._data.check == 0
+    ctrl.check_inputs = True
+    bad = v.copy()
+    bad[0] = np.inf
+    ctrl.step(q, v)
+    with pytest.raises(wbc.InputError, match="non-finite"):
+        ctrl.step(q, bad)

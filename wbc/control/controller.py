@@ -162,8 +162,11 @@ class WholeBodyController:
             if not isinstance(limit, Contributor) or isinstance(limit, (Task, Contact)):
                 raise InputError(f"limits must be limit contributors (wbc.control.limits), got {type(limit).__name__}")
             limit.check(model)
-        self.solver = make_solver(solver)
-        self.regularization = _positive(regularization, "regularization")
+        self.kernel: Kernel | None = None
+        self._fused: CompiledShortcut | None = None  # the one running the whole step of _fused_layout
+        self._fast: dict[int, CompiledShortcut | None] = {}  # per layout (by id): the compiled shortcut
+        self.solver = solver  # resolved once by the setter
+        self.regularization = regularization
         self.dt = _positive(dt, "dt")
         self.fallback = FallbackPolicy(soft_contact_weight, feasibility_tolerance)
         self._hierarchy = LexicographicSolver(self.solver, self.fallback)
@@ -173,12 +176,9 @@ class WholeBodyController:
         self._schedule = ContactSchedule(self.contacts)
         self._runtime = Runtime(self.dt, self.time, self._schedule)
         self._tasks: list[Task] = []
-        self.kernel: Kernel | None = None
         self._placements: Kernel | None = None  # q -> the contact frames' placements
         self._structure: Structure | None = None
         self._layouts: dict[tuple[bool, ...], Layout] = {}
-        self._fast: dict[int, CompiledShortcut | None] = {}  # per layout (by id): the compiled shortcut
-        self._fused: CompiledShortcut | None = None  # the one running the whole step of _fused_layout
         self._fused_layout: Layout | None = None
         self._fused_version = -1  # the schedule version _fused_layout is valid for (-1: ask _layout)
         self._tolerance = 0.0  # the shortcut's tolerance traced into the kernel's d
@@ -186,6 +186,46 @@ class WholeBodyController:
         self.n_u = self._context.input_count(model) + sum(c.dim for c in self.contacts)
         for t in tasks:
             self.add_task(t)
+
+    # ----------------------------------------------------------------------------- settings
+    @property
+    def regularization(self) -> float:
+        """Relative weight ``ε`` of the strict-convexity term (see the class docstring)."""
+        return self._regularization
+
+    @regularization.setter
+    def regularization(self, value) -> None:
+        self._regularization = _positive(value, "regularization")
+        self._unfuse()
+
+    @property
+    def check_inputs(self) -> bool:
+        """Whether ``step`` validates ``q`` and ``v`` (sizes, finiteness, unit quaternions)."""
+        return self._check_inputs
+
+    @check_inputs.setter
+    def check_inputs(self, value) -> None:
+        self._check_inputs = bool(value)
+        self._unfuse()
+
+    @property
+    def solver(self) -> QPSolver:
+        """The QP solver (a :class:`~wbc.control.solvers.QPSolver`; set it from anything ``solver=`` takes)."""
+        return self._solver
+
+    @solver.setter
+    def solver(self, value) -> None:
+        self._solver = make_solver(value)
+        if self.kernel is not None and self._solver.unconstrained_tolerance != self._tolerance:
+            self._invalidate()  # the shortcut's tolerance is traced into the kernel
+        self._unfuse()
+        if hasattr(self, "_hierarchy"):
+            self._hierarchy = LexicographicSolver(self._solver, self.fallback)
+
+    def _unfuse(self) -> None:
+        """Settings the one-call step read when it was set up changed: set it up again at the next step."""
+        self._fused = self._fused_layout = None
+        self._fast = {}
 
     # ----------------------------------------------------------------------------- contributors
     @property
