@@ -106,7 +106,7 @@ class Library(NamedTuple):
 
     shortcut: Callable[..., int]
     step: Callable[..., int]
-    reduce: Callable[..., None]
+    reduce: Callable[..., int]
     expand: Callable[..., int]
     command: Callable[..., int]
 
@@ -139,8 +139,7 @@ def _load(path: Path) -> Library:
     for function in functions:
         function.argtypes = [_P]  # the struct's address (the cheapest conversion ctypes makes)
         function.restype = ctypes.c_int
-    functions[2].argtypes = [_P, ctypes.c_int, _P, ctypes.c_double, _P, _P, _P]
-    functions[2].restype = None
+    functions[2].argtypes = [_P, _P, ctypes.c_double, _P, _P, _P, _P]
     functions[3].argtypes = [_P, _P]
     return Library(*functions)
 
@@ -263,7 +262,13 @@ class CompiledShortcut:
         self._M = np.zeros((nc, p))  # the working rows in least-distance form (binding steps)
         self._h = np.zeros(nc)
         self._y0 = np.zeros(p)
+        self._y = np.zeros(p)
         self._eye = np.eye(p)
+        self._working = np.zeros(nc, dtype=bool)  # one byte per row, read by wbc_reduce
+        self._rows = np.zeros(nc, dtype=np.int64)
+        self._lower = np.full(nc, -_BIG)
+        self._sense = np.zeros(nc, dtype=ctypes.c_int)
+        self._addresses = tuple(a.ctypes.data for a in (self._working, self._rows, self._M, self._h, self._y0, self._y))
         self.u = np.zeros(n)
         self.Cu = np.zeros(nc)
         self.L = np.zeros((m, m), order="F")
@@ -416,21 +421,22 @@ class CompiledShortcut:
             return self._screened_generic(solver, tolerance, max_rounds)
         d = self._outputs[11]
         library, address = self._library, self._ref
-        working = (self.Cu > d) | self._active
+        working, active = self._working, self._active
+        a_working, a_rows, a_M, a_h, a_y0, a_y = self._addresses
+        np.greater(self.Cu, d, out=working)
+        working |= active
         for _ in range(max_rounds):
-            rows = np.flatnonzero(working)
-            r = rows.size
-            M, h = self._M[:r], self._h[:r]
-            library.reduce(address, r, rows.ctypes.data, tolerance, M.ctypes.data, h.ctypes.data, self._y0.ctypes.data)
-            sense = np.zeros(r, dtype=solver._c_int)
-            sense[self._active[rows]] = 1
+            r = library.reduce(address, a_working, tolerance, a_rows, a_M, a_h, a_y0)
+            rows = self._rows[:r]
+            sense = self._sense[:r]
+            sense[:] = active[rows]
             y, _, exitflag, info = solver._daqp.solve(
-                self._eye, -self._y0, M, np.minimum(h, _BIG), np.full(r, -_BIG), sense
+                self._eye, -self._y0, self._M[:r], np.minimum(self._h[:r], _BIG), self._lower[:r], sense
             )
             if exitflag <= 0:
                 return None
-            y = np.ascontiguousarray(y, dtype=float)
-            code = library.expand(address, y.ctypes.data)
+            np.copyto(self._y, y)
+            code = library.expand(address, a_y)
             if code == FAILED:
                 return None
             violated = self.Cu > d

@@ -259,11 +259,17 @@ int wbc_step(wbc_shortcut_data *s) {
 
 /* The binding step's QP on the working rows, in the least-distance form daqp solves best: with
  * H = L L^T (the factor wbc_shortcut left in H) and y = L^T x, minimize 1/2 |y|^2 - y0^T y subject to
- * M y <= h over the nr rows `rows` of C u <= d, where y0 = L^-1 g, M_r = (L^-1 G_r^T)^T,
- * G_r = c_x - c_f X_x, h_r = d_r - tol - c_f X_b (c the row of C). M is (nr, p) row-major. */
-void wbc_reduce(wbc_shortcut_data *s, int nr, const long *rows, double tol, double *M, double *h, double *y0) {
+ * M y <= h over the rows of C u <= d marked in `working` (written to `rows`; their count returned),
+ * where y0 = L^-1 g, M_r = (L^-1 G_r^T)^T, G_r = c_x - c_f X_x, h_r = d_r - tol - c_f X_b (c the row
+ * of C). M is (nr, p) row-major. */
+int wbc_reduce(wbc_shortcut_data *s, const unsigned char *working, double tol, long *rows, double *M, double *h,
+               double *y0) {
     const int p = s->p, m = s->m, n = s->p + s->m;
     const double *H = s->H, *X = s->X;
+    int nr = 0;
+    for (long i = 0; i < s->nc; ++i) {
+        if (working[i]) rows[nr++] = i;
+    }
     for (int r = 0; r < nr; ++r) {
         const long row = rows[r], t = s->traced_at[row];
         double *Mr = M + (long)r * p;
@@ -296,6 +302,7 @@ void wbc_reduce(wbc_shortcut_data *s, int nr, const long *rows, double tol, doub
         y0[j] = z;
         for (int i = j + 1; i < p; ++i) y0[i] -= Lj[i] * z;
     }
+    return nr;
 }
 
 /* From the least-distance answer y: x = L^-T y, f = X_b - X_x x into s->u, then C u <= d (as check). */
