@@ -310,3 +310,25 @@ def test_settings_changed_after_the_first_steps_are_honoured():
     ctrl.step(q, v)
     with pytest.raises(wbc.InputError, match="non-finite"):
         ctrl.step(q, bad)
+
+
+def test_contact_switches_leave_and_resume_the_one_call_step():
+    """Releasing a foot leaves the one-call step (another layout); putting it back resumes it, and every
+    step's answer is the two-call step's."""
+    fused, spec, _ = _talos(False)
+    plain, _, _ = _talos(False)
+    _unfused(plain)
+    q, v = spec.q0.copy(), np.zeros(spec.model.nv)
+    foot = fused.contacts[1].name
+    for i in range(12):
+        if i == 4:
+            for c in (fused, plain):
+                c.deactivate_contact(foot)
+        if i == 7:
+            for c in (fused, plain):
+                c.activate_contact(foot)
+        a, b = fused.step(q, v), plain.step(q, v)
+        assert a.status is b.status
+        assert np.abs(a.u - b.u).max() <= 1e-10 * np.abs(b.u).max()
+        assert np.abs(a.qdd - b.qdd).max() <= 1e-9 * (1.0 + np.abs(b.qdd).max())
+    assert fused._fused is not None and fused._fused_version == fused._schedule.version

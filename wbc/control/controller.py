@@ -181,6 +181,7 @@ class WholeBodyController:
         self._layouts: dict[tuple[bool, ...], Layout] = {}
         self._fused_layout: Layout | None = None
         self._fused_version = -1  # the schedule version _fused_layout is valid for (-1: ask _layout)
+        self._fused_by_schedule = False  # whether the layout depends on the schedule alone
         self._tolerance = 0.0  # the shortcut's tolerance traced into the kernel's d
         self._last_tau: np.ndarray | None = None
         self.n_u = self._context.input_count(model) + sum(c.dim for c in self.contacts)
@@ -405,7 +406,7 @@ class WholeBodyController:
         if (  # the common case: one C call (checks, kernel, shortcut, command)
             fast is not None
             and schedule.idle(self.time)
-            and (schedule.version == self._fused_version or self._layout() is self._fused_layout)
+            and (schedule.version == self._fused_version or self._fused_layout_again())
         ):
             q_shape, v_shape = self._state_shapes
             if type(q) is np.ndarray and type(v) is np.ndarray and q.shape == q_shape and v.shape == v_shape:
@@ -422,6 +423,14 @@ class WholeBodyController:
                 return self._fused_command(fast, t_start)
             return self._fused_fallback(fast, code, q, v, t_start)
         return self._step(q, v, t_start)
+
+    def _fused_layout_again(self) -> bool:
+        """Whether this step's layout is the fused one (after the schedule changed)."""
+        if self._layout() is not self._fused_layout:
+            return False
+        if self._fused_by_schedule:  # back to the fused activation set: no need to ask again
+            self._fused_version = self._schedule.version
+        return True
 
     def _fused_fallback(self, fast: CompiledShortcut, code: int, q, v, t_start: float) -> Command:
         """The fused call found no answer: refuse a bad state, or solve the binding step's QP on a
@@ -482,8 +491,10 @@ class WholeBodyController:
         nv = self._outputs[8].size
         self._fused, self._fused_layout = fast, layout
         # the layout follows the schedule's version when only contacts (as defined) switch on and off
-        by_schedule = all(isinstance(c, Contact) and type(c).is_active is Contact.is_active for c in self._switchable)
-        self._fused_version = self._schedule.version if by_schedule else -1
+        self._fused_by_schedule = all(
+            isinstance(c, Contact) and type(c).is_active is Contact.is_active for c in self._switchable
+        )
+        self._fused_version = self._schedule.version if self._fused_by_schedule else -1
         self._state_shapes = (kernel.inputs[0].shape, kernel.inputs[1].shape)
         self._fused_sizes = (n, layout.n_tau, n + nv)
         self._fused_errors = [(name, slice(n + nv + r.start, n + nv + r.stop)) for name, r in self._error_rows]
