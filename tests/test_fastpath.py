@@ -332,3 +332,29 @@ def test_contact_switches_leave_and_resume_the_one_call_step():
         assert np.abs(a.u - b.u).max() <= 1e-10 * np.abs(b.u).max()
         assert np.abs(a.qdd - b.qdd).max() <= 1e-9 * (1.0 + np.abs(b.qdd).max())
     assert fused._fused is not None and fused._fused_version == fused._schedule.version
+
+
+def test_fused_step_takes_any_vector_like_state():
+    """q and v are read in C when they are contiguous float64 vectors; strided views, float32 arrays,
+    read-only arrays, columns and lists are converted as before: the same command each time."""
+    ctrl, spec, _ = _talos(False)
+    model = spec.model
+    q = spec.q0.copy()
+    v = (0.01 * np.random.default_rng(5).standard_normal(model.nv)).astype(np.float32).astype(float)
+    ctrl.step(q, v)
+    reference = ctrl.step(q, v)
+    assert ctrl._fused is not None
+    strided = np.repeat(q, 2)[::2]
+    frozen = v.copy()
+    frozen.flags.writeable = False
+    for qq, vv in (
+        (strided, v),
+        (q, v.astype(np.float32)),
+        (q, frozen),
+        (q.reshape(-1, 1), v),
+        (list(q), list(v)),
+    ):
+        ctrl.time = 0.0
+        cmd = ctrl.step(qq, vv)
+        assert np.array_equal(cmd.u, reference.u)
+    assert np.array_equal(strided, q) and np.array_equal(frozen, v)  # never written to

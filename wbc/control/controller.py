@@ -42,7 +42,7 @@ from .contacts.placement import placement_function
 from .contexts import context_type
 from .contributor import Contributor, Runtime
 from .fallback import Failure, FallbackPolicy, StepStatus
-from .fastpath import BAD_INPUT, FAILED, FEASIBLE, INFEASIBLE, KERNEL_FAILED, CompiledShortcut
+from .fastpath import BAD_INPUT, FAILED, FEASIBLE, INFEASIBLE, KERNEL_FAILED, NOT_VECTORS, CompiledShortcut
 from .hierarchy import LexicographicSolver
 from .limits import JointPositionLimit, JointVelocityLimit, TorqueLimit
 from .pieces import TAU, Group
@@ -408,17 +408,11 @@ class WholeBodyController:
             and schedule.idle(self.time)
             and (schedule.version == self._fused_version or self._fused_layout_again())
         ):
-            q_shape, v_shape = self._state_shapes
-            if type(q) is np.ndarray and type(v) is np.ndarray and q.shape == q_shape and v.shape == v_shape:
-                try:
-                    np.concatenate((q, v), out=self._state)  # q and v in their kernel inputs in one call
-                except TypeError:  # complex, object...: refused with the checks' message
-                    self._context.check_state(self.model, q, v)
-                    raise
-            else:
+            code = fast.step_objects(q, v)  # float64 vectors: read in C, no conversion
+            if code == NOT_VECTORS:  # anything else: converted (or refused, naming the culprit)
                 q, v = self._context.check_state(self.model, q, v)
                 np.concatenate((q, v), out=self._state)
-            code = fast.step()
+                code = fast.step()
             if code == FEASIBLE:
                 return self._fused_command(fast, t_start)
             return self._fused_fallback(fast, code, q, v, t_start)
@@ -495,7 +489,6 @@ class WholeBodyController:
             isinstance(c, Contact) and type(c).is_active is Contact.is_active for c in self._switchable
         )
         self._fused_version = self._schedule.version if self._fused_by_schedule else -1
-        self._state_shapes = (kernel.inputs[0].shape, kernel.inputs[1].shape)
         self._fused_sizes = (n, layout.n_tau, n + nv)
         self._fused_errors = [(name, slice(n + nv + r.start, n + nv + r.stop)) for name, r in self._error_rows]
         self._fused_forces = [(c.name, layout.variables[c.name]) for c in self.contacts]

@@ -35,7 +35,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -57,10 +57,11 @@ __all__ = [
     "FAILED",
     "BAD_INPUT",
     "KERNEL_FAILED",
+    "NOT_VECTORS",
 ]
 
 #: Return codes of ``wbc_shortcut`` and ``wbc_step``.
-FEASIBLE, INFEASIBLE, FAILED, BAD_INPUT, KERNEL_FAILED = 0, 1, 2, 3, 4
+FEASIBLE, INFEASIBLE, FAILED, BAD_INPUT, KERNEL_FAILED, NOT_VECTORS = 0, 1, 2, 3, 4, 5
 
 #: Compiler flags of the routines (small, loops: -O3 pays here, unlike on the large traced kernels;
 #: measured 8.75 against 9.05 µs at -O2 for the shortcut and command of Talos standing).
@@ -109,6 +110,7 @@ class Library(NamedTuple):
     reduce: Callable[..., int]
     expand: Callable[..., int]
     command: Callable[..., int]
+    step_objects: Callable[..., int]
 
 
 @functools.cache
@@ -141,7 +143,14 @@ def _load(path: Path) -> Library:
         function.restype = ctypes.c_int
     functions[2].argtypes = [_P, _P, ctypes.c_double, _P, _P, _P, _P]
     functions[3].argtypes = [_P, _P]
-    return Library(*functions)
+    try:  # with the GIL held: it reads q and v through the buffer protocol
+        step_objects = ctypes.PyDLL(str(path)).wbc_step_objects
+    except (OSError, AttributeError) as e:
+        raise CompileError(f"{path}: cannot load wbc_step_objects from it: {e}") from None
+    step_objects.argtypes = [_P, ctypes.py_object, ctypes.py_object]
+    step_objects.restype = ctypes.c_int
+    shortcut, step, reduce, expand, command = functions
+    return Library(shortcut, step, reduce, expand, command, step_objects)
 
 
 @functools.cache
@@ -205,7 +214,7 @@ def _split_rows(C: np.ndarray, traced: np.ndarray) -> tuple:
     return g_rows, c0, c1, b_rows, column[b_rows], value[b_rows]
 
 
-def _not_fused() -> int:
+def _not_fused(*_) -> int:
     raise CompileError("CompiledShortcut.step needs fuse() first")
 
 
@@ -224,6 +233,9 @@ class CompiledShortcut:
             (as :meth:`__call__`; the kernel's outputs are current), :data:`BAD_INPUT` (``q`` or ``v``
             not finite, or a unit part of ``q`` not of unit norm; the kernel did not run) or
             :data:`KERNEL_FAILED`.
+        step_objects: ``step_objects(q, v)``: the same, reading ``q`` and ``v`` (C-contiguous float64
+            vectors of the state's sizes) through the buffer protocol into the kernel's inputs; any other
+            objects: :data:`NOT_VECTORS`, nothing done.
         timings: ``(kernel, shortcut)`` microseconds of the last :meth:`step` (checks included in the first).
     """
 
@@ -317,6 +329,7 @@ class CompiledShortcut:
         self.fused = False
         self.out = np.zeros(0)
         self.step: Callable[[], int] = _not_fused
+        self.step_objects: Callable[[Any, Any], int] = _not_fused
         self._active = np.zeros(nc, dtype=bool)  # rows active at the last binding step's solution
 
     def __call__(self, regularization: float) -> int:
@@ -387,6 +400,7 @@ class CompiledShortcut:
         ):
             setattr(data, name, value)
         self.step = functools.partial(self._library.step, self._ref)
+        self.step_objects = functools.partial(self._library.step_objects, self._ref)
         self.fused = True
         return True
 

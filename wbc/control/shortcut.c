@@ -27,6 +27,7 @@
  * (the caller names the culprit), or 4: the kernel failed; after 0, out holds the command.
  */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 #include <time.h>
 
@@ -326,4 +327,40 @@ int wbc_expand(wbc_shortcut_data *s, const double *y) {
         if (!isfinite(u[i])) return 2;
     }
     return check(s);
+}
+
+/* wbc_step on Python objects q and v (called with the GIL held, through ctypes.PyDLL): when both are
+ * C-contiguous float64 vectors of the state's sizes (read through the buffer protocol, declared
+ * below from CPython's stable ABI), they are copied into the kernel's inputs and wbc_step runs;
+ * else 5, nothing done, no Python error left set (the caller converts or refuses them). */
+typedef struct {
+    void *buf;
+    void *obj;
+    intptr_t len, itemsize; /* Py_ssize_t */
+    int readonly, ndim;
+    char *format;
+    intptr_t *shape, *strides, *suboffsets;
+    void *internal;
+} wbc_py_buffer;
+int PyObject_GetBuffer(void *obj, wbc_py_buffer *view, int flags);
+void PyBuffer_Release(wbc_py_buffer *view);
+void PyErr_Clear(void);
+#define WBC_PYBUF_C_CONTIGUOUS_FORMAT (0x0020 | 0x0010 | 0x0008 | 0x0004)
+
+static int take_vector(void *obj, intptr_t n, double *dst) {
+    wbc_py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, WBC_PYBUF_C_CONTIGUOUS_FORMAT) != 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    const int ok = view.ndim == 1 && view.shape[0] == n && view.itemsize == (intptr_t)sizeof(double) && view.format &&
+                   view.format[0] == 'd' && view.format[1] == 0;
+    if (ok) memcpy(dst, view.buf, sizeof(double) * (size_t)n);
+    PyBuffer_Release(&view);
+    return ok;
+}
+
+int wbc_step_objects(wbc_shortcut_data *s, void *q, void *v) {
+    if (!take_vector(q, s->nq, (double *)s->q) || !take_vector(v, s->nv, (double *)s->v)) return 5;
+    return wbc_step(s);
 }
