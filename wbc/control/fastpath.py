@@ -10,10 +10,12 @@ kind: constant rows over their nonzero columns only, bounds (``±u_j``) as compa
 from the kernel's ``G``.
 
 :meth:`CompiledShortcut.fuse` attaches the controller's kernel: its CasADi-generated C function is
-called from C directly (its address from the kernel's library), so that one call (``wbc_step``)
-checks ``q`` and ``v`` (finite, unit quaternions: the caller names a culprit), runs the kernel, the
-shortcut, and writes the command (``u``, ``q̈ = a₀ + B̂u``, the task errors, the contacts' normal
-forces, the C-side timings) into one block the controller copies once.
+called from C directly (its address from the kernel's library), so that one call
+(``wbc_step_objects``, with the GIL held) reads ``q`` and ``v`` through the buffer protocol when they
+are contiguous float64 vectors (anything else: the caller converts them), checks them (finite, unit
+quaternions: the caller names a culprit), runs the kernel, the shortcut, and writes the command
+(``u``, ``q̈ = a₀ + B̂u``, the task errors, the contacts' normal forces, the C-side timings) into one
+block the controller copies once.
 
 When the minimizer fails the check (an inequality binds), :meth:`CompiledShortcut.screened` solves
 the QP on a working set of rows (those violated at the minimizer and those active at the previous
