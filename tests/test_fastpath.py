@@ -144,6 +144,224 @@ def test_binding_step_equals_the_full_qp():
     assert np.abs(generic - expected).max() <= 1e-6 * scale
 
 
+def _unfused(ctrl):
+    """``ctrl`` with the one-call step disabled (the kernel through CasADi, then the shortcut)."""
+    ctrl._fuse = lambda layout, fast: None
+    return ctrl
+
+
+@pytest.mark.parametrize("limits", [False, True])
+def test_fused_step_equals_the_two_call_step(limits):
+    """Talos standing then pushed off balance: the one-call step (checks, kernel, shortcut, command in
+    C) gives the two-call step's command exactly (u, q̈, task errors, forces, normal forces recorded),
+    and q̈ = a₀ + B̂u holds to 1e-12 against the kernel's own outputs."""
+    fused, spec, _ = _talos(limits)
+    plain, _, _ = _talos(limits)
+    _unfused(plain)
+    model = spec.model
+    q, v = spec.q0.copy(), np.zeros(model.nv)
+    rng = np.random.default_rng(3)
+    for i in range(30):
+        a, b = fused.step(q, v), plain.step(q, v)
+        if i:
+            assert fused._fused is not None and plain._fused is None
+        assert a.status is b.status is wbc.StepStatus.OPTIMAL
+        scale = np.abs(b.u).max()
+        assert np.abs(a.u - b.u).max() <= 1e-12 * scale
+        assert np.abs(a.tau - b.tau).max() <= 1e-12 * scale
+        assert np.abs(a.qdd - b.qdd).max() <= 1e-10 * (1.0 + np.abs(b.qdd).max())
+        a0, Bhat = fused._outputs[8], fused._outputs[9]
+        assert np.abs(a.qdd - (a0 + Bhat @ a.u)).max() <= 1e-12 * (1.0 + np.abs(a.qdd).max())
+        assert a.task_errors.keys() == b.task_errors.keys()
+        for name in b.task_errors:
+            assert np.array_equal(a.task_errors[name], b.task_errors[name])
+        for c in fused.contacts:
+            assert np.abs(a.forces[c.name] - b.forces[c.name]).max() <= 1e-12 * scale
+            assert fused.contact_state(c.name).last_normal_force == pytest.approx(
+                c.normal_force(b.forces[c.name]), rel=1e-12, abs=1e-9
+            )
+        v = v + 1e-3 * b.qdd + (0.02 * rng.standard_normal(model.nv) if i == 10 else 0.0)
+        q = wbc.integrate(model, q, v, 1e-3)
+    assert set(a.timings) == {"kernel", "qp", "total"} and a.timings["total"] >= a.timings["kernel"] > 0
+
+
+def test_fused_step_refuses_bad_states_by_name():
+    """After the first step (the one-call path in use), bad states are refused as before: NaN in v, a
+    quaternion off the unit sphere, wrong sizes, complex numbers; a good state then steps again."""
+    ctrl, spec, _ = _talos(False)
+    q, v = spec.q0.copy(), np.zeros(spec.model.nv)
+    ctrl.step(q, v)
+    ctrl.step(q, v)
+    assert ctrl._fused is not None
+    bad_v = v.copy()
+    bad_v[7] = np.nan
+    with pytest.raises(wbc.InputError, match=r"v has non-finite entries at indices \[7\]"):
+        ctrl.step(q, bad_v)
+    bad_q = q.copy()
+    bad_q[3:7] *= 1.01
+    with pytest.raises(wbc.InputError, match="quaternion"):
+        ctrl.step(bad_q, v)
+    with pytest.raises(wbc.InputError, match="shape"):
+        ctrl.step(q[:-1], v)
+    with pytest.raises(wbc.InputError, match="complex"):
+        ctrl.step(q.astype(complex), v)
+    cmd = ctrl.step(list(q), v)  # converted as before
+    assert cmd.status is wbc.StepStatus.OPTIMAL
+    assert np.isfinite(cmd.tau).all()
+
+
+def test_warm_started_binding_steps_equal_the_full_qp():
+    """Talos leaning toward a CoM target 5 cm to the side with joint limits on: the grippers (at their
+    URDF limit) and the stance bind at every step; each step's answer, warm-started from the previous
+    step's active rows, is the full QP's (to 1e-6), and the warm start is in use."""
+    ctrl, spec, com = _talos(limits=True)
+    model = spec.model
+    q, v = spec.q0.copy(), np.zeros(model.nv)
+    com.set_target(wbc.center_of_mass(model, q) + np.array([0.0, 0.05, 0.0]))
+    warm = 0
+    for i in range(40):
+        problem, expected = _full_qp(ctrl, q, v)
+        fast = ctrl._fused
+        warm += fast is not None and bool(fast._active.any())
+        cmd = ctrl.step(q, v)
+        assert cmd.status is wbc.StepStatus.OPTIMAL
+        scale = np.abs(expected).max()
+        assert problem.violation(cmd.u) <= 1e-6
+        assert np.abs(cmd.u - expected).max() <= 1e-6 * scale, i
+        v = v + 1e-3 * cmd.qdd
+        q = wbc.integrate(model, q, v, 1e-3)
+    assert warm >= 30
+
+
+def _position_limit_breaks(ctrl, q, v, steps):
+    """Steps (of ``steps`` leaning toward the CoM target) whose minimizer under the equalities breaks a
+    joint position bound."""
+    model, count = ctrl.model, 0
+    for _ in range(steps):
+        cmd = ctrl.step(q, v)
+        fast = ctrl._fused
+        assert fast is not None
+        if fast(ctrl.regularization) == INFEASIBLE:
+            layout = fast.layout
+            groups = [*layout.in_groups, *fast._bound_row_groups()]
+            broken = {groups[r].kind for r in np.flatnonzero(fast.Cu > ctrl._outputs[11])}
+            count += wbc.control.Kind.JOINT_POSITION_LIMIT in broken
+        v = v + 1e-3 * cmd.qdd
+        q = wbc.integrate(model, q, v, 1e-3)
+    return count
+
+
+def test_posture_targets_inside_the_position_limits_keep_the_bounds_inactive():
+    """Talos's grippers rest at their URDF upper limit (0) in half_sitting, inside the 1 cm margin band:
+    a posture target there makes the position bound bind at every step once the robot moves (a QP per
+    step). ``JointPositionLimit.inside`` moves only those two joints, one margin inside the effective
+    limits, and with that target the bound never binds."""
+    ctrl, spec, com = _talos(limits=True)
+    model = spec.model
+    limit = next(x for x in ctrl.limits if isinstance(x, wbc.JointPositionLimit))
+    target = limit.inside(spec.q0)
+    moved = np.flatnonzero(target != spec.q0)
+    grippers = [model.joints[model.joint_id(n)].idx_q for n in ("gripper_left_joint", "gripper_right_joint")]
+    assert sorted(moved.tolist()) == sorted(grippers)
+    lo, hi = limit.effective_limits
+    margin = np.array([j.upper[0] for j in limit.joints]) - hi
+    inside = target[limit.q_indices]
+    assert np.all(inside >= lo + margin - 1e-12) and np.all(inside <= hi - margin + 1e-12)
+    assert np.allclose(target[grippers], -0.02)
+    assert np.array_equal(limit.inside(target), target)  # already inside: unchanged
+    q, v = spec.q0.copy(), np.zeros(model.nv)
+    com.set_target(wbc.center_of_mass(model, q) + np.array([0.0, 0.03, 0.0]))
+    assert _position_limit_breaks(ctrl, q, v, 60) >= 50
+    posture = next(t for t in ctrl.tasks if t.name == "posture")
+    posture.set_target(target)
+    assert _position_limit_breaks(ctrl, q, v, 60) == 0
+
+
+def test_inside_needs_a_model_and_a_configuration():
+    limit = wbc.JointPositionLimit()
+    with pytest.raises(wbc.InputError, match="attached to a model"):
+        limit.inside(np.zeros(3))
+    spec = robots.load("talos")
+    limit.check(spec.model)
+    with pytest.raises(wbc.InputError, match="shape"):
+        limit.inside(np.zeros(3))
+
+
+def test_settings_changed_after_the_first_steps_are_honoured():
+    """The one-call step reads the regularization, the input checks and the solver set up when it was
+    first taken: changing them later gives the answers of a controller built with the new values."""
+    ctrl, spec, _ = _talos(False)
+    q, v = spec.q0.copy(), 0.01 * np.ones(spec.model.nv)
+    ctrl.step(q, v)
+    ctrl.step(q, v)
+    assert ctrl._fused is not None
+    ctrl.regularization = 1e-2
+    other, _, _ = _talos(False)
+    other.regularization = 1e-2
+    a, b = ctrl.step(q, v), other.step(q, v)
+    assert np.abs(a.u - b.u).max() <= 1e-12 * np.abs(b.u).max()
+    assert np.abs(a.u - ctrl.step(q, v).u).max() <= 1e-12 * np.abs(b.u).max()  # fused again, same answer
+    with pytest.raises(wbc.InputError):
+        ctrl.regularization = -1.0
+    ctrl.check_inputs = False
+    ctrl.step(q, v)
+    assert ctrl._fused is not None and ctrl._fused._data.check == 0
+    ctrl.check_inputs = True
+    bad = v.copy()
+    bad[0] = np.inf
+    ctrl.step(q, v)
+    with pytest.raises(wbc.InputError, match="non-finite"):
+        ctrl.step(q, bad)
+
+
+def test_contact_switches_leave_and_resume_the_one_call_step():
+    """Releasing a foot leaves the one-call step (another layout); putting it back resumes it, and every
+    step's answer is the two-call step's."""
+    fused, spec, _ = _talos(False)
+    plain, _, _ = _talos(False)
+    _unfused(plain)
+    q, v = spec.q0.copy(), np.zeros(spec.model.nv)
+    foot = fused.contacts[1].name
+    for i in range(12):
+        if i == 4:
+            for c in (fused, plain):
+                c.deactivate_contact(foot)
+        if i == 7:
+            for c in (fused, plain):
+                c.activate_contact(foot)
+        a, b = fused.step(q, v), plain.step(q, v)
+        assert a.status is b.status
+        assert np.abs(a.u - b.u).max() <= 1e-10 * np.abs(b.u).max()
+        assert np.abs(a.qdd - b.qdd).max() <= 1e-9 * (1.0 + np.abs(b.qdd).max())
+    assert fused._fused is not None and fused._fused_version == fused._schedule.version
+
+
+def test_fused_step_takes_any_vector_like_state():
+    """q and v are read in C when they are contiguous float64 vectors; strided views, float32 arrays,
+    read-only arrays, columns and lists are converted as before: the same command each time."""
+    ctrl, spec, _ = _talos(False)
+    model = spec.model
+    q = spec.q0.copy()
+    v = (0.01 * np.random.default_rng(5).standard_normal(model.nv)).astype(np.float32).astype(float)
+    ctrl.step(q, v)
+    reference = ctrl.step(q, v)
+    assert ctrl._fused is not None
+    strided = np.repeat(q, 2)[::2]
+    frozen = v.copy()
+    frozen.flags.writeable = False
+    for qq, vv in (
+        (strided, v),
+        (q, v.astype(np.float32)),
+        (q, frozen),
+        (q.reshape(-1, 1), v),
+        (list(q), list(v)),
+    ):
+        ctrl.time = 0.0
+        cmd = ctrl.step(qq, vv)
+        assert np.array_equal(cmd.u, reference.u)
+    assert np.array_equal(strided, q) and np.array_equal(frozen, v)  # never written to
+
+
 @pytest.mark.parametrize("limits", [False, True])
 def test_single_support_runs_compiled_on_the_active_rows_and_columns(limits):
     """One foot released (a walking robot's single support): the layout drops that contact's force

@@ -351,6 +351,8 @@ void {name}_release(int mem) {{ (void)mem; }}
 void {name}_incref(void) {{}}
 void {name}_decref(void) {{}}
 casadi_int {name}_n_in(void) {{ return {n_in}; }}
+int {name}_casadi_int_size(void) {{ return sizeof(casadi_int); }}
+int {name}_casadi_real_size(void) {{ return sizeof(casadi_real); }}
 casadi_int {name}_n_out(void) {{ return {n_out}; }}
 casadi_real {name}_default_in(casadi_int i) {{ (void)i; return 0; }}
 const char* {name}_name_in(casadi_int i) {{

@@ -41,7 +41,7 @@ from .contacts import Contact
 from .contexts import context_type
 from .contributor import Contributor, Runtime
 from .fallback import Failure, FallbackPolicy, StepStatus
-from .fastpath import FEASIBLE, INFEASIBLE, CompiledShortcut
+from .fastpath import BAD_INPUT, FAILED, FEASIBLE, INFEASIBLE, KERNEL_FAILED, NOT_VECTORS, CompiledShortcut
 from .hierarchy import LexicographicSolver
 from .limits import JointPositionLimit, JointVelocityLimit, TorqueLimit
 from .pieces import TAU, Group
@@ -53,6 +53,7 @@ from .task import Task
 __all__ = ["WholeBodyController", "Command", "StepStatus", "Failure"]
 
 _NO_CONFLICT: tuple[Group, ...] = ()
+_clock = time.perf_counter
 
 
 @dataclasses.dataclass
@@ -160,8 +161,11 @@ class WholeBodyController:
             if not isinstance(limit, Contributor) or isinstance(limit, (Task, Contact)):
                 raise InputError(f"limits must be limit contributors (wbc.control.limits), got {type(limit).__name__}")
             limit.check(model)
-        self.solver = make_solver(solver)
-        self.regularization = _positive(regularization, "regularization")
+        self.kernel: Kernel | None = None
+        self._fused: CompiledShortcut | None = None  # the one running the whole step of _fused_layout
+        self._fast: dict[int, CompiledShortcut | None] = {}  # per layout (by id): the compiled shortcut
+        self.solver = solver  # resolved once by the setter
+        self.regularization = regularization
         self.dt = _positive(dt, "dt")
         self.fallback = FallbackPolicy(soft_contact_weight, feasibility_tolerance)
         self._hierarchy = LexicographicSolver(self.solver, self.fallback)
@@ -171,16 +175,57 @@ class WholeBodyController:
         self._schedule = ContactSchedule(self.contacts)
         self._runtime = Runtime(self.dt, self.time, self._schedule)
         self._tasks: list[Task] = []
-        self.kernel: Kernel | None = None
         self._placements: Kernel | None = None  # q -> the contact frames' placements
         self._structure: Structure | None = None
         self._layouts: dict[tuple[bool, ...], Layout] = {}
-        self._fast: dict[int, CompiledShortcut | None] = {}  # per layout (by id): the compiled shortcut
+        self._fused_layout: Layout | None = None
+        self._fused_version = -1  # the schedule version _fused_layout is valid for (-1: ask _layout)
+        self._fused_by_schedule = False  # whether the layout depends on the schedule alone
         self._tolerance = 0.0  # the shortcut's tolerance traced into the kernel's d
         self._last_tau: np.ndarray | None = None
         self.n_u = self._context.input_count(model) + sum(c.dim for c in self.contacts)
         for t in tasks:
             self.add_task(t)
+
+    # ----------------------------------------------------------------------------- settings
+    @property
+    def regularization(self) -> float:
+        """Relative weight ``ε`` of the strict-convexity term (see the class docstring)."""
+        return self._regularization
+
+    @regularization.setter
+    def regularization(self, value) -> None:
+        self._regularization = _positive(value, "regularization")
+        self._unfuse()
+
+    @property
+    def check_inputs(self) -> bool:
+        """Whether ``step`` validates ``q`` and ``v`` (sizes, finiteness, unit quaternions)."""
+        return self._check_inputs
+
+    @check_inputs.setter
+    def check_inputs(self, value) -> None:
+        self._check_inputs = bool(value)
+        self._unfuse()
+
+    @property
+    def solver(self) -> QPSolver:
+        """The QP solver (a :class:`~wbc.control.solvers.QPSolver`; set it from anything ``solver=`` takes)."""
+        return self._solver
+
+    @solver.setter
+    def solver(self, value) -> None:
+        self._solver = make_solver(value)
+        if self.kernel is not None and self._solver.unconstrained_tolerance != self._tolerance:
+            self._invalidate()  # the shortcut's tolerance is traced into the kernel
+        self._unfuse()
+        if hasattr(self, "_hierarchy"):
+            self._hierarchy = LexicographicSolver(self._solver, self.fallback)
+
+    def _unfuse(self) -> None:
+        """Settings the one-call step read when it was set up changed: set it up again at the next step."""
+        self._fused = self._fused_layout = None
+        self._fast = {}
 
     # ----------------------------------------------------------------------------- contributors
     @property
@@ -216,8 +261,9 @@ class WholeBodyController:
         self._invalidate()
 
     def within_limits(self, q) -> np.ndarray:
-        """``q`` (nq,) with every joint under a :class:`JointPositionLimit` of this controller clamped
-        into that limit's effective range ``[q_min + m, q_max − m]`` (a copy; other joints as given).
+        """``q`` (nq,) with every joint under a :class:`JointPositionLimit` of this controller moved
+        inside that limit's effective range (:meth:`JointPositionLimit.inside`, default inset: its
+        margin); a copy, other joints as given.
 
         Use it for posture targets: a target inside a limit's margin band asks the joint for motion
         the limit forbids there, so the bound binds at every step and every step solves a QP (Talos's
@@ -230,13 +276,12 @@ class WholeBodyController:
         q = checks.configuration(model, q, "q").copy()
         for limit in self.limits:
             if isinstance(limit, JointPositionLimit) and limit.joints:
-                lower, upper = limit.effective_limits
-                idx = limit.q_indices
-                q[idx] = np.clip(q[idx], lower, upper)
+                q = limit.inside(q)
         return q
 
     def _invalidate(self) -> None:
         self.kernel, self._structure, self._layouts, self._fast = None, None, {}, {}
+        self._fused = self._fused_layout = None
 
     # ----------------------------------------------------------------------------- contacts
     def activate_contact(self, name: str, placement=None, ramp: float = 0.0, ramp_force: float | None = None) -> None:
@@ -273,6 +318,7 @@ class WholeBodyController:
         self._placements = compile_placements(tree, self.contacts) if self.contacts else None
         self._structure = structure
         self._layouts, self._fast = {}, {}
+        self._fused = self._fused_layout = None
         contributors = self.contributors
         self._switchable = [
             contributors[k]
@@ -284,6 +330,10 @@ class WholeBodyController:
         self._error_rows = list(structure.errors.items())
         for i, k in enumerate(structure.parameter_inputs):  # the kernel reads them in place: no copies
             self.kernel.bind_input(2 + i, contributors[k].parameters(self._runtime))
+        nq = self.kernel.inputs[0].size
+        self._state = np.zeros(nq + self.kernel.inputs[1].size)  # q then v: one copy fills both inputs
+        self.kernel.bind_input(0, self._state[:nq])
+        self.kernel.bind_input(1, self._state[nq:])
         # the outputs with their declared shapes, as views of the kernel's buffers
         shapes = [self.kernel.function.size_out(i) for i in range(self.kernel.function.n_out())]
         self._outputs = [
@@ -368,26 +418,134 @@ class WholeBodyController:
 
     def step(self, q, v) -> Command:
         """One control step at state ``(q, v)``: returns the :class:`Command` to apply."""
-        t_start = time.perf_counter()
-        self._advance_clock(q)
+        t_start = _clock()
+        fast = self._fused
+        self._runtime.time = self.time
+        schedule = self._schedule
+        if (  # the common case: one C call (checks, kernel, shortcut, command)
+            fast is not None
+            and schedule.idle(self.time)
+            and (schedule.version == self._fused_version or self._fused_layout_again())
+        ):
+            code = fast.step_objects(q, v)  # float64 vectors: read in C, no conversion
+            if code == NOT_VECTORS:  # anything else: converted (or refused, naming the culprit)
+                q, v = self._context.check_state(self.model, q, v)
+                np.concatenate((q, v), out=self._state)
+                code = fast.step()
+            if code == FEASIBLE:
+                return self._fused_command(fast, t_start)
+            return self._fused_fallback(fast, code, q, v, t_start)
+        return self._step(q, v, t_start)
+
+    def _fused_layout_again(self) -> bool:
+        """Whether this step's layout is the fused one (after the schedule changed)."""
+        if self._layout() is not self._fused_layout:
+            return False
+        if self._fused_by_schedule:  # back to the fused activation set: no need to ask again
+            self._fused_version = self._schedule.version
+        return True
+
+    def _fused_fallback(self, fast: CompiledShortcut, code: int, q, v, t_start: float) -> Command:
+        """The fused call found no answer: refuse a bad state, or solve the binding step's QP on a
+        working set of rows (the kernel's outputs are current), or the full QP."""
+        if code == BAD_INPUT:
+            self._context.check_state(self.model, q, v)  # raises, naming the culprit
+            raise InputError("q or v is not finite, or a quaternion of q is not of unit norm")
+        if code == KERNEL_FAILED:
+            raise InputError("the control kernel failed at this state")
+        if code == INFEASIBLE:  # an inequality binds
+            t1 = _clock()
+            x = fast.screened(self.solver, self._tolerance)
+            if x is not None and fast.command(x) == FEASIBLE:
+                kernel_us, shortcut_us = fast.timings
+                fast.out[self._fused_tail :] = (kernel_us, 0.0)
+                return self._fused_command(fast, t_start, shortcut_us + (_clock() - t1) * 1e6)
+            code = FAILED  # the working set failed: the full QP, as posed
+        return self._step(q, v, t_start, fused_code=code)
+
+    def _fused_command(self, fast: CompiledShortcut, t_start: float, t_qp: float | None = None) -> Command:
+        """The :class:`Command` of the fused routine's output block (``t_qp``: the QP time, µs, when
+        the answer came from a binding step's QP)."""
+        block = fast.out.copy()
+        n, p, o = self._fused_sizes
+        x, tau, qdd = block[:n], block[:p], block[n:o]
+        errors = {}
+        for name, rows in self._fused_errors:
+            errors[name] = block[rows]
+        forces = {}
+        for name, columns in self._fused_forces:
+            forces[name] = block[columns]
+        self._schedule.defer_normal_forces(block)
+        self._last_tau = tau
+        self.time += self.dt
+        t_kernel, t_shortcut = block[self._fused_tail :].tolist()
+        timings = {"kernel": t_kernel, "qp": t_shortcut if t_qp is None else t_qp, "total": (_clock() - t_start) * 1e6}
+        return Command(tau, forces, qdd, errors, StepStatus.OPTIMAL, _NO_CONFLICT, timings, x, None)
+
+    def _fuse(self, layout: Layout, fast: CompiledShortcut) -> None:
+        """Make ``fast`` run this layout's whole step in one C call, when it can (every contact's
+        normal force linear in its variables; a compiled kernel)."""
+        kernel = self.kernel
+        assert kernel is not None and self._structure is not None
+        if fast.gathered:  # a layout with inactive contacts: the two-call step
+            return
+        n = fast.u.size
+        normal = np.zeros((len(self.contacts), n))
+        rng = np.random.default_rng(0)
+        for k, c in enumerate(self.contacts):
+            cols = layout.variables[c.name]
+            w = np.array([c.normal_force(e) for e in np.eye(c.dim)], dtype=float)
+            for f in rng.standard_normal((2, c.dim)):  # linear (all the library's contacts are)?
+                if not abs(c.normal_force(f) - w @ f) <= 1e-9 * (1.0 + np.abs(w).sum() * np.abs(f).max()):
+                    return
+            normal[k, cols] = w
+        tree = self.model.tree if isinstance(self.model, ClusterModel) else self.model
+        parts = [(start, stop) for start, stop, _, _ in checks.unit_parts(tree)]
+        if not fast.fuse(kernel, self.regularization, parts, self.check_inputs, normal):
+            return
+        nv = self._outputs[8].size
+        self._fused, self._fused_layout = fast, layout
+        # the layout follows the schedule's version when only contacts (as defined) switch on and off
+        self._fused_by_schedule = all(
+            isinstance(c, Contact) and type(c).is_active is Contact.is_active for c in self._switchable
+        )
+        self._fused_version = self._schedule.version if self._fused_by_schedule else -1
+        self._fused_sizes = (n, layout.n_tau, n + nv)
+        self._fused_errors = [(name, slice(n + nv + r.start, n + nv + r.stop)) for name, r in self._error_rows]
+        self._fused_forces = [(c.name, layout.variables[c.name]) for c in self.contacts]
+        at = n + nv + self._outputs[10].size
+        self._schedule.normal_forces_at(range(at, at + len(self.contacts)))
+        self._fused_tail = at + len(self.contacts)
+
+    def _step(self, q, v, t_start: float, fused_code: int | None = None) -> Command:
+        """The step in general (any layout, hierarchy, solver); ``fused_code``: the code of the fused
+        call that ran the kernel at ``(q, v)`` and the shortcut already (the binding case)."""
+        evaluated = fused_code is not None
+        if not evaluated:
+            self._advance_clock(q)
         if self.kernel is None:
             self.compile()
         layout = self._layout()
-        t0 = time.perf_counter()
-        outputs = self._evaluate(q, v)
-        t1 = time.perf_counter()
+        t0 = _clock()
+        outputs = self._outputs if evaluated else self._evaluate(q, v)
+        t1 = _clock()
+        if evaluated:  # the fused call's own timings
+            t_kernel, t_shortcut = self._fused.timings if self._fused is not None else (0.0, 0.0)
+            t0, t1 = t1 - 1e-6 * (t_kernel + t_shortcut), t1 - 1e-6 * t_shortcut
         status, conflict, failure = StepStatus.OPTIMAL, _NO_CONFLICT, None
         if len(layout.levels) > 1:  # a strict hierarchy (None: infeasible constraints, handled below)
             x = self._hierarchy.solve(layout, outputs, self.regularization)
         elif self.solver.try_unconstrained:
             key = id(layout)
             if key not in self._fast:
-                self._fast[key] = CompiledShortcut.build(layout, outputs)
+                self._fast[key] = fast = CompiledShortcut.build(layout, outputs)
+                if fast is not None and self._fused is None:
+                    self._fuse(layout, fast)
             fast = self._fast[key]
             if fast is None:
                 x = self._shortcut(layout, outputs)
             else:
-                code = fast(self.regularization)
+                code = fused_code if fused_code is not None else fast(self.regularization)
                 if code == FEASIBLE:
                     x = fast.u.copy()
                 elif code == INFEASIBLE:
@@ -399,7 +557,7 @@ class WholeBodyController:
         if x is None:
             outcome = self.fallback.solve(layout.problem(outputs, self.regularization), self.solver)
             x, status, conflict, failure = outcome.x, outcome.status, outcome.conflict, outcome.failure
-        t_end = time.perf_counter()
+        t_end = _clock()
         a0, Bhat, errors_all = outputs[8], outputs[9], outputs[10]
         if x is not None:
             if layout.all_columns:
@@ -430,7 +588,7 @@ class WholeBodyController:
             f = u_full[columns]
             forces[contact.name] = f
             if state.active:
-                state.last_normal_force = contact.normal_force(f)
+                self._schedule.record(contact.name, contact.normal_force(f))
         errors = {name: errors_all[rows].copy() for name, rows in self._error_rows}
         self.time += self.dt
         timings = {"kernel": (t1 - t0) * 1e6, "qp": (t_end - t1) * 1e6, "total": (t_end - t_start) * 1e6}

@@ -136,9 +136,38 @@ class ContactSchedule:
         self._time = 0.0
         self._any_ramp = False
         self._any_pending = any(s.active for s in self._states.values())
+        self.version = 0  # incremented whenever a contact is activated or released
+        self._deferred: np.ndarray | None = None  # the last command's normal forces, not yet recorded
+        self._normal_at: list[int] = []
+
+    def defer_normal_forces(self, block: np.ndarray) -> None:
+        """The last command's normal forces are ``block[i]`` for the ``i`` of :meth:`normal_forces_at`
+        (every contact in order): recorded into the states when one is next read or written."""
+        self._deferred = block
+
+    def normal_forces_at(self, indices: Sequence[int]) -> None:
+        """Where :meth:`defer_normal_forces`' blocks hold each contact's normal force (one per contact)."""
+        self._flush()
+        self._normal_at = list(indices)
+
+    def _flush(self) -> None:
+        block = self._deferred
+        if block is not None:
+            self._deferred = None
+            for s, i in zip(self._states.values(), self._normal_at):
+                s.last_normal_force = float(block[i])
+
+    def idle(self, t: float) -> bool:
+        """Move the clock to ``t`` (s) when nothing is in progress (no ramp, no placement to measure):
+        True; else False, and :meth:`advance` is to be called."""
+        if self._any_ramp or self._any_pending:
+            return False
+        self._time = t
+        return True
 
     def state(self, name: str) -> ContactState:
         """The state of contact ``name``; :class:`InputError` naming the known contacts if unknown."""
+        self._flush()
         try:
             return self._states[name]
         except KeyError:
@@ -176,6 +205,7 @@ class ContactSchedule:
         if placement is not None:
             s.parameters[PLACEMENT] = _placement(name, placement)
         s.active, s.ramp, s.rise, s.placed = True, None, None, placement is not None
+        self.version += 1
         s.bounds[:] = (s.min_normal_force, s.max_normal_force)
         if ramp > 0:
             s.rise = (self._time, float(ramp), float(f1))
@@ -199,6 +229,7 @@ class ContactSchedule:
         if ramp == 0.0:
             s.active, s.ramp = False, None
             s.bounds[:] = (s.min_normal_force, s.max_normal_force)
+            self.version += 1
             return
         f0 = start_force if start_force is not None else s.max_normal_force
         if not math.isfinite(f0):
@@ -248,6 +279,7 @@ class ContactSchedule:
             t0, duration, f0 = s.ramp or (0.0, 0.0, 0.0)
             if t >= t0 + duration:
                 s.active, s.ramp = False, None
+                self.version += 1
                 s.bounds[:] = (s.min_normal_force, s.max_normal_force)
             else:
                 s.bounds[1] = max(0.0, f0 * (1.0 - (t - t0) / duration))
@@ -271,6 +303,7 @@ class ContactSchedule:
 
     def record(self, name: str, normal_force: float) -> None:
         """Remember the normal force a command gave contact ``name``."""
+        self._flush()
         self._states[name].last_normal_force = normal_force
 
 

@@ -1,44 +1,65 @@
-/* The controller's shortcut in one call: the equality-constrained least squares by elimination
- * through the Delassus matrix, then the feasibility check C u <= d.
+/* The controller's common step in one call: the input checks, the kernel, the equality-constrained
+ * least squares by elimination through the Delassus matrix, the feasibility check C u <= d, and the
+ * command (q'' = a0 + Bhat u, the task errors, the contacts' normal forces).
  *
- * Hand-written twin of wbc.control.qp.least_squares_by_elimination and Layout.feasible (the numpy
- * versions stay the reference; tests compare the two). Compiled once per machine through the
- * project's kernel cache (wbc.control.fastpath) and called through ctypes with one pointer. The
- * dense products and factorizations call the BLAS and LAPACK SciPy ships (their addresses come
- * from scipy.linalg.cython_blas / cython_lapack, passed in the struct): the same arithmetic as the
- * numpy version, without its per-call Python overhead.
+ * Hand-written twin of wbc.model.checks.configuration/velocity, wbc.control.qp.least_squares_by_elimination
+ * and Layout.feasible (the numpy versions stay the reference; tests compare the two). Compiled once
+ * per machine through the project's kernel cache (wbc.control.fastpath) and called through ctypes
+ * with one pointer. The dense products and factorizations call the BLAS and LAPACK SciPy ships
+ * (their addresses come from scipy.linalg.cython_blas / cython_lapack, passed in the struct); the
+ * kernel is the CasADi-generated C function of the controller's compiled library (its address and
+ * its argument arrays are passed in the struct too).
  *
  * Problem (all matrices column-major, as the kernel writes them):
  *   minimize  1/2 |A u - b|^2 + 1/2 sum_i r_i u_i^2,   r_i = reg |A[:, i]|^2 + 1e-12
  *   subject to E_x x + Lam f = b_eq,   u = (x, f), x: p actuators, f: m contact forces,
  * Lam = A_eq[:, p:] symmetric positive definite (the Delassus matrix).
  * f = Lam^-1 (b_eq - E_x x) is substituted: with X = Lam^-1 [E_x, b_eq] (m, p+1) and
- * R = [A_x, b] - A_f X (k, p+1),  H = R_x^T R_x + X_x^T diag(r_f) X_x + diag(r_x) (p, p),
- * g = R_x^T R_b + X_x^T diag(r_f) X_b, x = H^-1 g, f = X_b - X_x x.
+ * S = [[A_x, b] - A_f X; diag(sqrt(r_f)) X] (k+m, p+1),  H = S_x^T S_x + diag(r_x) (p, p),
+ * g = S_x^T S_b, x = H^-1 g, f = X_b - X_x x.
  *
- * Returns 0: u is finite and C u <= d holds (u is the QP's solution); 1: u is finite but some row
- * of C u <= d fails (Cu holds the products); 2: a factorization failed or u is not finite.
+ * The rows of C u <= d are of three kinds: general constant rows (only columns c0 .. c0+nspan-1 are
+ * nonzero: Cg, compressed), unit rows (+-u_j: bounds) and traced rows (the kernel's G).
+ *
+ * wbc_shortcut returns 0: u is finite and C u <= d holds (u is the QP's solution); 1: u is finite but
+ * some row of C u <= d fails (Cu holds the products); 2: a factorization failed or u is not finite.
+ * wbc_step returns the same codes, or 3: q or v is not finite, or a unit-norm part of q is not
+ * (the caller names the culprit), or 4: the kernel failed; after 0, out holds the command.
  */
 #include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
 
 typedef void dgemm_t(const char *, const char *, const int *, const int *, const int *, const double *,
                      const double *, const int *, const double *, const int *, const double *, double *,
                      const int *);
 typedef void dgemv_t(const char *, const int *, const int *, const double *, const double *, const int *,
                      const double *, const int *, const double *, double *, const int *);
+typedef void dsyrk_t(const char *, const char *, const int *, const int *, const double *, const double *,
+                     const int *, const double *, double *, const int *);
 typedef void dpotrf_t(const char *, const int *, double *, const int *, int *);
 typedef void dpotrs_t(const char *, const int *, const int *, const double *, const int *, double *, const int *,
                       int *);
+typedef int kernel_t(const double **, double **, long long *, double *, int);
 
 typedef struct {
     int k, p, m;          /* cost rows, actuator variables, force variables (= equality rows) */
-    int nc, nt;           /* rows of C, traced rows among them */
+    int nc;               /* rows of C u <= d */
+    int ng, c0, nspan;    /* general constant rows, their first nonzero column and column count */
+    int nb;               /* unit rows */
+    int nt;               /* traced rows */
+    int nv, ne, ncontact; /* command: velocity size, task errors, contacts with a normal force */
     double reg;           /* relative regularization */
     const double *A;      /* (k, p+m) */
     const double *b;      /* (k,) */
     const double *Aeq;    /* (m, p+m) */
     const double *beq;    /* (m,) */
-    const double *C;      /* (nc, p+m) constant rows (zero on the traced rows) */
+    const double *Cg;     /* (ng, nspan) the general constant rows over their columns */
+    const long *g_rows;   /* (ng,) their rows in C */
+    const long *b_rows;   /* (nb,) the unit rows' rows in C */
+    const long *b_cols;   /* (nb,) their variable */
+    const double *b_sign; /* (nb,) their sign */
     const double *G;      /* (nt, p+m) the traced rows' matrix (kernel output) */
     const long *traced;   /* (nt,) their rows in C */
     const double *d;      /* (nc,) right-hand sides, tolerance included */
@@ -46,15 +67,34 @@ typedef struct {
     double *Cu;           /* (nc,) out: C u */
     double *L;            /* (m, m) work: Cholesky factor of Lam */
     double *X;            /* (m, p+1) out: Lam^-1 [E_x, b_eq] */
-    double *R;            /* (k, p+1) out: [A_x, b] - A_f X */
+    double *S;            /* (k+m, p+1) out: [[A_x, b] - A_f X; sqrt(r_f) X] */
     double *H;            /* (p, p+1) out: [chol(H) (lower), g] */
-    double *Hfull;        /* (p, p) out: H before its factorization (symmetric) */
     double *rf;           /* (m,) out: the forces' regularization */
-    double *W;            /* (m, p+1) work: diag(r_f) X; its first nt entries also hold G u */
+    double *W;            /* (max(ng, nt),) work */
+    /* the step (wbc_step only) */
+    kernel_t *kernel;      /* the CasADi-generated function */
+    const double **arg;    /* its argument pointers (inputs) */
+    double **res;          /* its result pointers (outputs) */
+    long long *iw;         /* its integer work */
+    double *w;             /* its real work */
+    const double *q;       /* (nq,) the kernel's q input buffer (the caller copied q into it) */
+    const double *v;       /* (nv,) the kernel's v input buffer */
+    int nq, n_unit, check; /* configuration size, unit-norm parts, whether to check q and v */
+    double unit_tol;       /* tolerance on a unit norm */
+    const long *unit;      /* (2 n_unit,) [start, stop) of every unit-norm part of q */
+    const double *a0;      /* (nv,) kernel output */
+    const double *Bhat;    /* (nv, p+m) kernel output */
+    const double *errors;  /* (ne,) kernel output */
+    const double *normal;  /* (ncontact, p+m) rows giving each contact's normal force from u */
+    double *out;           /* out: [u (p+m), qdd (nv), errors (ne), normal forces (ncontact), t_kernel, t_qp] (us) */
     dgemm_t *dgemm;
     dgemv_t *dgemv;
+    dsyrk_t *dsyrk;
     dpotrf_t *dpotrf;
     dpotrs_t *dpotrs;
+    double t_kernel, t_qp; /* out (wbc_step): microseconds in the checks and the kernel, in the rest */
+    const double *Cdense;  /* (nc, p+m) row-major: C's constant rows (zero on the traced rows) */
+    const long *traced_at; /* (nc,) each row's row in G, or -1 */
 } wbc_shortcut_data;
 
 static double sumsq(const double *x, int n) {
@@ -68,10 +108,52 @@ static double sumsq(const double *x, int n) {
     return s0 + s1;
 }
 
+/* y = beta y + A x for a small column-major A (rows, cols): a loop, cheaper than a BLAS call here. */
+static void small_gemv(int rows, int cols, const double *A, int lda, const double *x, double beta, double *y) {
+    if (beta == 0.0) {
+        for (int i = 0; i < rows; ++i) y[i] = 0.0;
+    }
+    for (int j = 0; j < cols; ++j) {
+        const double xj = x[j];
+        const double *Aj = A + (long)j * lda;
+        for (int i = 0; i < rows; ++i) y[i] += Aj[i] * xj;
+    }
+}
+
+static double now_us(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
+}
+
+/* C u <= d on s->u: 0 when every row holds, 1 otherwise (Cu holds the products). */
+static int check(wbc_shortcut_data *s) {
+    const int n = s->p + s->m, one = 1;
+    const double d_one = 1.0, d_zero = 0.0;
+    const double *u = s->u;
+    double *W = s->W;
+    int i;
+    const int nc = s->nc, ng = s->ng, nb = s->nb, nt = s->nt;
+    double *Cu = s->Cu;
+    memset(Cu, 0, sizeof(double) * (size_t)nc);
+    if (ng) {
+        small_gemv(ng, s->nspan, s->Cg, ng, u + s->c0, 0.0, W);
+        for (i = 0; i < ng; ++i) Cu[s->g_rows[i]] = W[i];
+    }
+    for (i = 0; i < nb; ++i) Cu[s->b_rows[i]] = s->b_sign[i] * u[s->b_cols[i]];
+    if (nt) {
+        s->dgemv("N", &nt, &n, &d_one, s->G, &nt, u, &one, &d_zero, W, &one);
+        for (i = 0; i < nt; ++i) Cu[s->traced[i]] = W[i];
+    }
+    int ok = 1;
+    for (i = 0; i < nc; ++i) ok &= Cu[i] <= s->d[i];
+    return ok ? 0 : 1;
+}
+
 int wbc_shortcut(wbc_shortcut_data *s) {
-    const int k = s->k, p = s->p, m = s->m, n = s->p + s->m, p1 = s->p + 1, one = 1;
+    const int k = s->k, p = s->p, m = s->m, n = s->p + s->m, p1 = s->p + 1, km = s->k + s->m, one = 1;
     const double *A = s->A, *Aeq = s->Aeq;
-    double *X = s->X, *R = s->R, *H = s->H, *u = s->u, *W = s->W, *L = s->L;
+    double *X = s->X, *S = s->S, *H = s->H, *u = s->u, *L = s->L;
     const double d_one = 1.0, d_minus = -1.0, d_zero = 0.0;
     int info = 0, i, j, l;
     /* 1. X = Lam^-1 [E_x, b_eq] */
@@ -80,50 +162,205 @@ int wbc_shortcut(wbc_shortcut_data *s) {
     }
     s->dpotrf("L", &m, L, &m, &info);
     if (info) return 2;
-    for (i = 0; i < m * p; ++i) X[i] = Aeq[i];
-    for (i = 0; i < m; ++i) X[(long)p * m + i] = s->beq[i];
+    memcpy(X, Aeq, sizeof(double) * (size_t)m * (size_t)p);
+    memcpy(X + (long)p * m, s->beq, sizeof(double) * (size_t)m);
     s->dpotrs("L", &m, &p1, L, &m, X, &m, &info);
     if (info) return 2;
-    /* 2. R = [A_x, b] - A_f X */
-    for (i = 0; i < k * p; ++i) R[i] = A[i];
-    for (i = 0; i < k; ++i) R[(long)p * k + i] = s->b[i];
-    s->dgemm("N", "N", &k, &p1, &m, &d_minus, A + (long)p * k, &k, X, &m, &d_one, R, &k);
-    /* 3. [H | g] = R_x^T R + X_x^T diag(r_f) X, H += diag(r_x) */
+    /* 2. S = [[A_x, b] - A_f X; sqrt(r_f) X] */
+    for (j = 0; j < p; ++j) memcpy(S + (long)j * km, A + (long)j * k, sizeof(double) * (size_t)k);
+    memcpy(S + (long)p * km, s->b, sizeof(double) * (size_t)k);
+    s->dgemm("N", "N", &k, &p1, &m, &d_minus, A + (long)p * k, &k, X, &m, &d_one, S, &km);
     for (l = 0; l < m; ++l) s->rf[l] = s->reg * sumsq(A + (long)(p + l) * k, k) + 1e-12;
     for (j = 0; j < p1; ++j) {
-        for (l = 0; l < m; ++l) W[l + (long)j * m] = s->rf[l] * X[l + (long)j * m];
+        double *Sj = S + (long)j * km + k;
+        const double *Xj = X + (long)j * m;
+        for (l = 0; l < m; ++l) Sj[l] = sqrt(s->rf[l]) * Xj[l];
     }
-    s->dgemm("T", "N", &p, &p1, &k, &d_one, R, &k, R, &k, &d_zero, H, &p);
-    s->dgemm("T", "N", &p, &p1, &m, &d_one, X, &m, W, &m, &d_one, H, &p);
+    /* 3. H = S_x^T S_x + diag(r_x) (lower), g = S_x^T S_b */
+    s->dsyrk("L", "T", &p, &km, &d_one, S, &km, &d_zero, H, &p);
+    s->dgemv("T", &km, &p, &d_one, S, &km, S + (long)p * km, &one, &d_zero, H + (long)p * p, &one);
     for (j = 0; j < p; ++j) H[j + (long)j * p] += s->reg * sumsq(A + (long)j * k, k) + 1e-12;
-    for (j = 0; j < p; ++j) { /* exactly symmetric (the working-set QP takes H whole) */
-        for (i = j + 1; i < p; ++i) {
-            const double h = 0.5 * (H[i + (long)j * p] + H[j + (long)i * p]);
-            H[i + (long)j * p] = h;
-            H[j + (long)i * p] = h;
-        }
-    }
     /* 4. x = H^-1 g (the factor overwrites H's lower triangle), f = X_b - X_x x */
-    for (i = 0; i < p * p; ++i) s->Hfull[i] = H[i];
     s->dpotrf("L", &p, H, &p, &info);
     if (info) return 2;
-    for (i = 0; i < p; ++i) u[i] = H[i + (long)p * p];
+    memcpy(u, H + (long)p * p, sizeof(double) * (size_t)p);
     s->dpotrs("L", &p, &one, H, &p, u, &p, &info);
     if (info) return 2;
-    for (l = 0; l < m; ++l) u[p + l] = X[(long)p * m + l];
-    s->dgemv("N", &m, &p, &d_minus, X, &m, u, &one, &d_one, u + p, &one);
+    memcpy(u + p, X + (long)p * m, sizeof(double) * (size_t)m);
+    for (l = 0; l < m; ++l) u[p + l] = -u[p + l];
+    small_gemv(m, p, X, m, u, 1.0, u + p);
+    for (l = 0; l < m; ++l) u[p + l] = -u[p + l];
     for (i = 0; i < n; ++i) {
         if (!isfinite(u[i])) return 2;
     }
-    /* 5. C u <= d */
-    const int nc = s->nc, nt = s->nt;
-    double *Cu = s->Cu;
-    s->dgemv("N", &nc, &n, &d_one, s->C, &nc, u, &one, &d_zero, Cu, &one);
-    if (nt) {
-        s->dgemv("N", &nt, &n, &d_one, s->G, &nt, u, &one, &d_zero, W, &one);
-        for (i = 0; i < nt; ++i) Cu[s->traced[i]] += W[i];
+    return check(s);
+}
+
+static int unit_parts_ok(const wbc_shortcut_data *s) {
+    for (int i = 0; i < s->n_unit; ++i) {
+        const long start = s->unit[2 * i], stop = s->unit[2 * i + 1];
+        double norm = 0.0;
+        for (long j = start; j < stop; ++j) norm += s->q[j] * s->q[j];
+        if (!(fabs(sqrt(norm) - 1.0) <= s->unit_tol)) return 0;
     }
-    int ok = 1;
-    for (i = 0; i < nc; ++i) ok &= Cu[i] <= s->d[i];
-    return ok ? 0 : 1;
+    return 1;
+}
+
+/* The command of s->u into s->out: [u, qdd = a0 + Bhat u, task errors, normal forces] (the two
+ * timings after them are left to the caller); 0, or 2 when qdd is not finite. */
+static int command(wbc_shortcut_data *s) {
+    const int n = s->p + s->m, nv = s->nv, one = 1;
+    const double d_one = 1.0;
+    double *out = s->out, *qdd = s->out + n;
+    int code = 0;
+    memcpy(out, s->u, sizeof(double) * (size_t)n);
+    memcpy(qdd, s->a0, sizeof(double) * (size_t)nv);
+    s->dgemv("N", &nv, &n, &d_one, s->Bhat, &nv, s->u, &one, &d_one, qdd, &one);
+    for (int i = 0; i < nv; ++i) {
+        if (!isfinite(qdd[i])) code = 2;
+    }
+    double *tail = qdd + nv;
+    memcpy(tail, s->errors, sizeof(double) * (size_t)s->ne);
+    tail += s->ne;
+    if (s->ncontact) {
+        small_gemv(s->ncontact, n, s->normal, s->ncontact, s->u, 0.0, tail);
+    }
+    return code;
+}
+
+/* wbc_step's command for an answer found otherwise (a binding step): s->u into s->out. */
+int wbc_command(wbc_shortcut_data *s) { return command(s); }
+
+int wbc_step(wbc_shortcut_data *s) {
+    const int n = s->p + s->m, nv = s->nv;
+    int i;
+    double t0 = now_us();
+    if (s->check) {
+        for (i = 0; i < s->nq; ++i) {
+            if (!isfinite(s->q[i])) return 3;
+        }
+        for (i = 0; i < nv; ++i) {
+            if (!isfinite(s->v[i])) return 3;
+        }
+        if (!unit_parts_ok(s)) return 3;
+    }
+    if (s->kernel(s->arg, s->res, s->iw, s->w, 0)) return 4;
+    double t1 = now_us();
+    s->t_kernel = t1 - t0;
+    int code = wbc_shortcut(s);
+    if (code == 0) code = command(s);
+    s->t_qp = now_us() - t1;
+    if (code == 0) {
+        double *tail = s->out + n + nv + s->ne + s->ncontact;
+        tail[0] = s->t_kernel;
+        tail[1] = s->t_qp;
+    }
+    return code;
+}
+
+/* The binding step's QP on the working rows, in the least-distance form daqp solves best: with
+ * H = L L^T (the factor wbc_shortcut left in H) and y = L^T x, minimize 1/2 |y|^2 - y0^T y subject to
+ * M y <= h over the rows of C u <= d marked in `working` (written to `rows`; their count returned),
+ * where y0 = L^-1 g, M_r = (L^-1 G_r^T)^T, G_r = c_x - c_f X_x, h_r = d_r - tol - c_f X_b (c the row
+ * of C). M is (nr, p) row-major. */
+int wbc_reduce(wbc_shortcut_data *s, const unsigned char *working, double tol, long *rows, double *M, double *h,
+               double *y0) {
+    const int p = s->p, m = s->m, n = s->p + s->m;
+    const double *H = s->H, *X = s->X;
+    int nr = 0;
+    for (long i = 0; i < s->nc; ++i) {
+        if (working[i]) rows[nr++] = i;
+    }
+    for (int r = 0; r < nr; ++r) {
+        const long row = rows[r], t = s->traced_at[row];
+        double *Mr = M + (long)r * p;
+        double c[n];
+        if (t >= 0) {
+            for (int j = 0; j < n; ++j) c[j] = s->G[t + (long)j * s->nt];
+        } else {
+            for (int j = 0; j < n; ++j) c[j] = s->Cdense[row * n + j];
+        }
+        double hr = s->d[row] - tol;
+        for (int l = 0; l < m; ++l) hr -= c[p + l] * X[(long)p * m + l];
+        h[r] = hr;
+        for (int j = 0; j < p; ++j) {
+            double gj = c[j];
+            const double *Xj = X + (long)j * m;
+            for (int l = 0; l < m; ++l) gj -= c[p + l] * Xj[l];
+            Mr[j] = gj;
+        }
+        for (int j = 0; j < p; ++j) { /* forward solve L z = G_r^T */
+            const double *Lj = H + (long)j * p;
+            const double z = Mr[j] / Lj[j];
+            Mr[j] = z;
+            for (int i = j + 1; i < p; ++i) Mr[i] -= Lj[i] * z;
+        }
+    }
+    for (int j = 0; j < p; ++j) y0[j] = H[j + (long)p * p];
+    for (int j = 0; j < p; ++j) {
+        const double *Lj = H + (long)j * p;
+        const double z = y0[j] / Lj[j];
+        y0[j] = z;
+        for (int i = j + 1; i < p; ++i) y0[i] -= Lj[i] * z;
+    }
+    return nr;
+}
+
+/* From the least-distance answer y: x = L^-T y, f = X_b - X_x x into s->u, then C u <= d (as check). */
+int wbc_expand(wbc_shortcut_data *s, const double *y) {
+    const int p = s->p, m = s->m, n = s->p + s->m;
+    const double *H = s->H, *X = s->X;
+    double *u = s->u;
+    for (int j = 0; j < p; ++j) u[j] = y[j];
+    for (int j = p - 1; j >= 0; --j) {
+        const double *Lj = H + (long)j * p;
+        double t = u[j];
+        for (int i = j + 1; i < p; ++i) t -= Lj[i] * u[i];
+        u[j] = t / Lj[j];
+    }
+    for (int l = 0; l < m; ++l) {
+        double f = X[(long)p * m + l];
+        for (int j = 0; j < p; ++j) f -= X[l + (long)j * m] * u[j];
+        u[p + l] = f;
+    }
+    for (int i = 0; i < n; ++i) {
+        if (!isfinite(u[i])) return 2;
+    }
+    return check(s);
+}
+
+/* wbc_step on Python objects q and v (called with the GIL held, through ctypes.PyDLL): when both are
+ * C-contiguous float64 vectors of the state's sizes (read through the buffer protocol, declared
+ * below from CPython's stable ABI), they are copied into the kernel's inputs and wbc_step runs;
+ * else 5, nothing done, no Python error left set (the caller converts or refuses them). */
+typedef struct {
+    void *buf;
+    void *obj;
+    intptr_t len, itemsize; /* Py_ssize_t */
+    int readonly, ndim;
+    char *format;
+    intptr_t *shape, *strides, *suboffsets;
+    void *internal;
+} wbc_py_buffer;
+int PyObject_GetBuffer(void *obj, wbc_py_buffer *view, int flags);
+void PyBuffer_Release(wbc_py_buffer *view);
+void PyErr_Clear(void);
+#define WBC_PYBUF_C_CONTIGUOUS_FORMAT (0x0020 | 0x0010 | 0x0008 | 0x0004)
+
+static int take_vector(void *obj, intptr_t n, double *dst) {
+    wbc_py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, WBC_PYBUF_C_CONTIGUOUS_FORMAT) != 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    const int ok = view.ndim == 1 && view.shape[0] == n && view.itemsize == (intptr_t)sizeof(double) && view.format &&
+                   view.format[0] == 'd' && view.format[1] == 0;
+    if (ok) memcpy(dst, view.buf, sizeof(double) * (size_t)n);
+    PyBuffer_Release(&view);
+    return ok;
+}
+
+int wbc_step_objects(wbc_shortcut_data *s, void *q, void *v) {
+    if (!take_vector(q, s->nq, (double *)s->q) || !take_vector(v, s->nv, (double *)s->v)) return 5;
+    return wbc_step(s);
 }

@@ -29,6 +29,7 @@ __all__ = [
     "vector",
     "configuration",
     "velocity",
+    "unit_parts",
     "frame_index",
     "option",
     "massless_joints",
@@ -70,7 +71,7 @@ def vector(x: Any, n: int, name: str) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=64)
-def _unit_parts(model: Model) -> tuple[tuple[int, int, str, str], ...]:
+def unit_parts(model: Model) -> tuple[tuple[int, int, str, str], ...]:
     """(start, stop, joint name, what) of every slice of q that must have unit norm."""
     parts = []
     for j in model.joints[1:]:
@@ -84,7 +85,7 @@ def _unit_parts(model: Model) -> tuple[tuple[int, int, str, str], ...]:
 def configuration(model: Model, q: Any, name: str = "q") -> np.ndarray:
     """A valid configuration (nq,): right size, finite, unit quaternions and (cos, sin) pairs."""
     q = vector(q, model.nq, name)
-    for start, stop, joint, what in _unit_parts(model):
+    for start, stop, joint, what in unit_parts(model):
         part = q[start:stop]
         norm = float(np.sqrt(part @ part))
         if abs(norm - 1.0) > UNIT_TOLERANCE:

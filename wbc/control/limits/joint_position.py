@@ -67,6 +67,7 @@ import casadi as ca
 import numpy as np
 
 from ...errors import InputError
+from ...model import checks
 from ...model.clusters import ClusterModel
 from ...model.model import Joint, JointType, Model
 from ..contributor import Contributor, Runtime
@@ -162,9 +163,11 @@ class JointPositionLimit(Contributor):
         self.joints: tuple[Joint, ...] = ()
         self._q_indices = self._v_indices = np.zeros(0, dtype=int)
         self._p = JointLimitParameters(0, _BLOCKS)
+        self._model: Model | None = None  # the (tree) model check() resolved the joints in
 
     def check(self, model: Model | ClusterModel) -> None:
         joints = select_joints(model, self._names, _has_position_limits, "position limits", self.name)
+        self._model = model.tree if isinstance(model, ClusterModel) else model
         n = len(joints)
         self.joints = tuple(joints)
         self._q_indices, self._v_indices = state_indices(model, joints)
@@ -181,6 +184,41 @@ class JointPositionLimit(Contributor):
         self._p.block(5)[:] = v_bar  # may hold inf (no velocity limit): the bounds stay finite
         self.set_margin(self._margin_request)
         self.set_braking(self._braking_request)
+
+    def inside(self, q, inset=None) -> np.ndarray:
+        """``q`` (nq,) with every joint of this limit moved at least ``inset`` inside its effective
+        limits ``[q_min + m, q_max − m]`` (to the middle when the range is narrower), a copy.
+
+        Use it for posture targets. A target in the margin band (Talos's grippers rest at their URDF
+        limit in ``half_sitting``) or on the effective limit itself sits on the bound's edge, where
+        the joint may only stop: the posture task then pushes into the bound and it binds at every step
+        (the controller solves a QP instead of taking its one-product shortcut), and the task never
+        reaches its target anyway. A target ``inset`` inside leaves the bound inactive at rest.
+
+        Args:
+            q: a configuration (nq,) of the model this limit was checked against.
+            inset: rad (m), scalar or per joint; default the margin ``m`` (targets in
+                ``[q_min + 2m, q_max − 2m]``).
+
+        Raises:
+            InputError: the limit is not attached to a model yet (``check`` not run: a controller runs
+                it), or ``q`` is not a configuration of it.
+        """
+        if self._model is None:
+            raise InputError(f"{self.name}: inside() needs the limit attached to a model (controller or check())")
+        q = checks.configuration(self._model, q).copy()
+        if not self.joints:
+            return q
+        lo, hi = self._p.block(0), self._p.block(1)  # the effective limits
+        margin = self._upper - hi
+        step = margin if inset is None else positive_per_joint(inset, len(self.joints), "inset", self.name, True)
+        low, high = lo + step, hi - step
+        wide = low <= high
+        middle = 0.5 * (lo + hi)
+        low, high = np.where(wide, low, middle), np.where(wide, high, middle)
+        idx = self._q_indices
+        q[idx] = np.clip(q[idx], low, high)
+        return q
 
     @property
     def indices(self) -> np.ndarray:
