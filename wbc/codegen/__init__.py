@@ -1,9 +1,12 @@
 """Trace once, compile, call cheaply.
 
 An algorithm written against CasADi's matrix API is traced with ``SX`` symbols into a
-``casadi.Function`` (:mod:`.trace`), generated as C and compiled by the system C compiler into a
-shared library kept in an on-disk cache (:mod:`.cache`), then loaded and evaluated through
-``Function.buffer()`` into preallocated numpy arrays (:mod:`.kernel`). :mod:`.kernels` has
+``casadi.Function`` (:mod:`.trace`), written as C in parts of a few hundred operations over
+several files (:mod:`.emit`: compilers are superlinear in a function's size) and compiled in
+parallel by the system C compiler into a shared library kept in an on-disk cache (:mod:`.cache`),
+then loaded and evaluated through ``Function.buffer()`` into preallocated numpy arrays
+(:mod:`.kernel`). :mod:`.index` finds a kernel by a fingerprint of what it is traced from
+(:mod:`.fingerprint`), without tracing. :mod:`.kernels` has
 ready-made traced functions for the classical algorithms, :mod:`.cluster_kernels` for clustered
 models (loops and transmissions).
 """
