@@ -14,7 +14,13 @@ The anchors (``../shared/anchors/``: TSID and placo) run Talos (``talos_reduced`
 machine (``make anchors`` then their two scripts): absolute times mean little on a shared machine.
 ``--anchors`` runs them here, side by side, and adds their lines and the ratios; ``--rounds N``
 alternates wbc, TSID and placo N times and reports the median of the per-round ratios (robust to
-the machine's drifts).
+the machine's drifts). ``python_us`` is the step's wall time less the compiled code's own timers
+(``kernel_us`` and ``qp_us`` come from C clocks on the one-call path): the Python overhead per step.
+
+``--lean M`` is the binding scenario: the CoM target ``M`` m to the left (0.2: the centre-of-pressure
+bounds saturate), the robot put back in ``half_sitting`` at rest every ``--reset`` steps;
+``binding_steps`` counts the steps whose minimizer under the equalities broke an inequality (a QP
+was solved). The anchors run the same scenario with their own controllers (``anchor_lean.py``).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import numpy as np
 
 import wbc
 from wbc import robots, tasks
+from wbc.control.fastpath import INFEASIBLE
 
 #: The two force models of a rectangular sole, by their command-line names.
 CONTACT_MODELS = {"wrench": wbc.SurfaceContact, "corners": wbc.SurfaceCornersContact}
@@ -72,7 +79,10 @@ def build(
     )
     ctrl.compile()
     com.set_target(wbc.center_of_mass(model, spec.q0))
-    posture.set_target(ctrl.within_limits(spec.q0))  # the grippers' q0 is their upper limit
+    # with joint limits, the posture target is kept off the position bounds (the grippers rest at their
+    # URDF limit in half_sitting: a target there makes the bound bind at every step)
+    position_limits = [x for x in ctrl.limits if isinstance(x, wbc.JointPositionLimit)]
+    posture.set_target(position_limits[0].inside(spec.q0) if position_limits else spec.q0)
     return ctrl, spec, com, posture
 
 
@@ -82,23 +92,37 @@ def run(
     contact_model: str = "wrench",
     limits: bool = False,
     levels: int = 0,
+    lean: float = 0.0,
+    reset: int = 0,
 ) -> dict:
-    """Stand for ``steps`` ms, timing every step; returns the JSON record."""
-    ctrl, spec, _, _ = build(solver, contact_model, limits, levels)
+    """Stand for ``steps`` ms, timing every step; returns the JSON record.
+
+    Args:
+        lean: the binding scenario (:data:`LEAN`): the CoM target this far to the left of the initial
+            CoM, m (0: standing, the anchors' scenario).
+        reset: with ``lean``, back to ``half_sitting`` at rest every ``reset`` steps (0: never).
+    """
+    ctrl, spec, com_task, _ = build(solver, contact_model, limits, levels)
     model, dt = spec.model, 1e-3
     q, v = spec.q0.copy(), np.zeros(model.nv)
     com0 = wbc.center_of_mass(model, q)
+    if lean:
+        com_task.set_target(com0 + np.array([0.0, lean, 0.0]))
     t_step, t_kernel, t_qp = np.zeros(steps), np.zeros(steps), np.zeros(steps)
-    failures = 0
+    failures = binding = 0
     cmd = None
     clock = time.perf_counter
     for i in range(steps):
+        if reset and i % reset == 0:
+            q, v = spec.q0.copy(), np.zeros(model.nv)
         t0 = clock()
         cmd = ctrl.step(q, v)
         t_step[i] = clock() - t0
         t_kernel[i] = cmd.timings["kernel"]
         t_qp[i] = cmd.timings["qp"]
         failures += cmd.status is not wbc.StepStatus.OPTIMAL
+        fast = ctrl._fused  # after the timing: did the minimizer under the equalities break a row?
+        binding += fast is not None and fast(ctrl.regularization) == INFEASIBLE
         v_mean = v + 0.5 * dt * cmd.qdd
         v = v + dt * cmd.qdd
         q = wbc.integrate(model, q, v_mean, dt)
@@ -111,6 +135,7 @@ def run(
         "contact_model": contact_model,
         "joint_limits": limits,
         "levels": levels or 1,
+        "scenario": {"lean_m": lean, "reset_steps": reset} if lean else "standing",
         "qp": {
             "variables": int(cmd.u.size),
             "equalities": int(sum(c.equality_dim for c in ctrl.contacts)),
@@ -121,22 +146,29 @@ def run(
         "step_us_min": round(float(t_step.min()) * 1e6, 1),
         "kernel_us_median": round(float(np.median(t_kernel)), 1),
         "qp_us_median": round(float(np.median(t_qp)), 1),
+        "python_us_median": round(float(np.median(t_step * 1e6 - t_kernel - t_qp)), 2),
         "failures": int(failures),
+        "binding_steps": int(binding),
         "com_z_change_mm": round(float(com[2] - com0[2]) * 1e3, 3),
         "sum_normal_force_N": round(float(normal), 2),
         "mg_N": round(model.total_mass * 9.81, 2),
     }
 
 
-def run_anchor(name: str, steps: int) -> dict | None:
-    """Run an anchor script in its side environment; None (with a message) if it is not set up."""
+def run_anchor(name: str, steps: int, lean: float = 0.0, reset: int = 0) -> dict | None:
+    """Run an anchor script in its side environment; None (with a message) if it is not set up.
+    With ``lean``, the binding scenario (``benchmarks/anchor_lean.py`` on the anchor's own build)."""
     root = Path(os.environ.get("WBC_ANCHORS", Path.home() / ".cache" / "wbc-anchors"))
     python = root / name / "bin" / "python"
     script = ANCHORS / f"{name}_talos_stand.py"
     if not python.exists() or not script.exists():
         print(f"anchor {name} not set up (run `make anchors`)", file=sys.stderr)
         return None
-    out = subprocess.run([str(python), str(script), str(steps)], capture_output=True, text=True, check=False)
+    command = [str(python), str(script), str(steps)]
+    if lean:
+        lean_script = Path(__file__).resolve().parent / "anchor_lean.py"
+        command = [str(python), str(lean_script), str(steps), name, str(script), str(lean), str(reset)]
+    out = subprocess.run(command, capture_output=True, text=True, check=False)
     if out.returncode != 0:
         print(f"anchor {name} failed:\n{out.stderr[-2000:]}", file=sys.stderr)
         return None
@@ -169,21 +201,35 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated numbers of priority levels (e.g. 1,2,3) of a CoM / orientation / posture "
         "problem, run alternately; reports each one's cost as a ratio to the first",
     )
+    parser.add_argument(
+        "--lean",
+        type=float,
+        default=0.0,
+        help="the binding scenario: the CoM target this far (m) to the left of the initial CoM (e.g. 0.2: "
+        "the centre-of-pressure bounds saturate); the anchors run the same (benchmarks/anchor_lean.py)",
+    )
+    parser.add_argument(
+        "--reset", type=int, default=200, help="with --lean: back to half_sitting at rest every N steps (0: never)"
+    )
     args = parser.parse_args(argv)
+    if not args.lean:
+        args.reset = 0
     if args.levels:
         return _levels_main(args)
     if args.limits:
         return _limits_main(args)
-    record = run(args.steps, args.solver, args.contact_model)
+    record = run(args.steps, args.solver, args.contact_model, lean=args.lean, reset=args.reset)
     lines = [record]
     if args.anchors:
         ratios: dict[str, list[float]] = {"tsid": [], "placo": []}
         ours = [record["step_us_median"]]
         for k in range(max(1, args.rounds)):
             if k:
-                ours.append(run(args.steps, args.solver, args.contact_model)["step_us_median"])
+                ours.append(
+                    run(args.steps, args.solver, args.contact_model, lean=args.lean, reset=args.reset)["step_us_median"]
+                )
             for name in ("tsid", "placo"):
-                anchor = run_anchor(name, args.steps)
+                anchor = run_anchor(name, args.steps, args.lean, args.reset)
                 if anchor is None:
                     continue
                 if k == 0:
@@ -200,10 +246,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     for line in lines:
         who = line.get("anchor", f"wbc ({line.get('solver')}, {line.get('contact_model')})")
+        standing = (
+            f"  CoM z change {line['com_z_change_mm']:+.3f} mm  Σf_z {line['sum_normal_force_N']:.1f} N "
+            f"(m g {line['mg_N']:.1f} N)"
+            if "com_z_change_mm" in line
+            else ""
+        )
         print(
             f"{who:28s} step median {line['step_us_median']:8.1f} µs  min {line['step_us_min']:8.1f} µs  "
-            f"failures {line['failures']}  CoM z change {line['com_z_change_mm']:+.3f} mm  "
-            f"Σf_z {line['sum_normal_force_N']:.1f} N (m g {line['mg_N']:.1f} N)"
+            f"failures {line['failures']}{standing}"
         )
     for name in ("tsid", "placo"):
         if f"ratio_to_{name}" in record:
@@ -226,13 +277,13 @@ def _limits_main(args) -> int:
     lines: list[dict] = []
     for k in range(max(1, args.rounds)):
         for limits in (False, True):
-            record = run(args.steps, args.solver, args.contact_model, limits=limits)
+            record = run(args.steps, args.solver, args.contact_model, limits=limits, lean=args.lean, reset=args.reset)
             per_round["with" if limits else "without"].append(record["step_us_median"])
             if k == 0:
                 lines.append(record)
         if args.anchors:
             for name in ("tsid", "placo"):
-                anchor = run_anchor(name, args.steps)
+                anchor = run_anchor(name, args.steps, args.lean, args.reset)
                 if anchor is not None:
                     per_round[name].append(anchor["step_us_median"])
                     if k == 0:
