@@ -390,16 +390,7 @@ def stepping_trial(
 
     push = force * np.asarray(DIRECTIONS[direction])
     _, _, s = walking.stand_and_push(robot, push, 1.0, STEPPING_TRIAL_S, duration, recover=recover)
-    ok = not s["fell"] and s["min_pelvis_height_ratio"] >= MIN_PELVIS_RATIO and s["max_foot_slip_m"] < MAX_SLIP_M
-    return {
-        "force_N": float(force),
-        "up": not s["fell"],
-        "survived": bool(ok),
-        "slip_m": s["max_foot_slip_m"],
-        "pelvis_ratio": s["min_pelvis_height_ratio"],
-        "recovery_steps": len(s["recovery_steps"]),
-        "failed_steps": s["failed_steps"],
-    }
+    return {**_verdict(force, s), "recovery_steps": len(s["recovery_steps"]), "failed_steps": s["failed_steps"]}
 
 
 # ============================================================================ robustness: scan and soak
@@ -409,13 +400,9 @@ MIN_PELVIS_RATIO, MAX_SLIP_M = 0.9, 0.01
 FALL_WINDOW = 1.5
 
 
-def push_trial(robot: str, force: float, duration: float = 0.1) -> dict:
-    """One lateral push (+y, world) of ``force`` N over ``duration`` s at t = 1 s, 3 s in all (the
-    ``--push-sweep`` scenario): ``{force_N, up, survived, slip_m, pelvis_ratio, non_optimal_steps}``."""
-    sc = Scenario(
-        duration=3.0, sway_start=0.0, sway_end=0.0, pushes=(Push("lateral", (0, 1, 0), force, duration, 1.0),)
-    )
-    s = summarize(robot, Balance(robot, sc).run(progress=False), sc)
+def _verdict(force: float, s: dict) -> dict:
+    """A push trial's verdict from its run's summary: ``{force_N, up, survived, slip_m, pelvis_ratio}``
+    (survived: up, pelvis ≥ :data:`MIN_PELVIS_RATIO` of its height, slip < :data:`MAX_SLIP_M`)."""
     ok = not s["fell"] and s["min_pelvis_height_ratio"] >= MIN_PELVIS_RATIO and s["max_foot_slip_m"] < MAX_SLIP_M
     return {
         "force_N": float(force),
@@ -423,6 +410,18 @@ def push_trial(robot: str, force: float, duration: float = 0.1) -> dict:
         "survived": bool(ok),
         "slip_m": s["max_foot_slip_m"],
         "pelvis_ratio": s["min_pelvis_height_ratio"],
+    }
+
+
+def push_trial(robot: str, force: float, duration: float = 0.1) -> dict:
+    """One lateral push (+y, world) of ``force`` N over ``duration`` s at t = 1 s, 3 s in all (the
+    ``--push-sweep`` scenario): ``{force_N, up, survived, slip_m, pelvis_ratio, non_optimal_steps}``."""
+    sc = Scenario(
+        duration=3.0, sway_start=0.0, sway_end=0.0, pushes=(Push("lateral", (0, 1, 0), force, duration, 1.0),)
+    )
+    s = summarize(robot, Balance(robot, sc).run(progress=False), sc)
+    return {
+        **_verdict(force, s),
         "non_optimal_steps": s["non_optimal_steps"],
     }
 

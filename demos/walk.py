@@ -7,12 +7,8 @@ feeding the CoM task of :class:`wbc.WholeBodyController`; swing feet follow fram
 itself is :class:`wbc.sim.walking.Walker` (reusable from a script); this file is its command line
 and plots.
 
-Contact switching goes through the controller's contact schedule: before lift-off the stance
-foot's normal-force bound ramps to zero over the double support (``deactivate_contact(name,
-ramp)``), so the force never jumps; the contact is released when the ramp ends and the foot's
-frame task takes it over. Touchdown is the swing's planned end, or earlier when MuJoCo reports the
-sole loaded; the contact is then re-enforced where the foot landed (flattened onto the ground:
-``activate_contact(name, placement, ramp, ramp_force)``, the bound rising from zero).
+Contact switching (force ramps before lift-off, touchdown with a force rise where the foot landed)
+is described in :mod:`wbc.sim.walking`.
 
 With ``--push FX FY`` (N, over 0.1 s at ``--push-time``) the capture-step planner re-solves the next
 step's location and timing online (:class:`wbc.locomotion.CaptureStepPlanner`); standing, a push
