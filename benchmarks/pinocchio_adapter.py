@@ -42,6 +42,7 @@ __all__ = [
     "constraint_dynamics_call",
     "relative_error",
     "oracle_errors",
+    "from_wbc",
 ]
 
 #: Pinocchio's reference frames by wbc's.
@@ -447,3 +448,63 @@ def oracle_errors(model: wbc.Model, pm: pin.Model, rng: np.random.Generator, dyn
     if dynamics:
         errors["aba"] = relative_error(wbc.aba(model, q, v, tau), pin.aba(pm, pd, q, v, tau))
     return errors
+
+
+# ----------------------------------------------------------------------------- models without a file
+def _joint_model(joint: wbc.Joint):
+    """Pinocchio's joint model of a wbc joint and the rotation (3, 3) of Pinocchio's joint frame in
+    wbc's (identity but for a continuous joint, which Pinocchio's Python bindings only offer about
+    z: its frame is turned to bring z onto the axis)."""
+    t = joint.type
+    if t is wbc.JointType.FREE_FLYER:
+        return pin.JointModelFreeFlyer(), np.eye(3)
+    if t is wbc.JointType.SPHERICAL:
+        return pin.JointModelSpherical(), np.eye(3)
+    axis = np.asarray(joint.axis, float)
+    if t is wbc.JointType.REVOLUTE:
+        return pin.JointModelRevoluteUnaligned(*axis), np.eye(3)
+    if t is wbc.JointType.PRISMATIC:
+        return pin.JointModelPrismaticUnaligned(axis), np.eye(3)
+    if t is wbc.JointType.REVOLUTE_UNBOUNDED:
+        return pin.JointModelRUBZ(), pin.Quaternion.FromTwoVectors(np.array([0.0, 0.0, 1.0]), axis).matrix()
+    raise ValueError(f"joint {joint.name!r}: no Pinocchio joint model for {t}")
+
+
+_FRAME_TYPE = {
+    wbc.FrameKind.JOINT: pin.FrameType.JOINT,
+    wbc.FrameKind.FIXED_JOINT: pin.FrameType.FIXED_JOINT,
+    wbc.FrameKind.BODY: pin.FrameType.BODY,
+    wbc.FrameKind.OP: pin.FrameType.OP_FRAME,
+}
+
+
+def _se3(X) -> pin.SE3:
+    return pin.SE3(np.array(ca.DM(X.R), float), np.array(ca.DM(X.p), float).reshape(3))
+
+
+def from_wbc(model: wbc.Model) -> pin.Model:
+    """Pinocchio's model of a wbc model built without a file (e.g. with ball joints, which URDF
+    cannot describe): the same joints in the same order and layout, placements, inertias, gravity,
+    and every wbc frame (after the universe's) added with its kind on the same joint, so that
+    ``pm.frames`` and ``model.frames`` match by name, order and placement. (A continuous joint's
+    frame is turned about its origin in Pinocchio: compare frames, not joint frames.)"""
+    pm = pin.Model()
+    pm.name = model.name
+    pm.gravity = pin.Motion(np.concatenate([np.asarray(model.gravity, float), np.zeros(3)]))
+    # wbc's joint frame of each joint in Pinocchio's (a pure rotation, identity but for continuous joints)
+    turn = [pin.SE3.Identity() for _ in model.joints]
+    for i, j in enumerate(model.joints[1:], start=1):
+        jmodel, Ra = _joint_model(j)
+        turn[i] = pin.SE3(Ra.T, np.zeros(3))
+        pm.addJoint(j.parent, jmodel, turn[j.parent] * _se3(j.placement) * turn[i].inverse(), j.name)
+        I = np.asarray(model.inertias[i], float)
+        mass = I[0, 0]
+        com = wbc.spatial.vee(I[3:6, 0:3]) / mass if mass > 0 else np.zeros(3)
+        c = wbc.spatial.skew(com)
+        pm.appendBodyToJoint(i, turn[i].act(pin.Inertia(mass, com, I[3:6, 3:6] + mass * c @ c)), pin.SE3.Identity())
+    for f in model.frames:
+        if f.name == "universe" and f.joint == 0:
+            continue
+        kind = _FRAME_TYPE[f.kind]
+        pm.addFrame(pin.Frame(f.name, f.joint, 0, turn[f.joint] * _se3(f.placement), kind))
+    return pm

@@ -4,7 +4,9 @@
 * :func:`random_tree_urdf`: a random tree with every supported joint type, random placements
   and random physically consistent inertias (for cross-validation);
 * :func:`stem_with_branches_urdf`: the PV-OSIMr paper's Fig. 3 mechanism, a stem with branches of
-  7 links on either side.
+  7 links on either side;
+* :func:`with_ball_joints`, :func:`random_ball_tree`: models with spherical (ball) joints, which
+  URDF cannot describe, built from the above by turning chosen joints into ball joints.
 
 Link ``i`` is named ``link{i}``, its parent joint ``joint{i}``; branch tips of the stem mechanism
 are named ``tip_{side}{k}``.
@@ -12,6 +14,7 @@ are named ``tip_{side}{k}``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -25,6 +28,8 @@ __all__ = [
     "chain",
     "random_tree",
     "stem_with_branches",
+    "with_ball_joints",
+    "random_ball_tree",
     "JOINT_KINDS",
 ]
 
@@ -183,3 +188,50 @@ def stem_with_branches(
 ) -> wbc.Model:
     """A :class:`wbc.Model` of :func:`stem_with_branches_urdf`."""
     return wbc.load_urdf(stem_with_branches_urdf(stem_length, branches_per_side, branch_length), floating_base)
+
+
+def with_ball_joints(model: wbc.Model, joints: Sequence[str], max_angle: float = np.inf) -> wbc.Model:
+    """``model`` with the named joints (revolute, continuous or prismatic) turned into ball joints at
+    the same placement (their axis, limits and mimic dropped; effort and velocity limits repeated
+    on the three axes), ``max_angle`` (rad) their cone limit, and the q/v layout redone."""
+    names = set(joints)
+    unknown = names - set(model.joint_names)
+    if unknown:
+        raise ValueError(f"model {model.name!r} has no joints {sorted(unknown)}")
+    out = [model.joints[0]]
+    iq = iv = 0
+    for j in model.joints[1:]:
+        if j.name in names:
+            if j.nv != 1:
+                raise ValueError(f"joint {j.name!r} is {j.type.value}; only one-axis joints become ball joints")
+            j = dataclasses.replace(
+                j,
+                type=wbc.JointType.SPHERICAL,
+                axis=np.zeros(3),
+                lower=np.full(4, -np.inf),
+                upper=np.full(4, np.inf),
+                effort=np.repeat(j.effort, 3),
+                velocity=np.repeat(j.velocity, 3),
+                mimic=None,
+                max_angle=max_angle,
+            )
+        out.append(dataclasses.replace(j, idx_q=iq, idx_v=iv))
+        iq, iv = iq + j.nq, iv + j.nv
+    return dataclasses.replace(model, joints=tuple(out))
+
+
+def random_ball_tree(
+    n: int,
+    rng: np.random.Generator | None = None,
+    floating_base: bool = False,
+    fraction: float = 0.4,
+    name: str = "ball_tree",
+    **kwargs,
+) -> wbc.Model:
+    """A :func:`random_tree` of ``n`` links in which each one-axis joint becomes a ball joint with
+    probability ``fraction`` (at least one does), mixing ball joints with every other joint type."""
+    rng = rng or np.random.default_rng()
+    model = random_tree(n, rng, floating_base, name=name, **kwargs)
+    candidates = [j.name for j in model.joints[1:] if j.nv == 1]
+    chosen = [c for c in candidates if rng.random() < fraction] or [str(rng.choice(candidates))]
+    return with_ball_joints(model, chosen)

@@ -97,6 +97,19 @@ def tree_case(seed: int, n: int, floating_base: bool) -> Case:
     return Case(f"tree{seed}_{n}-{'floating' if floating_base else 'fixed'}", model, pm, None, text)
 
 
+#: Random trees with ball joints mixed with every other joint type: (seed, links, floating base).
+BALL_TREE_CASES = ((11, 8, False), (12, 12, True), (13, 20, True), (14, 16, False))
+
+
+@functools.cache
+def ball_tree_case(seed: int, n: int, floating_base: bool) -> Case:
+    """A random tree with ball joints (:func:`wbc.robots.synthetic.random_ball_tree`) and its
+    Pinocchio twin (``JointModelSpherical``), built from the wbc model (URDF has no ball joints)."""
+    model = synthetic.random_ball_tree(n, np.random.default_rng(seed), floating_base, name=f"ball_tree_{seed}_{n}")
+    name = f"balltree{seed}_{n}-{'floating' if floating_base else 'fixed'}"
+    return Case(name, model, oracle.from_wbc(model), None, None)
+
+
 def random_state(model: wbc.Model, rng: np.random.Generator):
     """A random configuration and three random velocity-sized vectors (v, a, tau)."""
     q = wbc.random_configuration(model, rng)

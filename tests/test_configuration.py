@@ -1,6 +1,6 @@
 """Configuration-space operations against Pinocchio: neutral, normalize, integrate, difference (exact
-SE(3) logarithm on the free-flyer),
-and random configurations."""
+SE(3) logarithm on the free-flyer, SO(3) logarithm on ball joints), and random configurations, on
+catalog robots, random trees and random trees with ball joints (``JointModelSpherical``)."""
 
 from __future__ import annotations
 
@@ -9,41 +9,62 @@ import pinocchio as pin
 import pytest
 
 import wbc
-from tests.helpers import ROBOT_NAMES, TOL_PIN, TREE_CASES, assert_close, robot_case, tree_case
+from tests.helpers import (
+    BALL_TREE_CASES,
+    ROBOT_NAMES,
+    TOL_PIN,
+    TREE_CASES,
+    assert_close,
+    ball_tree_case,
+    robot_case,
+    tree_case,
+)
 
 CASES = (
     [("robot", name, None) for name in ROBOT_NAMES]
     + [("robot", "panda", True)]
     + [("tree", (seed, n), fb) for seed, n in TREE_CASES for fb in (True, False)]
+    + [("ball", (seed, n), fb) for seed, n, fb in BALL_TREE_CASES]
 )
 N = 30
 
 
 def _id(c):
     kind, what, fb = c
-    return (
-        what + ("-floating" if fb else "")
-        if kind == "robot"
-        else f"tree{what[0]}_{what[1]}-{'floating' if fb else 'fixed'}"
-    )
+    if kind == "robot":
+        return what + ("-floating" if fb else "")
+    return f"{kind}{what[0]}_{what[1]}-{'floating' if fb else 'fixed'}"
+
+
+def _case(kind, what, fb):
+    if kind == "robot":
+        return robot_case(what, fb)
+    return tree_case(*what, fb) if kind == "tree" else ball_tree_case(*what, fb)
 
 
 @pytest.fixture(params=CASES, ids=[_id(c) for c in CASES])
 def case(request):
-    kind, what, fb = request.param
-    return robot_case(what, fb) if kind == "robot" else tree_case(*what, fb)
+    return _case(*request.param)
 
 
 def _quaternion_slices(model):
-    return [slice(j.idx_q + 3, j.idx_q + 7) for j in model.joints[1:] if j.type is wbc.JointType.FREE_FLYER]
+    out = []
+    for j in model.joints[1:]:
+        if j.type is wbc.JointType.FREE_FLYER:
+            out.append(slice(j.idx_q + 3, j.idx_q + 7))
+        elif j.type is wbc.JointType.SPHERICAL:
+            out.append(slice(j.idx_q, j.idx_q + 4))
+    return out
 
 
 def _rotation_v_slices(model):
-    """Velocity entries that are rotations (free-flyer angular part, revolute and continuous joints)."""
+    """Velocity entries that are rotations (free-flyer angular part, ball, revolute and continuous joints)."""
     out = []
     for j in model.joints[1:]:
         if j.type is wbc.JointType.FREE_FLYER:
             out.append(slice(j.idx_v + 3, j.idx_v + 6))
+        elif j.type is wbc.JointType.SPHERICAL:
+            out.append(slice(j.idx_v, j.idx_v + 3))
         elif j.type in (wbc.JointType.REVOLUTE, wbc.JointType.REVOLUTE_UNBOUNDED):
             out.append(slice(j.idx_v, j.idx_v + 1))
     return out
@@ -108,7 +129,7 @@ def test_integrate_keeps_quaternion_hemisphere():
     (dot(q_out, q_in) >= 0), so integrating a trajectory gives no sign jumps: the output equals
     Pinocchio's exactly, sign included (floating catalog robots and trees)."""
     for kind, what, fb in CASES:
-        case = robot_case(what, fb) if kind == "robot" else tree_case(*what, fb)
+        case = _case(kind, what, fb)
         m, pm = case.model, case.pin_model
         if not m.floating_base:
             continue
@@ -192,3 +213,62 @@ def test_difference_of_identical_configurations_is_zero(case):
     m = case.model
     q = wbc.random_configuration(m, np.random.default_rng(69))
     np.testing.assert_array_equal(wbc.difference(m, q, q), np.zeros(m.nv))
+
+
+def _ball_joints(model):
+    return [j for j in model.joints[1:] if j.type is wbc.JointType.SPHERICAL]
+
+
+@pytest.mark.parametrize("margin", [1e-3, 1e-6, 1e-9])
+def test_ball_joint_difference_near_half_turn(margin):
+    """A ball joint's SO(3) log is exact close to a half turn: rotations by π − margin about random
+    axes come back from difference and equal pin.difference."""
+    case = ball_tree_case(*BALL_TREE_CASES[1])
+    m, pm = case.model, case.pin_model
+    rng = np.random.default_rng(70)
+    for k in range(10):
+        q = wbc.random_configuration(m, rng)
+        v = np.zeros(m.nv)
+        for j in _ball_joints(m):
+            axis = rng.normal(size=3)
+            v[j.idx_v : j.idx_v + 3] = (np.pi - margin) * axis / np.linalg.norm(axis)
+        q1 = wbc.integrate(m, q, v)
+        assert_close(wbc.integrate(m, q, v), pin.integrate(pm, q, v), what=f"integrate, axes {k}")
+        assert_close(wbc.difference(m, q, q1), pin.difference(pm, q, q1), what=f"vs Pinocchio, axes {k}")
+        assert_close(wbc.difference(m, q, q1), v, what=f"round trip, axes {k}")
+
+
+def test_ball_joint_integrate_matches_pinocchio_sign_included():
+    """A ball joint's quaternion is ``quat ⊗ exp(ω)`` as Pinocchio's, sign included, also beyond a
+    half turn (where it leaves the input's hemisphere, as Pinocchio's does)."""
+    case = ball_tree_case(*BALL_TREE_CASES[0])
+    m, pm = case.model, case.pin_model
+    rng = np.random.default_rng(71)
+    for k in range(N):
+        q = wbc.random_configuration(m, rng)
+        v = rng.normal(size=m.nv) * [0.01, 1.0, 4.0][k % 3]
+        assert_close(wbc.integrate(m, q, v), pin.integrate(pm, q, v), tol=1e-12, what=f"integrate {k}")
+
+
+def test_ball_joint_random_configuration_within_cone():
+    """A ball joint with a cone limit (``max_angle``) gets random rotations within the cone, and
+    reaches near its edge; without one, rotations of every angle up to π."""
+    from wbc.robots import synthetic
+
+    base = synthetic.random_tree(6, np.random.default_rng(5))
+    names = [j.name for j in base.joints[1:] if j.nv == 1][:2]
+    m = synthetic.with_ball_joints(base, names, max_angle=0.6)
+    rng = np.random.default_rng(72)
+    angles = []
+    for _ in range(200):
+        q = wbc.random_configuration(m, rng)
+        for j in _ball_joints(m):
+            angles.append(2 * np.arccos(min(1.0, abs(q[j.idx_q + 3]))))
+    assert max(angles) <= 0.6 + 1e-12 and max(angles) > 0.55
+    free = synthetic.with_ball_joints(base, names)
+    angles = [
+        2 * np.arccos(min(1.0, abs(q[j.idx_q + 3])))
+        for q in (wbc.random_configuration(free, rng) for _ in range(200))
+        for j in _ball_joints(free)
+    ]
+    assert max(angles) > 2.5

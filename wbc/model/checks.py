@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import InputError, ModelError
 from ..spatial.lie import exp3, quaternion_to_rotation, skew
+from .joints import motion_subspace
 from .model import Joint, JointType, Model
 
 __all__ = [
@@ -77,6 +78,8 @@ def unit_parts(model: Model) -> tuple[tuple[int, int, str, str], ...]:
     for j in model.joints[1:]:
         if j.type is JointType.FREE_FLYER:
             parts.append((j.idx_q + 3, j.idx_q + 7, j.name, "quaternion"))
+        elif j.type is JointType.SPHERICAL:
+            parts.append((j.idx_q, j.idx_q + 4, j.name, "quaternion"))
         elif j.type is JointType.REVOLUTE_UNBOUNDED:
             parts.append((j.idx_q, j.idx_q + 2, j.name, "(cos, sin) pair"))
     return tuple(parts)
@@ -122,20 +125,14 @@ def option(kind: type[E], value: Any, name: str) -> E:
 
 
 # ------------------------------------------------------------------------------ massless joints
-def _subspace(joint: Joint) -> np.ndarray:
-    if joint.type is JointType.FREE_FLYER:
-        return np.eye(6)
-    S = np.zeros((6, 1))
-    S[(3 if joint.type is not JointType.PRISMATIC else 0) + np.arange(3), 0] = joint.axis
-    return S
-
-
 def _parent_to_child(joint: Joint, rng: np.random.Generator) -> np.ndarray:
     """The motion transform (6, 6) from the parent joint's frame to this joint's moving frame, at a
     generic joint position drawn from ``rng`` (within the limits)."""
     R0, p = np.asarray(joint.placement.R, float), np.asarray(joint.placement.p, float).reshape(3)
     if joint.type is JointType.FREE_FLYER:
         Rj, pj = quaternion_to_rotation(np.array([0.1, 0.2, 0.3, 0.9]) / np.sqrt(0.95)), np.array([0.1, -0.2, 0.3])
+    elif joint.type is JointType.SPHERICAL:
+        Rj, pj = quaternion_to_rotation(np.array([0.3, -0.1, 0.2, 0.9]) / np.sqrt(0.95)), np.zeros(3)
     else:
         lo, hi = joint.lower[0], joint.upper[0]
         if joint.type is JointType.REVOLUTE_UNBOUNDED or not (np.isfinite(lo) and np.isfinite(hi)):
@@ -187,7 +184,7 @@ def massless_joints(model: Model) -> tuple[str, ...]:
     found = []
     for i in range(n - 1, 0, -1):
         joint = model.joints[i]
-        S = _subspace(joint)
+        S = motion_subspace(joint)
         U = IA[i] @ S
         D = S.T @ U
         if _vanishes(D, S.T @ Ic[i] @ S):

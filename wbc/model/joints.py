@@ -1,7 +1,8 @@
 """Joint kinematics: the motion each joint type allows, as CasADi expressions.
 
 For every joint type wbc supports, the motion subspace ``S`` (6, nv) is constant in the joint
-frame and the joint bias ``cJ`` is zero (Pinocchio's free-flyer, revolute and prismatic joints),
+frame and the joint bias ``cJ`` is zero (Pinocchio's free-flyer, revolute, prismatic and spherical
+joints: a ball joint's ``S = [0; I₃]``, its velocity the angular velocity in its child frame),
 so a joint's velocity is ``vJ = S v_j`` and all algorithms can treat ``S`` as a numpy constant:
 its zeros fold away when tracing.
 """
@@ -29,6 +30,8 @@ def joint_motion(joint: Joint, qj) -> SE3:
         return SE3(rotation_about_axis(joint.axis, qj[0], qj[1]), np.zeros((3, 1)))
     if t is JointType.PRISMATIC:
         return SE3(np.eye(3), joint.axis.reshape(3, 1) * qj[0])
+    if t is JointType.SPHERICAL:
+        return SE3(quaternion_to_rotation(qj[0:4]), np.zeros((3, 1)))
     raise ValueError(f"joint {joint.name!r} of type {t.value} has no motion")
 
 
@@ -42,6 +45,8 @@ def motion_subspace(joint: Joint) -> np.ndarray:
     t = joint.type
     if t is JointType.FREE_FLYER:
         return np.eye(6)
+    if t is JointType.SPHERICAL:
+        return np.vstack([np.zeros((3, 3)), np.eye(3)])
     S = np.zeros((6, 1))
     if t in (JointType.REVOLUTE, JointType.REVOLUTE_UNBOUNDED):
         S[3:6, 0] = joint.axis

@@ -17,6 +17,9 @@ Configuration layout per joint type (Pinocchio's):
   REVOLUTE                  1     1     angle (rad)
   REVOLUTE_UNBOUNDED        2     1     ``[cos θ, sin θ]`` (URDF ``continuous``)
   PRISMATIC                 1     1     displacement (m)
+  SPHERICAL                 4     3     unit quaternion ``[qx, qy, qz, qw]`` of the child frame in
+                                        the joint frame (a ball joint); v is the angular velocity
+                                        in the child (joint) frame, Pinocchio's ``JointModelSpherical``
   ========================  ====  ====  ==========================================
 """
 
@@ -25,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import enum
+import math
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
@@ -44,6 +48,7 @@ class JointType(enum.Enum):
     REVOLUTE = "revolute"
     REVOLUTE_UNBOUNDED = "revolute_unbounded"
     PRISMATIC = "prismatic"
+    SPHERICAL = "spherical"
 
     @property
     def nq(self) -> int:
@@ -60,6 +65,7 @@ _NQ_NV = {
     JointType.REVOLUTE: (1, 1),
     JointType.REVOLUTE_UNBOUNDED: (2, 1),
     JointType.PRISMATIC: (1, 1),
+    JointType.SPHERICAL: (4, 3),
 }
 
 
@@ -93,11 +99,15 @@ class Joint:
         placement: joint frame in the parent joint frame at zero joint motion.
         axis: unit axis (3,) in the joint frame for revolute and prismatic joints, else zeros.
         idx_q, nq, idx_v, nv: slice of the joint in ``q`` and ``v``.
-        lower, upper: position limits (nq,) in rad or m (±inf when unbounded).
+        lower, upper: position limits (nq,) in rad or m (±inf when unbounded; always ±inf for the
+            quaternion entries of free-flyers and ball joints).
         effort: effort limits (nv,) in N m or N (inf when unknown).
         velocity: velocity limits (nv,) in rad/s or m/s (inf when unknown).
         link: name of the URDF link the joint carries.
         mimic: URDF mimic information, or None.
+        max_angle: a ball joint's limit, rad: the largest rotation angle of its child frame from
+            the joint frame (a cone on the rotation, MuJoCo's ball-joint ``range``); ``inf`` when
+            unlimited and for every other joint type.
     """
 
     name: str
@@ -113,6 +123,7 @@ class Joint:
     velocity: np.ndarray
     link: str
     mimic: Mimic | None = None
+    max_angle: float = math.inf
 
     @property
     def nq(self) -> int:
@@ -186,6 +197,16 @@ class Model:
             if j.idx_q != iq or j.idx_v != iv:
                 raise ModelError(f"{self.source}: joint {j.name!r} is not laid out contiguously in q/v")
             iq, iv = iq + j.nq, iv + j.nv
+            if j.type is JointType.SPHERICAL:
+                if not (isinstance(j.max_angle, (int, float)) and j.max_angle > 0.0):
+                    raise ModelError(
+                        f"{self.source}: ball joint {j.name!r} has max_angle {j.max_angle!r}; it must be a positive "
+                        "angle in rad (inf when unlimited)"
+                    )
+            elif j.max_angle != math.inf:
+                raise ModelError(
+                    f"{self.source}: joint {j.name!r} is {j.type.value}; only ball joints have a max_angle"
+                )
         for a in self.actuated:
             if not 0 < a < len(self.joints):
                 raise ModelError(f"{self.source}: actuated joint index {a} out of range")

@@ -43,9 +43,9 @@ def _joint_value(model: Model, joint: Joint, value: Any) -> np.ndarray:
         angle = checks.vector([value], 1, what)[0]
         return np.array([np.cos(angle), np.sin(angle)])
     x = checks.vector(np.atleast_1d(value) if np.ndim(value) == 0 else value, joint.nq, what)
-    unit = {JointType.FREE_FLYER: x[3:7], JointType.REVOLUTE_UNBOUNDED: x}.get(joint.type)
+    unit = {JointType.FREE_FLYER: x[3:7], JointType.SPHERICAL: x, JointType.REVOLUTE_UNBOUNDED: x}.get(joint.type)
     if unit is not None and abs(float(np.linalg.norm(unit)) - 1.0) > checks.UNIT_TOLERANCE:
-        part = "quaternion" if joint.type is JointType.FREE_FLYER else "(cos, sin) pair"
+        part = "(cos, sin) pair" if joint.type is JointType.REVOLUTE_UNBOUNDED else "quaternion"
         raise InputError(f"{what}: its {part} has norm {np.linalg.norm(unit):.9g}, expected 1")
     return x
 
@@ -57,7 +57,8 @@ def lock_joints(model: Model, locked: Mapping[str, Any]) -> Model:
         model: the full model (not modified).
         locked: ``{joint name: position}``; a position is the joint's slice of ``q`` (nq,): an angle
             (rad) or a displacement (m) for revolute and prismatic joints; an angle or a unit
-            ``(cos, sin)`` pair for continuous ones; ``[x, y, z, qx, qy, qz, qw]`` for a free-flyer.
+            ``(cos, sin)`` pair for continuous ones; ``[x, y, z, qx, qy, qz, qw]`` for a free-flyer;
+            a unit quaternion ``[qx, qy, qz, qw]`` for a ball joint.
 
     Returns:
         The reduced :class:`~wbc.model.Model` (same name and source), laid out as Pinocchio's

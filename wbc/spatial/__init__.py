@@ -23,7 +23,19 @@ from .algebra import (
     rigid_inertia,
     symmetric,
 )
-from .lie import exp3, exp6, is_rotation, log3, log6, quaternion_to_rotation, rotation_to_quaternion, skew, vee
+from .lie import (
+    exp3,
+    exp3_quaternion,
+    exp6,
+    is_rotation,
+    log3,
+    log6,
+    quaternion_multiply,
+    quaternion_to_rotation,
+    rotation_to_quaternion,
+    skew,
+    vee,
+)
 
 __all__ = [
     "SE3",
@@ -47,5 +59,7 @@ __all__ = [
     "log6",
     "quaternion_to_rotation",
     "rotation_to_quaternion",
+    "quaternion_multiply",
+    "exp3_quaternion",
     "is_rotation",
 ]

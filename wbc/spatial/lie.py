@@ -37,6 +37,8 @@ __all__ = [
     "log6",
     "quaternion_to_rotation",
     "rotation_to_quaternion",
+    "quaternion_multiply",
+    "exp3_quaternion",
     "is_rotation",
 ]
 
@@ -299,6 +301,37 @@ def rotation_to_quaternion(R):
     sign = B.where(q[3] < 0, -1.0, 1.0)
     norm = B.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
     return B.vector(*[sign * qc / norm for qc in q])
+
+
+def quaternion_multiply(a, b):
+    """The Hamilton product ``a ⊗ b`` (4,) of quaternions ``(x, y, z, w)``: the rotation ``b`` then
+    ``a`` (``R(a ⊗ b) = R(a) R(b)``)."""
+    _check_shape(a, (4,), "quaternion_multiply: a")
+    _check_shape(b, (4,), "quaternion_multiply: b")
+    B = _backend(a, b)
+    ax, ay, az, aw = B.entries(a, 4)
+    bx, by, bz, bw = B.entries(b, 4)
+    return B.vector(
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+        aw * bw - ax * bx - ay * by - az * bz,
+    )
+
+
+def exp3_quaternion(w):
+    """The unit quaternion ``(x, y, z, w)`` (4,) of the rotation vector ``w`` (3,):
+    ``(sin(θ/2) w/θ, cos(θ/2))`` with ``θ = |w|`` (Pinocchio's ``quaternion::exp3``; its real part is
+    negative beyond θ = π), with a series at small angles."""
+    _check_shape(w, (3,), "exp3_quaternion: w")
+    B = _backend(w)
+    x, y, z = B.entries(w, 3)
+    theta2 = x * x + y * y + z * z
+    small = theta2 < SMALL_ANGLE**2
+    theta = B.sqrt(B.where(small, 1.0, theta2))
+    half = B.where(small, 0.5 - theta2 / 48 + theta2 * theta2 / 3840, B.sin(theta / 2) / theta)
+    real = B.where(small, 1 - theta2 / 8 + theta2 * theta2 / 384, B.cos(theta / 2))
+    return B.vector(half * x, half * y, half * z, real)
 
 
 def is_rotation(R: Any, tolerance: float = 1e-6) -> bool:
