@@ -242,10 +242,9 @@ def minv_b_calls(
 
 # ------------------------------------------------------------------ clustered models (loops, transmissions)
 def cluster_model(cm: wbc.ClusterModel) -> pin.Model:
-    """Pinocchio's model of a clustered model's spanning tree (from the same URDF text)."""
-    if cm.urdf is None:
-        raise ValueError(f"cluster model {cm.name!r} was not built from URDF text")
-    pm = build_model(cm.urdf, cm.floating_base, from_text=True)
+    """Pinocchio's model of a clustered model's spanning tree (from the same URDF text, else from the
+    wbc tree itself: :func:`from_wbc`)."""
+    pm = from_wbc(cm.tree) if cm.urdf is None else build_model(cm.urdf, cm.floating_base, from_text=True)
     if cm.armature is not None:
         pm.armature = np.asarray(cm.armature, dtype=float)
     return pm

@@ -16,6 +16,7 @@ import pinocchio as pin
 import pytest
 
 import wbc
+from benchmarks import pinocchio_adapter as oracle
 from tests.helpers import BALL_TREE_CASES, assert_close, ball_tree_case
 from wbc.model.joints import joint_motion, joint_transform, motion_subspace
 from wbc.robots import synthetic
@@ -170,3 +171,70 @@ def test_with_ball_joints_refuses_what_cannot_be_a_ball():
         synthetic.with_ball_joints(base, ["nope"])
     with pytest.raises(ValueError, match="only one-axis joints"):
         synthetic.with_ball_joints(base, ["root_joint"])
+
+
+# ------------------------------------------------------------------ clustered models with ball joints
+def _ball_cluster_model(name: str, balls: tuple[str, ...]) -> wbc.ClusterModel:
+    """A transmissions robot whose spanning tree has ``balls`` turned into ball joints (single-joint
+    clusters among the declared loops and gears)."""
+    from wbc.robots import transmissions
+
+    cm = transmissions.load(name).model
+    tree = synthetic.with_ball_joints(cm.tree, balls)
+    return wbc.ClusterModel(tree, cm.clusters, name=f"{cm.name}_balls")
+
+
+BALL_CLUSTER_CASES = {
+    "four_bar": ("tool_joint",),  # a ball joint hanging from a loop
+    "g1_parallel_ankle": ("waist_roll_joint", "left_hip_roll_joint", "right_shoulder_roll_joint"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BALL_CLUSTER_CASES))
+def test_cluster_algorithms_with_ball_joints_vs_pinocchio(name):
+    """C-RNEA, C-ABA (through Pinocchio's KKT system), C-EFPA and the clustered IIM (through the
+    top-left block of the KKT inverse) on clustered robots with ball joints, to 1e-9; the motor
+    inputs of an actuated ball joint are its three axes."""
+    from tests.cluster_cases import evaluate, span_tau
+    from wbc.codegen import cluster_kernels as ck
+
+    cm = _ball_cluster_model(name, BALL_CLUSTER_CASES[name])
+    pm = oracle.cluster_model(cm)
+    rng = np.random.default_rng(84)
+    balls = [j for j in cm.tree.joints if j.type is BALL]
+    actuated = [j for j in balls if cm.tree.joint_id(j.name) in cm.tree.actuated]
+    assert len(actuated) == len(BALL_CLUSTER_CASES[name])  # every ball joint is actuated
+    assert cm.n_motors == len(cm.motor_joints) + 2 * len(actuated)
+    for j in actuated:
+        assert {f"{j.name}[{k}]" for k in range(3)} <= set(cm.motor_names)
+    frames = [f.name for f in cm.tree.frames if f.joint > 0][:: max(1, len(cm.tree.frames) // 4)]
+    constraints = [wbc.PointConstraint(f, (0.01, 0.02, -0.03)) for f in frames]
+    rnea, aba = ck.c_rnea_function(cm), ck.c_aba_function(cm)
+    efpa, iim = ck.c_efpa_function(cm, constraints), ck.c_iim_function(cm, constraints)
+    ind = np.asarray(cm.independent_v_indices)
+    S = cm.actuation_matrix()
+    for i in range(5):
+        y = cm.random_configuration(rng, scale=0.5)
+        v, a, tau = rng.normal(size=(3, cm.nv))
+        yd = cm.spanning_velocity(y, v)
+        where = f"{cm.name} state {i}"
+        (tau_w,) = evaluate(rnea, y, v, a)
+        assert_close(tau_w, oracle.kkt_inverse_dynamics(pm, cm, y, yd, a), what=f"{where} C-RNEA")
+        (qdd,) = evaluate(aba, y, v, tau)
+        ydd = oracle.kkt_forward_dynamics(pm, cm, y, yd, span_tau(cm, tau))
+        assert_close(qdd, ydd[ind], what=f"{where} C-ABA")
+        H, _, K, _ = oracle.kkt(pm, cm, y, np.zeros(pm.nv))
+        P = oracle.kkt_inverse(H, K) if K.size else np.linalg.inv(H)
+        J = oracle.constraint_jacobian(pm, y, constraints)
+        (L,) = evaluate(efpa, y)
+        assert_close(L, J @ P @ J.T, what=f"{where} C-EFPA")
+        (B,) = evaluate(iim, y)
+        assert_close(B, np.hstack([P[np.ix_(ind, ind)] @ S, P[ind] @ J.T]), what=f"{where} clustered IIM")
+        A = cm.motor_map(y)
+        assert A.shape == (cm.nv, cm.n_motors)
+        for j in actuated:  # an actuated ball joint's three inputs are its three generalized forces
+            cols = [cm.motor_names.index(f"{j.name}[{k}]") for k in range(3)]
+            rows = [int(np.flatnonzero(ind == j.idx_v + k)[0]) for k in range(3)]
+            expected = np.zeros((cm.nv, 3))
+            expected[rows, [0, 1, 2]] = 1.0
+            np.testing.assert_array_equal(A[:, cols], expected)

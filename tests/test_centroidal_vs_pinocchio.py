@@ -8,7 +8,15 @@ import pinocchio as pin
 import pytest
 
 import wbc
-from tests.helpers import TREE_CASES, assert_close, random_state, robot_case, tree_case
+from tests.helpers import (
+    BALL_TREE_CASES,
+    TREE_CASES,
+    assert_close,
+    ball_tree_case,
+    random_state,
+    robot_case,
+    tree_case,
+)
 
 N_STATES = 20
 
@@ -52,6 +60,12 @@ def test_catalog_centroidal_vs_pinocchio(name, floating_base):
 def test_random_tree_centroidal_vs_pinocchio(seed, n, floating_base):
     """The same on random trees (the fixed-base root link is welded to the world, as Pinocchio's)."""
     _check_centroidal(tree_case(seed, n, floating_base), seed=seed + 200)
+
+
+@pytest.mark.parametrize("seed,n,floating_base", BALL_TREE_CASES)
+def test_ball_joint_tree_centroidal_vs_pinocchio(seed, n, floating_base):
+    """The same on random trees with ball joints (``JointModelSpherical``) among the other types."""
+    _check_centroidal(ball_tree_case(seed, n, floating_base), seed=seed + 200)
 
 
 def test_com_jacobian_and_centroidal_map_are_consistent():

@@ -1,14 +1,26 @@
 """Compiled kernels (generated C) give the eager API's numbers to 1e-12: ABA, RNEA, CRBA and frame
-Jacobians on Talos, every kernel kind on a random floating tree. A handful of kernels only:
-compiling one costs seconds on Talos."""
+Jacobians on Talos, every kernel kind on a random floating tree and on a tree with ball joints. A
+handful of kernels only: compiling one costs seconds on Talos."""
 
 from __future__ import annotations
 
 import numpy as np
+import pinocchio as pin
 import pytest
 
 import wbc
-from tests.helpers import TOL_KERNEL, assert_close, compile_in, random_state, robot_case, tree_case
+from benchmarks import pinocchio_adapter as oracle
+from tests.helpers import (
+    BALL_TREE_CASES,
+    TOL_KERNEL,
+    assert_close,
+    ball_tree_case,
+    compile_in,
+    random_constraints,
+    random_state,
+    robot_case,
+    tree_case,
+)
 
 RF = wbc.ReferenceFrame
 N_STATES = 4
@@ -98,6 +110,50 @@ def test_random_tree_kernels(kernel_dir):
                 assert_close(
                     J.copy(), wbc.frame_jacobian(m, q, name, ref), tol=TOL_KERNEL, what=f"Jacobian {ref.name} {name}"
                 )
+
+
+def test_ball_joint_tree_kernels(kernel_dir):
+    """On a floating tree with ball joints (quaternion inputs, three-DoF blocks), every kernel kind
+    (ABA, RNEA, CRBA, h, Jacobians in the three frames, PV-OSIMr Delassus, IIM, the combined
+    ``(a0, Bhat)``) equals the eager API to 1e-12, and Pinocchio to 1e-9."""
+    case = ball_tree_case(*BALL_TREE_CASES[1])
+    m, pm = case.model, case.pin_model
+    pd = pm.createData()
+    frames = [f.name for f in m.frames[1::4]]
+    constraints = random_constraints(m, np.random.default_rng(46))
+    aba = compile_in(wbc.kernels.aba_function(m), kernel_dir)
+    rnea = compile_in(wbc.kernels.rnea_function(m), kernel_dir)
+    crba = compile_in(wbc.kernels.crba_function(m), kernel_dir)
+    nle = compile_in(wbc.kernels.nonlinear_effects_function(m), kernel_dir)
+    jacs = {ref: compile_in(wbc.kernels.frame_jacobians_function(m, frames, ref), kernel_dir) for ref in RF}
+    delassus = compile_in(wbc.kernels.delassus_function(m, constraints), kernel_dir)
+    bhat = compile_in(wbc.kernels.input_matrix_function(m, constraints), kernel_dir)
+    both = compile_in(wbc.kernels.free_acceleration_and_input_matrix_function(m, constraints), kernel_dir)
+    for q, v, a, tau in _states(m, 47):
+        qdd = aba(q, v, tau)[0].copy()
+        assert_close(qdd, wbc.aba(m, q, v, tau), tol=TOL_KERNEL, what="ABA")
+        assert_close(qdd, pin.aba(pm, pd, q, v, tau), what="ABA vs Pinocchio")
+        assert_close(rnea(q, v, a)[0].copy(), wbc.rnea(m, q, v, a), tol=TOL_KERNEL, what="RNEA")
+        M = crba(q)[0].copy()
+        assert_close(M, wbc.crba(m, q), tol=TOL_KERNEL, what="CRBA")
+        assert_close(M, oracle.symmetrized(pin.crba(pm, pd, q)), what="CRBA vs Pinocchio")
+        assert_close(nle(q, v)[0].copy(), wbc.nonlinear_effects(m, q, v), tol=TOL_KERNEL, what="h")
+        for ref, kernel in jacs.items():
+            for name, J in zip(frames, kernel(q)):
+                assert_close(
+                    J.copy(), wbc.frame_jacobian(m, q, name, ref), tol=TOL_KERNEL, what=f"Jacobian {ref.name} {name}"
+                )
+        J = oracle.constraint_jacobian(pm, q, constraints)
+        Minv = oracle.minverse(pm, q)
+        D = delassus(q)[0].copy()
+        assert_close(D, wbc.delassus(m, q, constraints), tol=TOL_KERNEL, what="Delassus")
+        assert_close(D, J @ Minv @ J.T, what="Delassus vs Pinocchio")
+        B = bhat(q)[0].copy()
+        assert_close(B, wbc.inertia_weighted_input_matrix(m, q, constraints), tol=TOL_KERNEL, what="IIM")
+        assert_close(B, Minv @ np.hstack([m.actuation_matrix(), J.T]), what="IIM vs Pinocchio")
+        a0, B2 = (x.copy() for x in both(q, v))
+        assert_close(a0.reshape(-1), wbc.free_acceleration(m, q, v), tol=TOL_KERNEL, what="a0")
+        assert_close(B2, B, tol=TOL_KERNEL, what="combined kernel's Bhat")
 
 
 def test_kernel_rejects_wrong_number_of_inputs(kernel_dir):

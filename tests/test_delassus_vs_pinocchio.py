@@ -16,10 +16,12 @@ import pytest
 import wbc
 from benchmarks import pinocchio_adapter as oracle
 from tests.helpers import (
+    BALL_TREE_CASES,
     CONSTRAINT_TREES,
     TOL_KERNEL,
     Case,
     assert_close,
+    ball_tree_case,
     catalog_constraints,
     compile_in,
     constraint_tree_case,
@@ -85,6 +87,14 @@ def test_random_tree_delassus_vs_pinocchio(kind, seed, n, floating_base):
     world-aligned). Every method equals Pinocchio's J M⁻¹ Jᵀ and PV-OSIMr's result."""
     case = constraint_tree_case(kind, seed, n, floating_base)
     _check_delassus(case, lambda rng: random_constraints(case.model, rng), seed=310 + seed + 7 * floating_base)
+
+
+@pytest.mark.parametrize("seed,n,floating_base", BALL_TREE_CASES)
+def test_ball_joint_tree_delassus_vs_pinocchio(seed, n, floating_base):
+    """The same on random trees with ball joints (``JointModelSpherical``) among the other types:
+    every method (PV-OSIMr, PV-OSIM, EFPA, LTL, dense) equals Pinocchio's J M⁻¹ Jᵀ."""
+    case = ball_tree_case(seed, n, floating_base)
+    _check_delassus(case, lambda rng: random_constraints(case.model, rng), seed=320 + seed)
 
 
 # ------------------------------------------------------------------ Pinocchio's computeDelassusMatrix

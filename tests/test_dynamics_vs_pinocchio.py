@@ -10,7 +10,15 @@ import pytest
 
 import wbc
 from benchmarks import pinocchio_adapter as oracle
-from tests.helpers import TREE_CASES, assert_close, random_state, robot_case, tree_case
+from tests.helpers import (
+    BALL_TREE_CASES,
+    TREE_CASES,
+    assert_close,
+    ball_tree_case,
+    random_state,
+    robot_case,
+    tree_case,
+)
 
 N_STATES = 20
 
@@ -70,6 +78,12 @@ def test_catalog_dynamics_vs_pinocchio(name, floating_base):
 def test_random_tree_dynamics_vs_pinocchio(seed, n, floating_base):
     """The same on random trees with every joint type (external forces on 3 random frames)."""
     _check_dynamics(tree_case(seed, n, floating_base), seed=seed + 100)
+
+
+@pytest.mark.parametrize("seed,n,floating_base", BALL_TREE_CASES)
+def test_ball_joint_tree_dynamics_vs_pinocchio(seed, n, floating_base):
+    """The same on random trees with ball joints (``JointModelSpherical``) among the other types."""
+    _check_dynamics(ball_tree_case(seed, n, floating_base), seed=seed + 100)
 
 
 def test_rnea_inverts_aba():

@@ -19,10 +19,12 @@ import pytest
 import wbc
 from benchmarks import pinocchio_adapter as oracle
 from tests.helpers import (
+    BALL_TREE_CASES,
     CONSTRAINT_TREES,
     TOL_KERNEL,
     Case,
     assert_close,
+    ball_tree_case,
     catalog_constraints,
     compile_in,
     constraint_tree_case,
@@ -112,6 +114,20 @@ def test_random_tree_input_matrix_vs_pinocchio(kind, seed, n, floating_base):
     _check_input_matrix(
         case, lambda rng: random_constraints(case.model, rng), seed=210 + seed + 7 * floating_base, eufm_states=1
     )
+
+
+@pytest.mark.parametrize("seed,n,floating_base", BALL_TREE_CASES)
+def test_ball_joint_tree_input_matrix_vs_pinocchio(seed, n, floating_base):
+    """Random trees with ball joints (three-DoF actuated blocks, ``JointModelSpherical``) among the
+    other types, random constraint sets: IIM, dense and (first state) eUFM equal Pinocchio's
+    M⁻¹ [Sᵀ, Jᵀ]; then the same with a random half of the joints actuated (ball joints among both)."""
+    case = ball_tree_case(seed, n, floating_base)
+    draw = functools.partial(random_constraints, case.model)
+    _check_input_matrix(case, draw, seed=230 + seed, eufm_states=1)
+    names = [case.model.joints[i].name for i in case.model.actuated]
+    half = [str(x) for x in np.random.default_rng(231 + seed).choice(names, size=len(names) // 2, replace=False)]
+    partial = _with_actuation(case, half)
+    _check_input_matrix(partial, functools.partial(random_constraints, partial.model), seed=232 + seed, n_states=2)
 
 
 def test_partial_actuation_vs_pinocchio():

@@ -10,7 +10,15 @@ import pytest
 
 import wbc
 from benchmarks import pinocchio_adapter as oracle
-from tests.helpers import TREE_CASES, assert_close, random_state, robot_case, tree_case
+from tests.helpers import (
+    BALL_TREE_CASES,
+    TREE_CASES,
+    assert_close,
+    ball_tree_case,
+    random_state,
+    robot_case,
+    tree_case,
+)
 
 N_STATES = 20
 RF = wbc.ReferenceFrame
@@ -84,16 +92,33 @@ def test_random_tree_frames_vs_pinocchio(seed, n, floating_base):
     _check_frames(case, frames, per_state=2, seed=seed)
 
 
+@pytest.mark.parametrize("seed,n,floating_base", BALL_TREE_CASES)
+def test_ball_joint_tree_frames_vs_pinocchio(seed, n, floating_base):
+    """On random trees with ball joints (``JointModelSpherical``) mixed with every other joint type,
+    placements, Jacobians, velocities and drifts of (nearly) all frames equal Pinocchio's to 1e-9."""
+    case = ball_tree_case(seed, n, floating_base)
+    _check_frames(case, [f.name for f in case.model.frames], per_state=2, seed=seed)
+
+
 # ----------------------------------------------------------------------------- finite differences
 def _tree_for_fd():
     return tree_case(4, 10, True)
+
+
+def _fd_models():
+    """The finite-difference trees: a floating random tree and one with ball joints."""
+    return [_tree_for_fd().model, ball_tree_case(*BALL_TREE_CASES[1]).model]
 
 
 def test_jacobians_vs_finite_differences():
     """Every frame's LOCAL_WORLD_ALIGNED Jacobian column k equals the central difference of the frame
     placement along ``integrate(q, ±ε e_k)`` (position: dp/dε, rotation: log(R₊R₋ᵀ)/2ε); the LOCAL and
     WORLD Jacobians are its change of frame. Central differences are exact to O(ε²) (measured 3e-11)."""
-    m = _tree_for_fd().model
+    for m in _fd_models():
+        _check_jacobians_by_finite_differences(m)
+
+
+def _check_jacobians_by_finite_differences(m) -> None:
     rng = np.random.default_rng(5)
     eps = 1e-5
     for _ in range(3):
@@ -139,22 +164,21 @@ def test_velocity_is_jacobian_times_v():
 def test_drift_vs_finite_differences():
     """The LOCAL_WORLD_ALIGNED drift J̇v is the time derivative of the frame's (origin velocity, angular
     velocity) along the zero-acceleration motion q(t) = integrate(q, v t) (central differences, O(h²))."""
-    m = _tree_for_fd().model
     rng = np.random.default_rng(7)
     h = 1e-5
-    for _ in range(2):
-        q, v, _, _ = random_state(m, rng)
-        qp, qm = wbc.integrate(m, q, v, h), wbc.integrate(m, q, v, -h)
-        for f in m.frames[2::3]:
-            ref = RF.LOCAL_WORLD_ALIGNED
-            fd = (wbc.frame_velocity(m, qp, v, f.name, ref) - wbc.frame_velocity(m, qm, v, f.name, ref)) / (2 * h)
-            assert_close(wbc.frame_drift(m, q, v, f.name, ref), fd, tol=1e-8, what=f"drift of {f.name}")
+    for m in _fd_models():
+        for _ in range(2):
+            q, v, _, _ = random_state(m, rng)
+            qp, qm = wbc.integrate(m, q, v, h), wbc.integrate(m, q, v, -h)
+            for f in m.frames[2::3]:
+                ref = RF.LOCAL_WORLD_ALIGNED
+                fd = (wbc.frame_velocity(m, qp, v, f.name, ref) - wbc.frame_velocity(m, qm, v, f.name, ref)) / (2 * h)
+                assert_close(wbc.frame_drift(m, q, v, f.name, ref), fd, tol=1e-8, what=f"{m.name} drift of {f.name}")
 
 
 def test_com_jacobian_vs_finite_differences():
     """The CoM Jacobian's column k is the central difference of the CoM along integrate(q, ±ε e_k)."""
-    for fb in (True, False):
-        m = tree_case(4, 10, fb).model
+    for m in [tree_case(4, 10, fb).model for fb in (True, False)] + [ball_tree_case(*BALL_TREE_CASES[0]).model]:
         q = wbc.random_configuration(m, np.random.default_rng(8))
         eps = 1e-5
         fd = np.zeros((3, m.nv))
@@ -164,4 +188,4 @@ def test_com_jacobian_vs_finite_differences():
             fd[:, k] = (
                 wbc.center_of_mass(m, wbc.integrate(m, q, e)) - wbc.center_of_mass(m, wbc.integrate(m, q, -e))
             ) / (2 * eps)
-        assert_close(wbc.com_jacobian(m, q), fd, tol=1e-9, what=f"CoM Jacobian (floating={fb})")
+        assert_close(wbc.com_jacobian(m, q), fd, tol=1e-9, what=f"CoM Jacobian of {m.name}")

@@ -162,9 +162,9 @@ class ClusterStepContext(StepContext):
         col = 0
         for k, c in enumerate(cm.infos):
             if c.motors:
-                block = ca.DM.eye(c.nv) if c.trivial else self.cluster_kin.G[k][list(c.motors), :].T
-                A[c.idx_v : c.idx_v + c.nv, col : col + len(c.motors)] = block
-                col += len(c.motors)
+                block = ca.DM.eye(c.nv) if c.trivial else self.cluster_kin.G[k][list(c.motor_rows), :].T
+                A[c.idx_v : c.idx_v + c.nv, col : col + len(c.motor_rows)] = block
+                col += len(c.motor_rows)
         return A
 
     @cached_property

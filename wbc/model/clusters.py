@@ -161,7 +161,8 @@ class ClusterInfo:
         bias: ``K̇ ẏ`` as a function of ``(y_c, ẏ_c)``, or None.
         declared: the :class:`Cluster` it came from, or None for a single free joint.
         motors: positions within ``joints`` of the motor joints (:attr:`Cluster.actuated`; a single
-            joint is its own motor when the tree actuates it).
+            joint is its own motor when the tree actuates it, with one input per degree of freedom:
+            three for a ball joint).
     """
 
     name: str
@@ -184,6 +185,15 @@ class ClusterInfo:
     def trivial(self) -> bool:
         """A single joint and no constraint (an ordinary tree joint)."""
         return self.declared is None
+
+    @property
+    def motor_rows(self) -> tuple[int, ...]:
+        """Rows of ``G`` (the cluster's spanning velocities) driven by its motors, one per input: the
+        degrees of freedom of a single joint (three for a ball joint), else the motor joints (a
+        declared cluster's joints have one degree of freedom each)."""
+        if self.trivial:
+            return tuple(range(self.nv)) if self.motors else ()
+        return self.motors
 
     @property
     def dependent(self) -> tuple[int, ...]:
@@ -312,23 +322,29 @@ class ClusterModel:
 
     @cached_property
     def motor_joints(self) -> tuple[int, ...]:
-        """Tree joint of each motor (a controller's inputs), cluster after cluster in layout order."""
+        """Tree joint of each motor, cluster after cluster in layout order (a ball joint is one motor
+        joint with three inputs)."""
         return tuple(c.joints[k] for c in self.infos for k in c.motors)
 
     @property
     def n_motors(self) -> int:
-        """Number of motors (one degree of freedom each)."""
-        return len(self.motor_joints)
+        """Number of motor inputs (a controller's inputs): one per motor degree of freedom."""
+        return sum(len(c.motor_rows) for c in self.infos)
 
-    @property
+    @cached_property
     def motor_names(self) -> tuple[str, ...]:
-        """Names of the motor joints, in input order."""
-        return tuple(self.tree.joints[j].name for j in self.motor_joints)
+        """Names of the motor inputs, in input order: the joint's name, ``name[k]`` for the ``k``-th
+        axis of a multi-DoF joint (a ball joint's angular velocity axes in its child frame)."""
+        names = []
+        for j in self.motor_joints:
+            joint = self.tree.joints[j]
+            names += [joint.name] if joint.nv == 1 else [f"{joint.name}[{k}]" for k in range(joint.nv)]
+        return tuple(names)
 
     @cached_property
     def motor_effort_limit(self) -> np.ndarray:
-        """Effort limits of the motors (n_motors,), N m or N, from their joints (inf when unknown)."""
-        return _readonly([float(self.tree.joints[j].effort[0]) for j in self.motor_joints])
+        """Effort limits of the motor inputs (n_motors,), N m or N, from their joints (inf when unknown)."""
+        return _readonly([float(e) for j in self.motor_joints for e in self.tree.joints[j].effort])
 
     def frame_id(self, name: str) -> int:
         """Index of frame ``name`` in the spanning tree; :class:`~wbc.errors.FrameError` if unknown."""
@@ -339,7 +355,7 @@ class ClusterModel:
         ``y`` (CasADi): the rows of its ``G`` at its motor joints, transposed."""
         c = self.infos[k]
         G = self.G_block(k, y)
-        return G[list(c.motors), :].T
+        return G[list(c.motor_rows), :].T
 
     def motor_map(self, y) -> np.ndarray:
         """``Gᵀ E`` (nv, n_motors): independent generalized forces per unit motor effort at ``y``."""
@@ -348,8 +364,9 @@ class ClusterModel:
         col = 0
         for k, c in enumerate(self.infos):
             if c.motors:
-                out[c.idx_v : c.idx_v + c.nv, col : col + len(c.motors)] = _numbers(self.motor_block(k, ca.DM(y)))
-                col += len(c.motors)
+                n = len(c.motor_rows)
+                out[c.idx_v : c.idx_v + c.nv, col : col + n] = _numbers(self.motor_block(k, ca.DM(y)))
+                col += n
         return out
 
     def actuation_matrix(self) -> np.ndarray:

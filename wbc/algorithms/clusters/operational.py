@@ -205,14 +205,14 @@ def motor_iim(
     col = 0
     for c in cm.infos:
         start.append(col)
-        col += len(c.motors)
+        col += len(c.motor_rows)
 
     def unit(k: int, ncol: int):
         c = cm.infos[k]
         E = _zeros(kin.y, c.nv, ncol)
         if c.motors:
-            block = kin.G[k][list(c.motors), :].T if not c.trivial else ca.DM.eye(c.nv)
-            E[:, start[k] : start[k] + len(c.motors)] = block
+            block = kin.G[k][list(c.motor_rows), :].T if not c.trivial else ca.DM.eye(c.nv)
+            E[:, start[k] : start[k] + len(c.motor_rows)] = block
         return E
 
     rows, acc = _input_pass(cm, kin, constraints, bodies, n_m, unit)
