@@ -11,6 +11,7 @@ from wbc.errors import InputError
 from wbc.model import checks
 from wbc.model.clusters import ClusterModel
 from wbc.model.model import JointType, Model
+from wbc.spatial.lie import log3, quaternion_to_rotation
 
 __all__ = ["PostureTask"]
 
@@ -19,7 +20,9 @@ class PostureTask(Task):
     """Track a joint configuration on the actuated joints (one row per actuated degree of freedom).
 
     The target is a full configuration ``q_ref`` (nq,); the error is joint-wise ``q_ref ⊖ q``
-    (the shortest angle for continuous joints). Default name ``"posture"``.
+    (the shortest angle for continuous joints; for a ball joint the rotation vector
+    ``log₃(R(q)ᵀ R(q_ref))`` (3,), in its child frame like its velocity: an error on SO(3), exact
+    at any angle, as ``wbc.difference``). Default name ``"posture"``.
 
     On a clustered model (:class:`~wbc.ClusterModel`) the rows are its independent coordinates but
     a free-flyer's (a linkage-driven ankle's pitch and roll, not its cranks or rods), and the target
@@ -91,6 +94,10 @@ class PostureTask(Task):
                 c, s = q[j.idx_q], q[j.idx_q + 1]
                 cr, sr = target[j.idx_q], target[j.idx_q + 1]
                 parts.append(ca.atan2(c * sr - s * cr, c * cr + s * sr))
+            elif j.type is JointType.SPHERICAL:
+                R = quaternion_to_rotation(q[j.idx_q : j.idx_q + 4])
+                R_ref = quaternion_to_rotation(target[j.idx_q : j.idx_q + 4])
+                parts.append(log3(ca.mtimes(R.T, R_ref)))
             else:
                 parts.append(target[j.idx_q : j.idx_q + j.nq] - q[j.idx_q : j.idx_q + j.nq])
         return ca.vertcat(*parts)

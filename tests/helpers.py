@@ -20,7 +20,7 @@ import pinocchio as pin
 import wbc
 from benchmarks import pinocchio_adapter as oracle
 from wbc import robots
-from wbc.robots import synthetic
+from wbc.robots import synthetic, transmissions
 
 #: Tolerance against Pinocchio (DESIGN.md §6).
 TOL_PIN = 1e-9
@@ -108,6 +108,20 @@ def ball_tree_case(seed: int, n: int, floating_base: bool) -> Case:
     model = synthetic.random_ball_tree(n, np.random.default_rng(seed), floating_base, name=f"ball_tree_{seed}_{n}")
     name = f"balltree{seed}_{n}-{'floating' if floating_base else 'fixed'}"
     return Case(name, model, oracle.from_wbc(model), None, None)
+
+
+def ball_cluster_model(name: str, balls: tuple[str, ...]) -> wbc.ClusterModel:
+    """A transmissions robot whose spanning tree has ``balls`` turned into ball joints (single-joint
+    clusters among the declared loops and gears)."""
+    cm = transmissions.load(name).model
+    tree = synthetic.with_ball_joints(cm.tree, balls)
+    return wbc.ClusterModel(tree, cm.clusters, name=f"{cm.name}_balls")
+
+
+BALL_CLUSTER_CASES = {
+    "four_bar": ("tool_joint",),  # a ball joint hanging from a loop
+    "g1_parallel_ankle": ("waist_roll_joint", "left_hip_roll_joint", "right_shoulder_roll_joint"),
+}
 
 
 def random_state(model: wbc.Model, rng: np.random.Generator):

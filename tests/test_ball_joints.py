@@ -17,7 +17,7 @@ import pytest
 
 import wbc
 from benchmarks import pinocchio_adapter as oracle
-from tests.helpers import BALL_TREE_CASES, assert_close, ball_tree_case
+from tests.helpers import BALL_CLUSTER_CASES, BALL_TREE_CASES, assert_close, ball_cluster_model, ball_tree_case
 from wbc.model.joints import joint_motion, joint_transform, motion_subspace
 from wbc.robots import synthetic
 from wbc.spatial import exp3_quaternion, quaternion_multiply, quaternion_to_rotation
@@ -174,22 +174,6 @@ def test_with_ball_joints_refuses_what_cannot_be_a_ball():
 
 
 # ------------------------------------------------------------------ clustered models with ball joints
-def _ball_cluster_model(name: str, balls: tuple[str, ...]) -> wbc.ClusterModel:
-    """A transmissions robot whose spanning tree has ``balls`` turned into ball joints (single-joint
-    clusters among the declared loops and gears)."""
-    from wbc.robots import transmissions
-
-    cm = transmissions.load(name).model
-    tree = synthetic.with_ball_joints(cm.tree, balls)
-    return wbc.ClusterModel(tree, cm.clusters, name=f"{cm.name}_balls")
-
-
-BALL_CLUSTER_CASES = {
-    "four_bar": ("tool_joint",),  # a ball joint hanging from a loop
-    "g1_parallel_ankle": ("waist_roll_joint", "left_hip_roll_joint", "right_shoulder_roll_joint"),
-}
-
-
 @pytest.mark.parametrize("name", sorted(BALL_CLUSTER_CASES))
 def test_cluster_algorithms_with_ball_joints_vs_pinocchio(name):
     """C-RNEA, C-ABA (through Pinocchio's KKT system), C-EFPA and the clustered IIM (through the
@@ -198,7 +182,7 @@ def test_cluster_algorithms_with_ball_joints_vs_pinocchio(name):
     from tests.cluster_cases import evaluate, span_tau
     from wbc.codegen import cluster_kernels as ck
 
-    cm = _ball_cluster_model(name, BALL_CLUSTER_CASES[name])
+    cm = ball_cluster_model(name, BALL_CLUSTER_CASES[name])
     pm = oracle.cluster_model(cm)
     rng = np.random.default_rng(84)
     balls = [j for j in cm.tree.joints if j.type is BALL]

@@ -56,6 +56,12 @@ asked for: ``U = max((x_max − v)/Δ, −ā)``. Finally, so that the position b
 velocity bounds ``[L_v, U_v]`` (same ``v̄``, ``ā``, ``Δ``) always intersect — they do on viable
 states, where these clamps are inactive — the position bounds give way outside:
 ``U ← max(U, L_v)``, ``L ← min(L, U_v)``, ``L ← min(L, U)``.
+
+Ball joints
+-----------
+A ball joint's limit is a cone on its rotation angle ``θ ≤ θ_max`` (:attr:`wbc.Joint.max_angle`,
+MuJoCo's ball ``range``); the same upper-side bound applies to ``θ`` with ``θ̇ = nᵀω`` and
+``θ̈ = nᵀω̇ + ½cot(θ/2)|ω⊥|²`` (:mod:`.ball_cone`), one row per ball joint.
 """
 
 from __future__ import annotations
@@ -72,6 +78,7 @@ from ...model.clusters import ClusterModel
 from ...model.model import Joint, JointType, Model
 from ..contributor import Contributor, Runtime
 from ..pieces import Group, Inequality, Kind
+from . import ball_cone
 from .joint_selection import JointLimitParameters, joint_velocities, positive_per_joint, select_joints, state_indices
 from .joint_velocity import DEFAULT_BRAKING, DEFAULT_VELOCITY_MARGIN, velocity_bounds
 
@@ -87,6 +94,7 @@ DEFAULT_POSITION_MARGIN = 0.01
 _THETAS = (0.5, 1.0)
 
 _BLOCKS = 6  # effective lower, effective upper, URDF lower, URDF upper, braking, velocity limit
+_BALL_BLOCKS = 3  # per ball joint, after the blocks: effective limit θ̄, θ_max, braking
 
 
 def _has_position_limits(joint: Joint) -> bool:
@@ -110,6 +118,12 @@ def _next_velocity_bound(q, v, q_bar, q_max, braking, dt):
     return bound
 
 
+def upper_position_bound(q, v, q_upper, upper, braking, dt):
+    """``U`` (n, 1): the upper side of the bounds of the module docstring, before the velocity limits
+    (``q_upper = q̄``, ``upper = q_max``)."""
+    return ca.fmax((_next_velocity_bound(q, v, q_upper, upper, braking, dt) - v) / dt, -braking)
+
+
 def position_bounds(q, v, q_lower, q_upper, lower, upper, braking, v_bar, dt) -> tuple:
     """``(L, U)``: the acceleration bounds (n, 1) of the module docstring.
 
@@ -120,7 +134,7 @@ def position_bounds(q, v, q_lower, q_upper, lower, upper, braking, v_bar, dt) ->
         braking: ``ā`` (n, 1). v_bar: the velocity limits the bounds stay compatible with (n, 1).
         dt: the control period ``Δ``, s.
     """
-    U = ca.fmax((_next_velocity_bound(q, v, q_upper, upper, braking, dt) - v) / dt, -braking)
+    U = upper_position_bound(q, v, q_upper, upper, braking, dt)
     L = ca.fmin((-_next_velocity_bound(-q, -v, -q_lower, -lower, braking, dt) - v) / dt, braking)
     L_v, U_v = velocity_bounds(v, v_bar, braking, dt)
     U = ca.fmax(U, L_v)
@@ -133,9 +147,11 @@ class JointPositionLimit(Contributor):
 
     Args:
         joints: joint names; default every actuated joint with finite position limits in the URDF
-            (continuous joints and joints without limits get none).
-        margin: ``m``, rad (m for prismatic joints), scalar or per joint: the bounds keep each joint in
-            ``[q_min + m, q_max − m]``; at most a quarter of the joint's range is used.
+            (continuous joints and joints without limits get none) and every actuated ball joint with
+            a cone limit (``max_angle < π``: one row on its rotation angle, :mod:`.ball_cone`).
+        margin: ``m``, rad (m for prismatic joints), scalar or per joint (1-dof joints first, then
+            ball joints): the bounds keep each joint in ``[q_min + m, q_max − m]`` (a ball joint's
+            angle below ``max_angle − m``); at most a quarter of the joint's range is used.
         braking: ``ā``, rad/s² (m/s²), scalar or per joint: the acceleration the bounds count on to
             stop a joint or bring it back; the actuators must be able to produce it in any state.
         velocity_limit: the velocity limits the position bounds are kept compatible with, per joint;
@@ -161,13 +177,28 @@ class JointPositionLimit(Contributor):
         self._braking_request = braking
         self._velocity_request = velocity_limit
         self.joints: tuple[Joint, ...] = ()
+        self.ball_joints: tuple[Joint, ...] = ()
         self._q_indices = self._v_indices = np.zeros(0, dtype=int)
+        self._ball_q = self._ball_v = np.zeros(0, dtype=int)
+        self._ball_max = np.zeros(0)
         self._p = JointLimitParameters(0, _BLOCKS)
         self._model: Model | None = None  # the (tree) model check() resolved the joints in
 
     def check(self, model: Model | ClusterModel) -> None:
-        joints = select_joints(model, self._names, _has_position_limits, "position limits", self.name)
-        self._model = model.tree if isinstance(model, ClusterModel) else model
+        tree = model.tree if isinstance(model, ClusterModel) else model
+        names, ball_names = self._names, None
+        if names is not None:
+            is_ball = {j.name for j in tree.joints if j.type is JointType.SPHERICAL}
+            ball_names, names = [n for n in names if n in is_ball], [n for n in names if n not in is_ball]
+        balls = ball_cone.select_ball_joints(model, ball_names, self.name)
+        if ball_names is not None and len(balls) != len(set(ball_names)):
+            missing = sorted(set(ball_names) - {j.name for j in balls})
+            raise InputError(f"{self.name}: ball joints {missing} are not moved by the inputs of model {model.name!r}")
+        joints = select_joints(model, names, _has_position_limits, "position limits", self.name)
+        self._model = tree
+        self.ball_joints = tuple(balls)
+        self._ball_q, self._ball_v = state_indices(model, balls)
+        self._ball_max = np.array([j.max_angle for j in balls], dtype=float)
         n = len(joints)
         self.joints = tuple(joints)
         self._q_indices, self._v_indices = state_indices(model, joints)
@@ -178,7 +209,8 @@ class JointPositionLimit(Contributor):
             v_bar = (1.0 - DEFAULT_VELOCITY_MARGIN) * v_max
         else:
             v_bar = positive_per_joint(self._velocity_request, n, "velocity_limit", self.name, allow_zero=True)
-        self._p = JointLimitParameters(n, _BLOCKS)
+        self._p = JointLimitParameters(n, _BLOCKS, _BALL_BLOCKS * len(balls))
+        self._ball_block(1)[:] = self._ball_max
         self._p.block(2)[:] = self._lower
         self._p.block(3)[:] = self._upper
         self._p.block(5)[:] = v_bar  # may hold inf (no velocity limit): the bounds stay finite
@@ -207,11 +239,12 @@ class JointPositionLimit(Contributor):
         if self._model is None:
             raise InputError(f"{self.name}: inside() needs the limit attached to a model (controller or check())")
         q = checks.configuration(self._model, q).copy()
+        q = self._inside_cones(q, inset)
         if not self.joints:
             return q
         lo, hi = self._p.block(0), self._p.block(1)  # the effective limits
         margin = self._upper - hi
-        step = margin if inset is None else positive_per_joint(inset, len(self.joints), "inset", self.name, True)
+        step = margin if inset is None else self._per_joint(inset, "inset", True)[0]
         low, high = lo + step, hi - step
         wide = low <= high
         middle = 0.5 * (lo + hi)
@@ -219,6 +252,20 @@ class JointPositionLimit(Contributor):
         idx = self._q_indices
         q[idx] = np.clip(q[idx], low, high)
         return q
+
+    def _inside_cones(self, q: np.ndarray, inset) -> np.ndarray:
+        """``q`` with every ball joint's angle at most its effective limit less ``inset`` (default ``m``)."""
+        if not self.ball_joints:
+            return q
+        hi = self._ball_block(0)
+        step = self._ball_max - hi if inset is None else self._per_joint(inset, "inset", True)[1]
+        for k, start in enumerate(self._ball_q):
+            q[start : start + 4] = ball_cone.inside_cone(q[start : start + 4], hi[k] - step[k])
+        return q
+
+    def _ball_block(self, k: int) -> np.ndarray:
+        n = len(self.ball_joints)
+        return self._p.extra[k * n : (k + 1) * n]
 
     @property
     def indices(self) -> np.ndarray:
@@ -235,21 +282,35 @@ class JointPositionLimit(Contributor):
         """``(q_min + m, q_max − m)`` per joint, copies."""
         return self._p.block(0).copy(), self._p.block(1).copy()
 
+    @property
+    def cone_limits(self) -> np.ndarray:
+        """The ball joints' effective angle limits ``max_angle − m`` (n_ball,), rad, a copy."""
+        return self._ball_block(0).copy()
+
+    def _per_joint(self, value, what: str, allow_zero: bool) -> tuple[np.ndarray, np.ndarray]:
+        """``value`` for the 1-dof joints and for the ball joints (a scalar, or 1-dof then ball values)."""
+        n = len(self.joints)
+        arr = positive_per_joint(value, n + len(self.ball_joints), what, self.name, allow_zero=allow_zero)
+        return arr[:n], arr[n:]
+
     def set_margin(self, margin) -> None:
         """The margin ``m`` (scalar or per joint; at most a quarter of each range), no recompilation."""
         self._margin_request = margin
-        if not self.joints:
+        if not self.joints and not self.ball_joints:
             return
-        m = positive_per_joint(margin, len(self.joints), "margin", self.name, allow_zero=True)
+        m, m_ball = self._per_joint(margin, "margin", True)
         m = np.minimum(m, 0.25 * (self._upper - self._lower))
         self._p.block(0)[:] = self._lower + m
         self._p.block(1)[:] = self._upper - m
+        self._ball_block(0)[:] = self._ball_max - np.minimum(m_ball, 0.25 * self._ball_max)
 
     def set_braking(self, braking) -> None:
         """``ā`` (scalar or per joint), rad/s² (m/s²), no recompilation."""
         self._braking_request = braking
-        if self.joints:
-            self._p.block(4)[:] = positive_per_joint(braking, len(self.joints), "braking", self.name)
+        if self.joints or self.ball_joints:
+            b, b_ball = self._per_joint(braking, "braking", False)
+            self._p.block(4)[:] = b
+            self._ball_block(2)[:] = b_ball
 
     @property
     def parameter_size(self) -> int:
@@ -262,14 +323,33 @@ class JointPositionLimit(Contributor):
         return self._p.array
 
     def pieces(self, ctx: StepContext, p) -> list[Inequality]:
-        n = len(self.joints)
-        if n == 0:
+        n, nb = len(self.joints), len(self.ball_joints)
+        if n == 0 and nb == 0:
             return []
         dt, (q_lo, q_hi, lo, hi, braking, v_bar) = JointLimitParameters.split(p, n, _BLOCKS)
-        q = ctx.kin.q[self.q_indices.tolist()]
-        idx = self.indices.tolist()
-        L, U = position_bounds(q, joint_velocities(ctx)[idx], q_lo, q_hi, lo, hi, braking, v_bar, dt)
-        rows, a0 = ctx.Bhat[idx, :], ctx.a0[idx]
-        return [
-            Inequality(ca.vertcat(rows, -rows), ca.vertcat(U - a0, a0 - L), Group(Kind.JOINT_POSITION_LIMIT, self.name))
-        ]
+        G, h = [], []
+        v = joint_velocities(ctx)
+        if n:
+            q = ctx.kin.q[self.q_indices.tolist()]
+            idx = self.indices.tolist()
+            L, U = position_bounds(q, v[idx], q_lo, q_hi, lo, hi, braking, v_bar, dt)
+            rows, a0 = ctx.Bhat[idx, :], ctx.a0[idx]
+            G += [rows, -rows]
+            h += [U - a0, a0 - L]
+        extra = p[1 + _BLOCKS * n :]
+        for k in range(nb):
+            iq, iv = int(self._ball_q[k]), int(self._ball_v[k])
+            row, rhs = ball_cone.cone_row(
+                ctx.kin.q[iq : iq + 4],
+                v[iv : iv + 3],
+                ctx.Bhat[iv : iv + 3, :],
+                ctx.a0[iv : iv + 3],
+                extra[k],  # θ̄
+                extra[nb + k],  # θ_max
+                extra[2 * nb + k],  # braking
+                dt,
+                upper_position_bound,
+            )
+            G.append(row)
+            h.append(rhs)
+        return [Inequality(ca.vertcat(*G), ca.vertcat(*h), Group(Kind.JOINT_POSITION_LIMIT, self.name))]

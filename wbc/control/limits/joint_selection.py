@@ -111,22 +111,29 @@ def positive_per_joint(value, n: int, what: str, owner: str, allow_zero: bool = 
 
 
 class JointLimitParameters:
-    """The kernel parameters of a joint limit: ``[dt, block₀ (n), block₁ (n), ...]``.
+    """The kernel parameters of a joint limit: ``[dt, block₀ (n), block₁ (n), ..., extra]``.
 
     ``dt`` (s) is the controller's period, written when the controller binds the array; the blocks
-    are per-joint values. The array is allocated once per model and updated in place.
+    are per-joint values, ``extra`` trailing values the limit lays out itself (e.g. per ball joint).
+    The array is allocated once per model and updated in place (empty without joints or extras).
     """
 
-    def __init__(self, n_joints: int, n_blocks: int) -> None:
+    def __init__(self, n_joints: int, n_blocks: int, extra: int = 0) -> None:
         self.n = n_joints
-        self.array = np.zeros(1 + n_blocks * n_joints) if n_joints else np.zeros(0)
+        self.n_blocks = n_blocks
+        self.array = np.zeros(1 + n_blocks * n_joints + extra) if (n_joints or extra) else np.zeros(0)
 
     def block(self, k: int) -> np.ndarray:
         """A view of block ``k`` (n,)."""
         return self.array[1 + k * self.n : 1 + (k + 1) * self.n]
 
+    @property
+    def extra(self) -> np.ndarray:
+        """A view of the trailing values."""
+        return self.array[1 + self.n_blocks * self.n :]
+
     def set_dt(self, dt: float) -> None:
-        if self.n:
+        if self.array.size:
             self.array[0] = dt
 
     @staticmethod
