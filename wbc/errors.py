@@ -55,3 +55,8 @@ class WbcPerformanceWarning(UserWarning):
 class WbcSecurityWarning(UserWarning):
     """wbc refused a file or directory others could have written (a shared kernel cache, a mesh
     outside the robot's package) and did without it; the message names it (docs/security.md)."""
+
+
+class NotCopyableError(WbcError, TypeError):
+    """An object that cannot be copied or pickled (a controller: it holds loaded compiled kernels,
+    their buffers and solver state); the message says what to do instead."""
