@@ -50,3 +50,13 @@ class ModelWarning(UserWarning):
 
 class WbcPerformanceWarning(UserWarning):
     """wbc works, but slower than it could (e.g. no C compiler: kernels run in CasADi's VM)."""
+
+
+class WbcSecurityWarning(UserWarning):
+    """wbc refused a file or directory others could have written (a shared kernel cache, a mesh
+    outside the robot's package) and did without it; the message names it (docs/security.md)."""
+
+
+class NotCopyableError(WbcError, TypeError):
+    """An object that cannot be copied or pickled (a controller: it holds loaded compiled kernels,
+    their buffers and solver state); the message says what to do instead."""

@@ -6,6 +6,15 @@ version; a hand-written routine's text), the compiler and its version, the flags
 machine), next to ``<name>-<key>.sha256`` holding the full key and the SHA-256 of the library
 bytes, and ``<name>-<key>.lock``.
 
+Trust (``docs/security.md``). Loading a library runs its code, so a cache is used only when
+nobody but this user (or root) can have written it: the directory and every directory above it
+owned by this user or root and not writable by group or others (an ancestor may be open with the
+sticky bit, as ``/tmp``), the library and its sidecar regular files owned likewise and not writable
+by group or others (:mod:`wbc.codegen.trust`). A location that fails this is not read at all: the
+kernel is built in the private fallback (below) with a :class:`~wbc.errors.WbcSecurityWarning`
+saying why. A file that fails it in a trusted directory is rebuilt over. Directories wbc creates
+are 0700 and the files it publishes 0644, whatever the umask.
+
 Reading writes nothing. A library is used when its sidecar holds this key and its bytes hash to
 the recorded digest, and it loads and exports the function with the traced signature; a library
 that fails any of these (corrupt, truncated, foreign, unreadable sidecar) is rebuilt, never
@@ -54,8 +63,9 @@ from typing import Generic, TypeVar
 
 import casadi as ca
 
-from ..errors import CompileError, WbcPerformanceWarning
+from ..errors import CompileError, WbcPerformanceWarning, WbcSecurityWarning
 from .emit import DEFAULT_PART_OPS, PARTS_PER_FILE, SplitPlan, Unsupported, writer_digest
+from .trust import PRIVATE_DIRECTORY_MODE, PUBLIC_FILE_MODE, untrusted_directory, untrusted_file
 
 __all__ = [
     "DEFAULT_FLAGS",
@@ -88,6 +98,10 @@ class CacheUnavailable(Exception):
 
 class _Unwritable(Exception):
     """A cache location cannot be written (read-only, no permission)."""
+
+
+class _Untrusted(Exception):
+    """A cache location others could have written (the message says who and how)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -234,30 +248,36 @@ class _Recipe(Generic[T]):
 def _cached(recipe: _Recipe[T], source: bytes, directory: Path | None, flags: Sequence[str], compiler: str) -> T:
     location, origin = _origin(directory)
     key = _key(source, compiler, flags)
+    category: type[Warning] = WbcPerformanceWarning
     try:
         return _get(recipe, key, location, origin, compiler, flags)
     except _Unwritable as e:
         reason = str(e)
+    except _Untrusted as e:
+        reason, category = f"{origin} is not used: {e}", WbcSecurityWarning
     fallback = _private_directory(reason)
     warnings.warn(
         f"{reason}; compiling kernel {recipe.name} into {fallback} instead (set WBC_CACHE_DIR to a "
-        "writable directory to keep kernels across reboots)",
-        WbcPerformanceWarning,
+        "private, writable directory to keep kernels across reboots)",
+        category,
         stacklevel=4,
     )
     try:
         return _get(recipe, key, fallback, f"the fallback kernel cache {str(fallback)!r}", compiler, flags)
-    except _Unwritable as e:
+    except (_Unwritable, _Untrusted) as e:
         raise CacheUnavailable(f"{reason}, and {e}") from None
 
 
 def _get(recipe: _Recipe[T], key: str, directory: Path, origin: str, compiler: str, flags: Sequence[str]) -> T:
     stem = f"{recipe.name}-{key[:24]}"
     library, sidecar = directory / f"{stem}.so", directory / f"{stem}.sha256"
-    found = _lookup(recipe, library, sidecar, key)  # no lock, no write: a read-only cache works
-    if found is not None:
-        return found
+    if directory.is_dir():
+        _trusted(directory)
+        found = _lookup(recipe, library, sidecar, key)  # no lock, no write: a read-only cache works
+        if found is not None:
+            return found
     _make_directory(directory, origin)
+    _trusted(directory)  # created now, or made by someone else meanwhile
     with _locked(directory / f"{stem}.lock", origin):
         found = _lookup(recipe, library, sidecar, key)  # built by another process meanwhile?
         if found is not None:
@@ -265,6 +285,13 @@ def _get(recipe: _Recipe[T], key: str, directory: Path, origin: str, compiler: s
         _remove_stale_builds(directory, stem)
         _build(recipe, compiler, flags, directory, stem, key, origin)
         return recipe.load(library, True)
+
+
+def _trusted(directory: Path) -> None:
+    """Raises _Untrusted when others could have written into ``directory`` (:mod:`.trust`)."""
+    reason = untrusted_directory(directory)
+    if reason is not None:
+        raise _Untrusted(reason)
 
 
 def _lookup(recipe: _Recipe[T], library: Path, sidecar: Path, key: str) -> T | None:
@@ -312,15 +339,26 @@ def _sha256(path: Path) -> str:
 
 def _valid(library: Path, sidecar: Path, key: str) -> bool:
     """True when ``library`` exists and its bytes match the digest ``sidecar`` records for ``key``
-    (any unreadable, malformed or non-text sidecar is simply not valid)."""
+    (any unreadable, malformed or non-text sidecar is simply not valid), and neither file could have
+    been written by others (:func:`.trust.untrusted_file`)."""
+    return library_digest(library, sidecar, key) is not None
+
+
+def library_digest(library: Path, sidecar: Path, key: str) -> str | None:
+    """The SHA-256 (hex) of ``library``'s bytes when it is valid as :func:`_valid` says, else None.
+
+    The directory must have been checked (:func:`.trust.untrusted_directory`) by the caller."""
+    if untrusted_file(library) is not None or untrusted_file(sidecar) is not None:
+        return None
     try:
         with open(sidecar, "rb") as f:
             recorded = f.read(256).split()
         if len(recorded) != 2 or recorded[0] != key.encode():
-            return False
-        return _sha256(library).encode() == recorded[1]
+            return None
+        digest = _sha256(library)
     except OSError:
-        return False
+        return None
+    return digest if digest.encode() == recorded[1] else None
 
 
 def load_library(function: ca.Function, path: Path) -> ca.Function:
@@ -364,7 +402,7 @@ def _make_directory(directory: Path, origin: str) -> None:
     if os.path.lexists(directory):
         raise CompileError(f"{origin} exists and is not a directory{hint}")
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        _mkdirs(directory)
     except (FileExistsError, NotADirectoryError) as e:
         raise CompileError(f"cannot create {origin}: {e.strerror} ({e.filename}){hint}") from None
     except OSError as e:
@@ -373,14 +411,42 @@ def _make_directory(directory: Path, origin: str) -> None:
         raise CompileError(f"cannot create {origin}: {e}{hint}") from None
 
 
+def _mkdirs(directory: Path) -> None:
+    """Create ``directory`` and its missing parents, each private (0700) whatever the umask."""
+    missing = []
+    for path in [directory, *directory.parents]:
+        if os.path.isdir(path):
+            break
+        missing.append(path)
+    for path in reversed(missing):
+        try:
+            os.mkdir(path, PRIVATE_DIRECTORY_MODE)
+        except FileExistsError:
+            if not os.path.isdir(path):
+                raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path)) from None
+            continue
+        os.chmod(path, PRIVATE_DIRECTORY_MODE)  # the umask may have removed bits (or kept none)
+
+
+def _publishable(path: Path) -> None:
+    """Give a file about to be published the cache's file mode (0644), whatever the umask."""
+    os.chmod(path, PUBLIC_FILE_MODE)
+
+
 @contextmanager
 def _locked(path: Path, origin: str) -> Iterator[None]:
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, PUBLIC_FILE_MODE)
     except OSError as e:
         if _unwritable(e):
             raise _Unwritable(f"cannot write the lock file {path.name} in {origin} ({e.strerror})") from None
         raise CompileError(f"cannot open the lock file {path.name} in {origin}: {e}") from None
+    try:
+        st = os.fstat(fd)
+        if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) != PUBLIC_FILE_MODE:
+            os.fchmod(fd, PUBLIC_FILE_MODE)  # the umask applied when it was created
+    except OSError:
+        pass
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -468,9 +534,11 @@ def _build(
         except CompileError as e:
             raise CompileError(f"the compiler {compiler} produced an unusable library ({' '.join(cmd)}): {e}") from None
         digest = _sha256(out)
+        _publishable(out)
         os.replace(out, directory / f"{stem}.so")
         side = build / "sidecar"
         side.write_text(f"{key} {digest}\n")
+        _publishable(side)
         os.replace(side, directory / f"{stem}.sha256")
     finally:
         shutil.rmtree(build, ignore_errors=True)
@@ -541,4 +609,7 @@ def _private_directory(reason: str) -> Path:
             f"{reason}, and the fallback kernel cache {path} is not a directory owned by this user and closed "
             "to others (remove it)"
         )
+    chain = untrusted_directory(path)
+    if chain is not None:
+        raise CacheUnavailable(f"{reason}, and the fallback kernel cache cannot be trusted: {chain}")
     return path

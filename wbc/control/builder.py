@@ -49,6 +49,7 @@ from .contexts import context_type
 from .contributor import Contributor
 from .pieces import TAU, Bounds, Cost, Equality, Group, Inequality
 from .qp import QPProblem
+from .structure_check import structure_misfit
 
 __all__ = ["Structure", "Layout", "trace_step", "compile_step", "compile_placements", "OUTPUTS"]
 
@@ -260,7 +261,19 @@ def compile_step(
         function, structure = trace_step(model, contributors, contacts, method, tolerance)
         return function, structure, _structure_record(structure)
 
-    kernel, structure, _ = compile_indexed("step", key, make, _structure_from_record)
+    def check(kernel: Kernel, structure: Structure) -> str | None:
+        sizes = [c.parameter_size for c in contributors]
+        context: Any = context_type(model)
+        return structure_misfit(
+            structure,
+            dict(zip(kernel.output_names, kernel.output_shapes)),
+            variables=Variables.of(context.input_count(model), contacts),
+            parameter_inputs=tuple(k for k, size in enumerate(sizes) if size > 0),
+            variable_owner={TAU: -1} | {c.name: position[id(c)] for c in contacts},
+            n_contributors=len(contributors),
+        )
+
+    kernel, structure, _ = compile_indexed("step", key, make, _structure_from_record, check=check)
     return kernel, structure
 
 

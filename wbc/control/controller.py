@@ -44,6 +44,7 @@ from .fallback import Failure, FallbackPolicy, StepStatus
 from .fastpath import BAD_INPUT, FAILED, FEASIBLE, INFEASIBLE, KERNEL_FAILED, NOT_VECTORS, CompiledShortcut
 from .hierarchy import LexicographicSolver
 from .limits import JointPositionLimit, JointVelocityLimit, TorqueLimit
+from .not_copyable import NotCopyable
 from .pieces import TAU, Group
 from .qp import QPProblem, equality_constrained_least_squares, least_squares_by_elimination
 from .schedule import ContactSchedule, ContactState
@@ -98,7 +99,7 @@ def _positive(value, name: str) -> float:
     return value
 
 
-class WholeBodyController:
+class WholeBodyController(NotCopyable):
     """Operational-space whole-body controller whose QP unknowns are the inputs ``u = (τ, f)``.
 
     Args:

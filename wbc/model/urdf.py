@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import warnings
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ import numpy as np
 
 from ..errors import InputError, ModelError, ModelWarning
 from ..spatial.algebra import SE3, act_inertia, compose, rigid_inertia
+from .files import looks_like_xml, read_user_file, xml_text
 from .model import Frame, FrameKind, Joint, JointType, Mimic, Model
 
 __all__ = ["load_urdf", "INERTIA_TOLERANCE"]
@@ -55,6 +57,9 @@ INERTIA_TOLERANCE = 1e-6
 _ROUNDOFF = 1e-12
 
 _INF = math.inf
+#: A number as URDF writes it (XML Schema's double): ASCII digits, no underscores (Python's float()
+#: would also take "1_000" and other scripts' digits).
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[+-]?(?:inf|infinity|nan)", re.ASCII | re.IGNORECASE)
 _MOVABLE = {"revolute", "continuous", "prismatic", "floating"}
 _KNOWN = _MOVABLE | {"fixed"}
 
@@ -90,28 +95,35 @@ def load_urdf(
     *,
     actuated: list[str] | None = None,
     inertia_tolerance: float = INERTIA_TOLERANCE,
+    max_bytes: int | None = None,
 ) -> Model:
     """Load a URDF file (or a URDF document given as a string or bytes) into a :class:`Model`.
 
     Args:
-        source: path to a ``.urdf`` file, or the XML text itself (``str`` or ``bytes``, recognised by
-            a leading ``<``; bytes are decoded as their XML declaration says, UTF-8 by default).
+        source: path to a ``.urdf`` file (a regular file; a FIFO or a device is refused), or the
+            XML text itself (``str`` or ``bytes``, recognised by a leading ``<``; bytes are decoded
+            by their byte-order mark or XML declaration, UTF-8 by default, UTF-16 and UTF-32
+            included).
         floating_base: add a free-flyer ``root_joint`` between the world and the root link.
         actuated: names of the actuated joints; default every movable joint but the free-flyer.
         inertia_tolerance: relative tolerance below which a link inertia that is not positive
             semi-definite is projected (with a :class:`~wbc.errors.ModelWarning`) rather than
             refused; see :data:`INERTIA_TOLERANCE` and the module docstring.
+        max_bytes: the largest file read (bytes); default :data:`wbc.model.files.MAX_FILE_BYTES`.
 
     Raises:
-        ModelError: unreadable file, malformed XML, missing or duplicate links and joints,
-            several roots, cycles, unknown joint types, zero axes, negative mass, an inertia
-            that is not positive semi-definite beyond ``inertia_tolerance``, non-numeric
-            attributes, a ``floating`` joint from a massless root link with ``floating_base=True``.
-        InputError: a negative or non-finite ``inertia_tolerance``.
+        ModelError: unreadable file, not a regular file, larger than ``max_bytes``, bytes that
+            do not decode in their declared encoding, malformed XML, missing or duplicate links
+            and joints, several roots, cycles, unknown joint types, zero axes, negative mass, an
+            inertia that is not positive semi-definite beyond ``inertia_tolerance``, non-numeric
+            attributes (numbers as URDF writes them: no underscores), a ``floating`` joint from a
+            massless root link with ``floating_base=True``.
+        InputError: a negative or non-finite ``inertia_tolerance``, a ``max_bytes`` that is not a
+            positive integer.
     """
     if not (isinstance(inertia_tolerance, (int, float)) and 0.0 <= inertia_tolerance < math.inf):
         raise InputError(f"inertia_tolerance must be a finite non-negative number, got {inertia_tolerance!r}")
-    text, where = _read(source)
+    text, where = _read(source, max_bytes)
     try:
         root = ET.fromstring(text)
     except ET.ParseError as e:
@@ -130,22 +142,31 @@ def load_urdf(
 
 
 # --------------------------------------------------------------------------------- reading
-def _read(source: str | bytes | os.PathLike) -> tuple[str | bytes, str]:
+def _read(source: str | bytes | os.PathLike, max_bytes: int | None = None) -> tuple[str, str]:
     if isinstance(source, str) and source.lstrip().startswith("<"):
         return source, "<string>"
-    if isinstance(source, (bytes, bytearray)):
-        if bytes(source).lstrip(b" \t\r\n\xef\xbb\xbf").startswith(b"<"):
-            return bytes(source), "<bytes>"
-        source = os.fsdecode(bytes(source))  # a file name given as bytes
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        data = bytes(source)
+        if looks_like_xml(data):
+            return xml_text(data, "<bytes>"), "<bytes>"
+        if b"\0" in data:
+            raise ModelError(
+                "URDF source bytes: neither an XML document (no '<' first, in any encoding an XML document "
+                "announces) nor a file name (it holds a null byte)"
+            )
+        source = os.fsdecode(data)  # a file name given as bytes
     if not isinstance(source, (str, os.PathLike)):
         raise ModelError(f"a URDF source is a path, a str or bytes document, got {type(source).__name__}")
     path = Path(source)
-    try:
-        return path.read_text(), str(path)
-    except FileNotFoundError:
-        raise ModelError(f"{path}: no such URDF file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ModelError(f"{path}: cannot read URDF file: {e}") from None
+    return xml_text(read_user_file(path, what="URDF file", max_bytes=max_bytes), str(path)), str(path)
+
+
+def _number(text: str, what: str, where: str) -> float:
+    """``text`` as a float, written as URDF writes numbers (see :data:`_NUMBER`)."""
+    if not _NUMBER.fullmatch(text.strip()):
+        hint = " (underscores are not allowed in numbers)" if "_" in text else ""
+        raise ModelError(f"{where}: {what} = {text!r} is not a number{hint}")
+    return float(text)
 
 
 def _floats(text: str | None, n: int, what: str, where: str, default: list[float] | None = None) -> np.ndarray:
@@ -153,10 +174,11 @@ def _floats(text: str | None, n: int, what: str, where: str, default: list[float
         if default is None:
             raise ModelError(f"{where}: {what} is missing")
         return np.array(default, dtype=float)
-    try:
-        values = [float(t) for t in text.split()]
-    except ValueError:
-        raise ModelError(f"{where}: {what} = {text!r} is not {n} numbers") from None
+    tokens = text.split()
+    if any(not _NUMBER.fullmatch(t) for t in tokens):
+        hint = " (underscores are not allowed in numbers)" if "_" in text else ""
+        raise ModelError(f"{where}: {what} = {text!r} is not {n} numbers{hint}")
+    values = [float(t) for t in tokens]
     if len(values) != n:
         raise ModelError(f"{where}: {what} = {text!r} has {len(values)} numbers, expected {n}")
     if not all(math.isfinite(v) for v in values):
@@ -168,10 +190,7 @@ def _float_attr(elem: ET.Element, name: str, what: str, where: str, default: flo
     text = elem.get(name)
     if text is None:
         return default
-    try:
-        value = float(text)
-    except ValueError:
-        raise ModelError(f"{where}: {what} {name}={text!r} is not a number") from None
+    value = _number(text, f"{what} {name}", where)
     if math.isnan(value):
         raise ModelError(f"{where}: {what} {name} is NaN")
     return value

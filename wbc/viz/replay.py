@@ -16,6 +16,16 @@ from a ``file://`` URL: no server, no network. It shows:
 The page also reads its address' fragment: ``replay.html#t=2.5`` opens paused at 2.5 s,
 ``#t=2.5&hide=robot`` also hides the robot (for pictures of the scene alone, and for tests).
 
+What goes into the page (it is shared): only mesh files inside the robot's package roots
+(:mod:`wbc.viz.visuals`; the others are left out with a warning naming them, and the page says
+so), and at most ``max_frames`` frames (default :data:`MAX_FRAMES`): a longer recording is
+decimated as it is recorded (every 2nd, then every 4th... frame kept, the last one always), with
+one warning, so that memory and the page stay bounded (measured: 0.15 kB of page per link and
+frame, 7.4 MB per 1,000 frames of Talos' 52 drawn links, so 10,000 frames add about 75 MB to the
+page and hold at most twice that many frames' poses, 128 bytes per link each, in memory). Each
+link is its own scene node, also when two link names differ only in characters a scene path
+cannot hold (``arm:1`` and ``arm_1``).
+
 Usage::
 
     replay = wbc.viz.Replay(model)                          # meshes from model.source
@@ -30,9 +40,11 @@ from __future__ import annotations
 
 import base64
 import html
+import io
 import json
 import os
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -40,12 +52,16 @@ import casadi as ca
 import numpy as np
 
 from ..algorithms.workspace import Workspace
-from ..errors import InputError, MissingDependency
+from ..errors import InputError, MissingDependency, WbcPerformanceWarning
 from ..model import checks
+from ..model.files import read_user_file
 from ..model.model import Model
 from .visuals import LinkVisuals, Shape, Visual, read_visuals
 
-__all__ = ["Replay", "Arrow"]
+__all__ = ["Replay", "Arrow", "MAX_FRAMES"]
+
+#: Frames a replay keeps by default; longer recordings are decimated as they are recorded.
+MAX_FRAMES = 10_000
 
 #: An arrow: point of application (3,) and force (3,), N, world axes.
 Arrow = tuple[np.ndarray, np.ndarray]
@@ -69,8 +85,13 @@ def _meshcat():
 
 
 def _safe(name: str) -> str:
-    """A meshcat path element (no slashes)."""
+    """A meshcat path element (no slashes); not one-to-one: see :func:`_node`."""
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+
+
+def _node(k: int, name: str) -> str:
+    """The scene node of the ``k``-th item called ``name``: distinct names give distinct nodes."""
+    return f"{k}-{_safe(name)}"
 
 
 def _hex(rgba: tuple[float, ...] | None) -> int:
@@ -109,6 +130,7 @@ class Replay:
         title: shown on the page.
         force_scale: arrow length per newton (m/N); default: the largest force recorded is drawn
             0.8 times as long as the robot is large.
+        max_frames: frames kept at most (see the module docstring; default :data:`MAX_FRAMES`).
 
     Raises:
         InputError: no URDF to read visuals from (a model loaded from a string: pass ``urdf``).
@@ -123,6 +145,7 @@ class Replay:
         package_dirs: Sequence[os.PathLike | str] = (),
         title: str | None = None,
         force_scale: float | None = None,
+        max_frames: int = MAX_FRAMES,
     ) -> None:
         if not isinstance(model, Model):
             raise InputError(f"model must be a wbc.Model, got {type(model).__name__}")
@@ -130,11 +153,18 @@ class Replay:
             raise InputError(f"model {model.name!r} was loaded from a string: pass urdf= (its path or text)")
         if force_scale is not None and not (np.isfinite(force_scale) and force_scale > 0):
             raise InputError(f"force_scale must be positive (m/N), got {force_scale!r}")
+        if isinstance(max_frames, bool) or not isinstance(max_frames, int) or max_frames < 2:
+            raise InputError(f"max_frames must be an integer >= 2, got {max_frames!r}")
+        self.max_frames = max_frames
+        self._stride = 1  # every how many add() calls a frame is kept
+        self._calls = 0
+        self._pending: tuple | None = None  # the latest frame, when it was not kept
         self.model = model
         self.title = title or f"wbc replay: {model.name}"
         self.force_scale = force_scale
         visuals = read_visuals(model.source if urdf is None else urdf, package_dirs)
         self.links: dict[str, LinkVisuals] = {n: v for n, v in visuals.items() if v.visuals and model.has_frame(n)}
+        self._refused = tuple(f"link {v.link!r}: {r}" for v in visuals.values() for r in v.refused)
         q = ca.SX.sym("q", model.nq)
         ws = Workspace(model, q)
         blocks = []
@@ -151,6 +181,11 @@ class Replay:
         """Links drawn with their collision shapes (their visual meshes are not on this machine)."""
         return tuple(n for n, v in self.links.items() if v.substituted)
 
+    @property
+    def refused_meshes(self) -> tuple[str, ...]:
+        """Mesh names left out of the page (outside the robot's package roots), with the reason."""
+        return self._refused
+
     def add(
         self,
         t: float,
@@ -161,8 +196,9 @@ class Replay:
         """Record the state at time ``t`` (s, increasing): configuration ``q`` (nq,), contact forces
         and pushes as ``{name: (point (3,), force (3,))}`` in world axes (m, N)."""
         q = checks.configuration(self.model, q)
-        if not (np.isfinite(t) and (not self.times or t > self.times[-1])):
-            raise InputError(f"replay times must be finite and increasing, got {t!r} after {self.times[-1:]}")
+        last = self._frames()[0][-1:]
+        if not (np.isfinite(t) and (not last or t > last[0])):
+            raise InputError(f"replay times must be finite and increasing, got {t!r} after {last}")
         flat = np.array(self._placements(q), dtype=float).reshape(-1)
         poses = np.tile(np.eye(4), (len(self.links), 1, 1))
         for k in range(len(self.links)):
@@ -175,9 +211,41 @@ class Replay:
                     checks.vector(point, 3, f"{kind} {name!r} point"),
                     checks.vector(force, 3, f"{kind} {name!r} force"),
                 )
-        self.times.append(float(t))
+        self._record(float(t), poses, arrows)
+
+    def _record(self, t: float, poses: np.ndarray, arrows: dict) -> None:
+        """Keep the frame if it falls on the stride; halve what is kept when over ``max_frames``."""
+        keep = self._calls % self._stride == 0
+        self._calls += 1
+        if not keep:
+            self._pending = (t, poses, arrows)
+            return
+        self._pending = None
+        self.times.append(t)
         self._poses.append(poses)
         self._arrows.append(arrows)
+        if len(self.times) > self.max_frames:
+            if self._stride == 1:
+                warnings.warn(
+                    f"replay of {self.model.name}: more than {self.max_frames} frames recorded; keeping every "
+                    "2nd frame from now on, then fewer (max_frames= sets the limit)",
+                    WbcPerformanceWarning,
+                    stacklevel=3,
+                )
+            latest_dropped = len(self.times) % 2 == 0  # the latest frame sits at an odd index
+            if latest_dropped:
+                self._pending = (self.times[-1], self._poses[-1], self._arrows[-1])
+            self.times, self._poses, self._arrows = self.times[::2], self._poses[::2], self._arrows[::2]
+            # the next frame kept is 2 strides after the last one kept (1 stride from the dropped one)
+            self._calls = self._stride + 1 if latest_dropped else 1
+            self._stride *= 2
+
+    def _frames(self) -> tuple[list[float], list[np.ndarray], list[dict]]:
+        """The frames to write: those kept, and the latest one recorded."""
+        if self._pending is None:
+            return self.times, self._poses, self._arrows
+        t, poses, arrows = self._pending
+        return [*self.times, t], [*self._poses, poses], [*self._arrows, arrows]
 
     # ------------------------------------------------------------------------------ writing
     def write(self, path: os.PathLike | str) -> Path:
@@ -185,11 +253,17 @@ class Replay:
         if not self.times:
             raise InputError("nothing recorded: call add() at least once before write()")
         meshcat, umsgpack = _meshcat()
-        commands = self._scene(meshcat) + [self._animation(meshcat)]
-        blobs = [base64.b64encode(umsgpack.packb(c.lower())).decode("ascii") for c in commands]
+        kept = self.times, self._poses, self._arrows
+        self.times, self._poses, self._arrows = self._frames()  # with the latest frame, if not kept
+        try:
+            commands = self._scene(meshcat) + [self._animation(meshcat)]
+            blobs = [base64.b64encode(umsgpack.packb(c.lower())).decode("ascii") for c in commands]
+            page = self._page(meshcat, blobs)
+        finally:
+            self.times, self._poses, self._arrows = kept
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(self._page(meshcat, blobs))
+        path.write_text(page)
         return path
 
     def _visual_objects(self, meshcat, visual: Visual):
@@ -199,12 +273,12 @@ class Replay:
         if visual.shape is Shape.MESH:
             assert visual.mesh is not None
             suffix = visual.mesh.suffix.lower()
+            # read as checked (a regular file of bounded size), not by meshcat's from_file
+            contents = read_user_file(visual.mesh, what="mesh file")
             if suffix == ".stl":
-                geometry = g.StlMeshGeometry.from_file(str(visual.mesh))
-            elif suffix == ".dae":
-                geometry = g.DaeMeshGeometry.from_file(str(visual.mesh))
+                geometry = g.StlMeshGeometry.from_stream(io.BytesIO(contents))
             else:
-                geometry = g.ObjMeshGeometry.from_file(str(visual.mesh))
+                geometry = g.MeshGeometry(contents.decode("utf-8", errors="replace"), suffix[1:])
             T = T @ np.diag([*visual.size, 1.0])
         elif visual.shape is Shape.BOX:
             geometry = g.Box(list(visual.size))
@@ -233,14 +307,14 @@ class Replay:
             c.SetTransform(_translation(target[0], target[1], -0.005), P(("scene", "floor"))),
         ]
         radius = self._arrow_radius()
-        for name, link in self.links.items():
+        for k, (name, link) in enumerate(self.links.items()):
             for j, visual in enumerate(link.visuals):
                 geometry, material, T = self._visual_objects(meshcat, visual)
-                node = P(("scene", "robot", _safe(name), f"v{j}"))
+                node = P(("scene", "robot", _node(k, name), f"v{j}"))
                 out += [c.SetObject(geometry, material, node), c.SetTransform(T, node)]
-        for kind, name in self._arrow_names():
+        for k, (kind, name) in enumerate(self._arrow_names()):
             color = _CONTACT_COLOR if kind == "contact" else _PUSH_COLOR
-            base = ("scene", "arrows", kind, _safe(name), "length")
+            base = ("scene", "arrows", kind, _node(k, name), "length")
             # drawn over the robot (transparent objects render last; no depth test): forces act inside feet
             material = g.MeshPhongMaterial(color=color, transparent=True, opacity=0.9, depthTest=False)
             out += [
@@ -273,11 +347,10 @@ class Replay:
         for k, (poses, arrows) in enumerate(zip(self._poses, self._arrows)):
             # key frames at the recorded times (frames of 1/fps s from the first recorded time)
             frame = (self.times[k] - self.times[0]) * fps
-            for pose, name in zip(poses, self.links):
-                anim_mod.AnimationFrameVisualizer(animation, P(("scene", "robot", _safe(name))), frame).set_transform(
-                    pose
-                )
-            for kind, name in names:
+            for j, (pose, name) in enumerate(zip(poses, self.links)):
+                node = ("scene", "robot", _node(j, name))
+                anim_mod.AnimationFrameVisualizer(animation, P(node), frame).set_transform(pose)
+            for j, (kind, name) in enumerate(names):
                 point, force = arrows.get((kind, name), (np.zeros(3), np.zeros(3)))
                 length = float(np.linalg.norm(force)) * scale
                 T = np.eye(4)
@@ -287,7 +360,7 @@ class Replay:
                     T[:3, 3] = point if kind == "contact" else point - force / np.linalg.norm(force) * length
                 else:
                     T[:3, 3] = point
-                node = ("scene", "arrows", kind, _safe(name))
+                node = ("scene", "arrows", kind, _node(j, name))
                 anim_mod.AnimationFrameVisualizer(animation, P(node), frame).set_transform(T)
                 width = 1.0 if length > 1e-9 else _TINY  # an absent arrow shrinks to nothing
                 anim_mod.AnimationFrameVisualizer(animation, P(node + ("length",)), frame).set_property(
@@ -315,6 +388,8 @@ class Replay:
         note = ""
         if self.substituted_links:
             note = f"<br>drawn with collision shapes (mesh not found): {html.escape(', '.join(self.substituted_links))}"
+        if self.refused_meshes:
+            note += f"<br>mesh files left out (outside the robot's package): {len(self.refused_meshes)}"
         data = json.dumps(blobs)
         return _TEMPLATE.format(
             title=html.escape(self.title),

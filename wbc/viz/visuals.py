@@ -1,13 +1,21 @@
 """What a robot looks like: the ``<visual>`` (and, where those are missing, ``<collision>``) shapes of
 its URDF links, with mesh files resolved on this machine.
 
-A mesh is named ``package://NAME/rest`` (ROS), ``file://...``, or a path relative to the URDF. A
-package is looked up, in order, in the directories given by the caller, among the URDF file's
-ancestors (a directory called ``NAME``), and under the Python environment's ``share`` directories
-and site-packages (where example-robot-data, icub-models and jvrc-description install). A link
-whose visual mesh cannot be found is drawn with its collision shapes instead (primitives, or
-collision meshes that resolve); :attr:`LinkVisuals.substituted` records which, so a replay can say
-so. Links without any visual stay invisible, as their authors meant.
+A mesh is named ``package://NAME/rest`` (ROS) or a path relative to the URDF. A package is looked
+up, in order, among the URDF file's ancestors (a directory called ``NAME``), in the directories
+given by the caller, and under the Python environment's ``share`` directories and site-packages
+(where example-robot-data, icub-models and jvrc-description install). A link whose visual mesh
+cannot be found is drawn with its collision shapes instead (primitives, or collision meshes that
+resolve); :attr:`LinkVisuals.substituted` records which, so a replay can say so. Links without any
+visual stay invisible, as their authors meant.
+
+Replays are shared, and embed the mesh files they draw, so a mesh is used only from inside the
+robot's **package roots**: the package directory ``package://NAME/`` resolved to, or the URDF's
+own directory for a relative path. Refused, and named in a :class:`~wbc.errors.WbcSecurityWarning`
+(:attr:`LinkVisuals.refused`): absolute paths, ``file://`` URLs, paths with ``..``, a path in a
+URDF given as text (no directory to be relative to), files that resolve (symbolic links followed)
+outside their root, files that are not regular files or are larger than
+:data:`~wbc.model.files.MAX_FILE_BYTES`. See ``docs/security.md``.
 """
 
 from __future__ import annotations
@@ -16,17 +24,20 @@ import dataclasses
 import enum
 import math
 import os
+import stat
 import sys
 import sysconfig
+import warnings
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import ModelError, WbcSecurityWarning
+from ..model.files import MAX_FILE_BYTES, read_user_file, xml_text
 
-__all__ = ["Shape", "Visual", "LinkVisuals", "read_visuals", "resolve_mesh"]
+__all__ = ["Shape", "Visual", "LinkVisuals", "MeshLookup", "read_visuals", "resolve_mesh", "locate_mesh"]
 
 
 class Shape(enum.Enum):
@@ -59,11 +70,23 @@ class Visual:
 
 @dataclasses.dataclass(frozen=True)
 class LinkVisuals:
-    """The shapes drawn for one link; ``substituted`` when they are its collision shapes."""
+    """The shapes drawn for one link; ``substituted`` when they are its collision shapes;
+    ``refused``: its mesh names left out because they lead outside the robot's package roots
+    (each with the reason)."""
 
     link: str
     visuals: tuple[Visual, ...]
     substituted: bool = False
+    refused: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class MeshLookup:
+    """Where a URDF mesh name leads: ``path`` (a regular file inside its root), or None; ``refused``
+    says why a name that leads outside the robot's package roots was not used."""
+
+    path: Path | None
+    refused: str | None = None
 
 
 def _rpy(r: float, p: float, y: float) -> np.ndarray:
@@ -102,28 +125,61 @@ def _search_roots(package_dirs: Sequence[os.PathLike | str]) -> list[Path]:
 
 
 def resolve_mesh(filename: str, urdf: Path | None, package_dirs: Sequence[os.PathLike | str] = ()) -> Path | None:
-    """The file a URDF mesh name refers to on this machine, or None when it cannot be found."""
+    """The file a URDF mesh name refers to on this machine, inside the robot's package roots, or
+    None when it cannot be found or is refused (:func:`locate_mesh` says why)."""
+    return locate_mesh(filename, urdf, package_dirs).path
+
+
+def _confined(candidate: Path, root: Path) -> MeshLookup | None:
+    """``candidate`` if it is a regular file resolving inside ``root`` (None: no such file)."""
+    if not os.path.lexists(candidate):
+        return None
+    real, real_root = Path(os.path.realpath(candidate)), Path(os.path.realpath(root))
+    if not real.is_relative_to(real_root):
+        return MeshLookup(None, f"it resolves to {real}, outside its root {real_root}")
+    try:
+        st = os.stat(real)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return MeshLookup(None, "not a regular file")
+    if st.st_size > MAX_FILE_BYTES:
+        return MeshLookup(None, f"{st.st_size} bytes, more than {MAX_FILE_BYTES}")
+    return MeshLookup(real)
+
+
+def locate_mesh(filename: str, urdf: Path | None, package_dirs: Sequence[os.PathLike | str] = ()) -> MeshLookup:
+    """Where the URDF mesh name ``filename`` leads on this machine (see the module docstring):
+    a file inside the robot's package roots, nothing, or a refusal saying why."""
+    if filename.startswith("file://"):
+        return MeshLookup(None, "a file:// URL (outside the robot's package roots)")
     if filename.startswith("package://"):
         package, _, rest = filename[len("package://") :].partition("/")
-        if urdf is not None:
-            for parent in urdf.resolve().parents:
-                if parent.name == package and (parent / rest).is_file():
-                    return parent / rest
-        for root in _search_roots(package_dirs):
-            if (root / package / rest).is_file():
-                return root / package / rest
-        return None
-    if filename.startswith("file://"):
-        path = Path(filename[len("file://") :])
-    else:
-        path = Path(filename)
-        if not path.is_absolute() and urdf is not None:
-            path = urdf.parent / path
-    return path if path.is_file() else None
+        parts = Path(rest).parts
+        if not package or package in (".", "..") or "/" in package or ".." in parts or Path(rest).is_absolute():
+            return MeshLookup(None, "a package path with '..' or an absolute part")
+        candidates = [p for p in urdf.resolve().parents if p.name == package] if urdf is not None else []
+        candidates += [root / package for root in _search_roots(package_dirs)]
+        for package_dir in candidates:
+            found = _confined(package_dir / rest, package_dir)
+            if found is not None:
+                return found
+        return MeshLookup(None)
+    path = Path(filename)
+    if path.is_absolute():
+        return MeshLookup(None, "an absolute path (outside the robot's package roots)")
+    if ".." in path.parts:
+        return MeshLookup(None, "a path with '..' (outside the robot's package roots)")
+    if urdf is None:
+        return MeshLookup(None, "a relative path in a URDF given as text (no directory it is relative to)")
+    return _confined(urdf.parent / path, urdf.parent) or MeshLookup(None)
 
 
-def _shapes(link: ET.Element, tag: str, urdf: Path | None, package_dirs, colors: dict) -> tuple[list[Visual], bool]:
-    """The ``tag`` (visual / collision) shapes of a link; the flag says a mesh could not be found."""
+def _shapes(
+    link: ET.Element, tag: str, urdf: Path | None, package_dirs, colors: dict, refused: list[str]
+) -> tuple[list[Visual], bool]:
+    """The ``tag`` (visual / collision) shapes of a link; the flag says a mesh could not be found
+    (refused mesh names are appended to ``refused`` with their reason)."""
     out, missing = [], False
     for elem in link.findall(tag):
         geometry = elem.find("geometry")
@@ -139,7 +195,10 @@ def _shapes(link: ET.Element, tag: str, urdf: Path | None, package_dirs, colors:
                 color = tuple(float(x) for x in _numbers(rgba, 4, (0.7, 0.7, 0.7, 1.0)))
         T = _origin(elem)
         if g.tag == "mesh":
-            mesh = resolve_mesh(g.get("filename", ""), urdf, package_dirs)
+            lookup = locate_mesh(g.get("filename", ""), urdf, package_dirs)
+            mesh = lookup.path
+            if lookup.refused is not None:
+                refused.append(f"{g.get('filename', '')!r} ({lookup.refused})")
             if mesh is None or mesh.suffix.lower() not in (".stl", ".dae", ".obj"):
                 missing = True
                 continue
@@ -160,6 +219,9 @@ def _shapes(link: ET.Element, tag: str, urdf: Path | None, package_dirs, colors:
 def read_visuals(urdf: os.PathLike | str, package_dirs: Sequence[os.PathLike | str] = ()) -> dict[str, LinkVisuals]:
     """The shapes to draw for every link of ``urdf`` (a path, or the XML text), by link name.
 
+    Mesh names leading outside the robot's package roots are left out (see the module docstring)
+    with one :class:`~wbc.errors.WbcSecurityWarning` naming them.
+
     Raises:
         ModelError: the file cannot be read or parsed.
     """
@@ -168,10 +230,7 @@ def read_visuals(urdf: os.PathLike | str, package_dirs: Sequence[os.PathLike | s
         text, path = urdf, None
     else:
         path = Path(urdf)
-        try:
-            text = path.read_text()
-        except (OSError, UnicodeDecodeError) as e:
-            raise ModelError(f"{path}: cannot read URDF file: {e}") from None
+        text = xml_text(read_user_file(path, what="URDF file"), str(path))
     try:
         root = ET.fromstring(text)
     except ET.ParseError as e:
@@ -184,11 +243,20 @@ def read_visuals(urdf: os.PathLike | str, package_dirs: Sequence[os.PathLike | s
     out = {}
     for link in root.findall("link"):
         name = link.get("name", "")
-        shapes, missing = _shapes(link, "visual", path, package_dirs, colors)
+        refused: list[str] = []
+        shapes, missing = _shapes(link, "visual", path, package_dirs, colors, refused)
         substituted = False
         if missing:  # a visual mesh that is not on this machine: draw the collision shapes instead
-            collision, _ = _shapes(link, "collision", path, package_dirs, colors)
+            collision, _ = _shapes(link, "collision", path, package_dirs, colors, refused)
             if collision:
                 shapes, substituted = collision, True
-        out[name] = LinkVisuals(name, tuple(shapes), substituted)
+        out[name] = LinkVisuals(name, tuple(shapes), substituted, tuple(dict.fromkeys(refused)))
+    left_out = [f"link {v.link!r}: {r}" for v in out.values() for r in v.refused]
+    if left_out:
+        warnings.warn(
+            f"{path or '<string>'}: mesh files left out (they lead outside the robot's package roots; "
+            f"drawn with collision shapes where those resolve): {'; '.join(left_out)}",
+            WbcSecurityWarning,
+            stacklevel=2,
+        )
     return out
