@@ -36,7 +36,6 @@ from pathlib import Path
 
 import casadi as ca
 import numpy as np
-from humanoid_balance import DEFAULTS, Push, Scenario
 
 import wbc
 from wbc import tasks
@@ -48,6 +47,7 @@ from wbc.robots import transmissions
 from wbc.spatial.lie import log3
 
 try:
+    from wbc.sim.balance import SCENARIO_DEFAULTS, Push, Scenario
     from wbc.sim.mujoco import MujocoSim
 except ImportError as exc:  # pragma: no cover - needs the 'sim' extra
     raise SystemExit(f"{exc}\nthe transmission demo needs MuJoCo: pip install 'wbc[sim]'") from None
@@ -482,7 +482,7 @@ def plot_fig14(f14: dict, path: Path) -> Path:
 
 def scenario(duration: float) -> Scenario:
     """``humanoid_balance.py``'s G1 scenario: sway 2 cm, 40 N lateral then forward pushes (0.1 s)."""
-    d = DEFAULTS["g1"]
+    d = SCENARIO_DEFAULTS["g1"]
     pushes = (
         Push("lateral", (0.0, 1.0, 0.0), d["push"], 0.1, 5.5),
         Push("forward", (1.0, 0.0, 0.0), d["push"], 0.1, 7.0),

@@ -12,6 +12,8 @@ import pytest
 
 pytest.importorskip("mujoco")
 
+from wbc.sim import balance
+
 DEMOS = Path(__file__).resolve().parents[1] / "demos"
 
 
@@ -25,15 +27,15 @@ def load_demo(name: str):
 
 
 arm_task_space = load_demo("arm_task_space")
-humanoid_balance = load_demo("humanoid_balance")
 
 
 def test_short_balance_run_with_a_push_stays_up():
     """Talos in MuJoCo, a few hundred 1 ms steps with a lateral push: up, feet in place, finite."""
-    push = humanoid_balance.Push("lateral", (0.0, 1.0, 0.0), 60.0, 0.05, 0.1)
-    sc = humanoid_balance.Scenario(duration=0.4, sway_start=0.0, sway_end=0.0, pushes=(push,))
-    run = humanoid_balance.Balance("talos", sc).run(progress=False)
-    summary = humanoid_balance.summarize("talos", run, sc)
+    push = balance.Push("lateral", (0.0, 1.0, 0.0), 60.0, 0.05, 0.1)
+    sc = balance.Scenario(duration=0.4, sway_start=0.0, sway_end=0.0, pushes=(push,))
+    bal = balance.Balance("talos", sc)
+    run = bal.run(progress=False)
+    summary = bal.summarize(run)
     assert not summary["fell"]
     assert summary["min_pelvis_height_ratio"] > 0.9
     assert summary["max_foot_slip_m"] < 0.01
@@ -44,7 +46,7 @@ def test_short_balance_run_with_a_push_stays_up():
 
 def test_sway_reference_is_smooth():
     """The CoM sway's velocity and acceleration are the derivatives of its position (no jumps)."""
-    sc = humanoid_balance.Scenario()
+    sc = balance.Scenario()
     ts = np.arange(sc.sway_start - 0.1, sc.sway_end + 0.1, 1e-4)
     pos = np.array([sc.com_offset(t)[0][1] for t in ts])
     vel = np.array([sc.com_offset(t)[1][1] for t in ts])
