@@ -4,12 +4,13 @@
 standard standing and walking tasks. The catalog (:mod:`wbc.robots`) and the tasks (:mod:`wbc.tasks`)
 sit above ``wbc`` in the layering (docs/architecture.md), so the scenarios reach them only through
 this module, which imports them when first asked: :func:`legged_robot` (a name, or any object
-shaped like :class:`LeggedRobot`, checked for feet) and :func:`tasks` (the task module).
+shaped like :class:`LeggedRobot`, checked for feet), :func:`robots` and :func:`tasks` (the modules).
 """
 
 from __future__ import annotations
 
 import enum
+import importlib
 import types
 from pathlib import Path
 from typing import Protocol
@@ -19,7 +20,7 @@ import numpy as np
 from ..errors import ModelError
 from ..model.model import Model
 
-__all__ = ["FootKind", "LeggedRobot", "Rectangle", "foot_kind", "legged_robot", "tasks"]
+__all__ = ["FootKind", "LeggedRobot", "Rectangle", "foot_kind", "legged_robot", "robots", "tasks"]
 
 
 class Rectangle(Protocol):
@@ -76,9 +77,7 @@ def legged_robot(robot: str | LeggedRobot, purpose: str = "balance") -> LeggedRo
             sole rectangle or a foot radius; the message names the robot and what is missing.
     """
     if isinstance(robot, str):
-        from wbc import robots  # the documented entry point: the catalog, on first use
-
-        spec: LeggedRobot = robots.load(robot)
+        spec: LeggedRobot = robots().load(robot)
     else:
         spec = robot
     name = getattr(spec, "name", repr(spec))
@@ -96,8 +95,11 @@ def legged_robot(robot: str | LeggedRobot, purpose: str = "balance") -> LeggedRo
     return spec
 
 
+def robots() -> types.ModuleType:
+    """The robot catalog (:mod:`wbc.robots`), imported on first use."""
+    return importlib.import_module("wbc.robots")
+
+
 def tasks() -> types.ModuleType:
     """The task library (:mod:`wbc.tasks`), imported on first use."""
-    from wbc import tasks as module
-
-    return module
+    return importlib.import_module("wbc.tasks")
