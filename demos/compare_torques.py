@@ -16,15 +16,15 @@ import time
 from pathlib import Path
 
 import numpy as np
-from humanoid_balance import DEFAULTS, Balance, Push, Scenario
 
 import wbc
+from wbc.sim.balance import SCENARIO_DEFAULTS, Balance, Push, Scenario
 
 REFERENCE = ("iim", wbc.Solver.DAQP.value)
 
 
 def scenario(robot: str, duration: float) -> Scenario:
-    d = DEFAULTS[robot]
+    d = SCENARIO_DEFAULTS[robot]
     return Scenario(
         duration=duration,
         sway_start=0.5,
@@ -38,21 +38,12 @@ def record(robot: str, sc: Scenario) -> tuple[list, list]:
     """Closed-loop reference run: the states fed to the controller and its torques."""
     balance = Balance(robot, sc, solver=REFERENCE[1], input_matrix=REFERENCE[0])
     states, taus = [], []
-    sim, ctrl = balance.sim, balance.controller
-    pushes = list(sc.pushes)
-    for i in range(int(round(sc.duration / 1e-3))):
-        t = i * 1e-3
-        q, v = sim.get_state()
-        offset, vel, acc = sc.com_offset(t)
-        balance.com.set_target(balance.com0 + offset, vel, acc)
-        cmd = ctrl.step(q, v)
+
+    def keep(i, t, q, v, cmd) -> None:
         states.append((t, q.copy(), v.copy()))
         taus.append(cmd.tau.copy())
-        sim.set_torques(cmd.tau)
-        while pushes and pushes[0].time_s <= t:
-            p = pushes.pop(0)
-            sim.apply_push(balance.base, p.force_N * np.asarray(p.direction, float), p.duration_s)
-        sim.step()
+
+    balance.run(progress=False, on_step=keep)
     return states, taus
 
 
@@ -72,7 +63,7 @@ def replay(robot: str, sc: Scenario, states: list, method: str, solver: str) -> 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--robot", default="talos", choices=sorted(DEFAULTS))
+    parser.add_argument("--robot", default="talos", choices=("g1", "talos"))
     parser.add_argument("--duration", type=float, default=3.0, help="simulated time, s")
     parser.add_argument(
         "--solvers", default=",".join(s.value for s in wbc.Solver), help="comma-separated QP solvers to compare"

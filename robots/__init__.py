@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from . import synthetic
+from . import synthetic, transmissions
 from .catalog import RobotSpec, Sole, load, names, robots_dir
 
-__all__ = ["RobotSpec", "Sole", "load", "names", "robots_dir", "synthetic"]
+__all__ = ["RobotSpec", "Sole", "load", "names", "robots_dir", "synthetic", "transmissions"]

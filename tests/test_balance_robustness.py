@@ -13,10 +13,6 @@ friction model, and foot slip in the balance demo's own scene.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -26,17 +22,7 @@ from wbc import tasks
 
 mujoco_bridge = pytest.importorskip("wbc.sim.mujoco")
 
-DEMOS = Path(__file__).resolve().parents[1] / "demos"
-
-
-def _demo():
-    name = "humanoid_balance"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, DEMOS / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # dataclasses look their module up there
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+from wbc.sim import balance  # noqa: E402
 
 
 def _talos(kp: float = 100.0):
@@ -187,16 +173,16 @@ def test_a_cone_with_mujocos_own_friction_slides_on_pyramidal_cones_but_not_on_e
 def test_a_mid_size_push_slips_less_than_a_centimetre():
     """Talos, the demo's push scenario (lateral, 0.1 s, on the pelvis): 300 N, where the controller
     without contact feedback slipped 1.5 cm (and TSID 1.2 cm), moves the feet by less than 1 cm."""
-    row = _demo().push_trial("talos", 300.0)
-    assert row["up"] and row["pelvis_ratio"] > 0.95
-    assert row["slip_m"] < 0.01, row
-    assert row["non_optimal_steps"] == 0
+    out = balance.push_trial("talos", balance.PushTrial(300.0))
+    assert out.up and out.base_ratio > 0.95
+    assert out.survived and out.slip_m < 0.01, out
+    assert out.non_optimal_steps == 0
 
 
 @pytest.mark.slow
 def test_push_scan_rows_and_first_failure_and_fall():
     """The push scan reports, per force, up/slip/pelvis and the first failure and fall (G1, coarse grid)."""
-    out = _demo().push_scan("g1", [0.0, 100.0, 400.0])
+    out = balance.push_scan("g1", [0.0, 100.0, 400.0])
     assert [r["force_N"] for r in out["rows"]] == [0.0, 100.0, 400.0]
     assert out["rows"][0]["survived"] and out["rows"][0]["slip_m"] < 1e-3
     assert out["first_fall_N"] == 400.0 and out["first_failure_N"] <= 400.0
@@ -205,7 +191,7 @@ def test_push_scan_rows_and_first_failure_and_fall():
 @pytest.mark.slow
 def test_a_short_soak_does_not_fall():
     """Random pushes (50-300 N every 0.5-1 s) for 20 s on Talos: no fall, no NaN, no exception."""
-    out = _demo().soak("talos", _demo().SoakSettings(seconds=20.0, seed=1), progress=False)
+    out = balance.soak("talos", balance.SoakSettings(seconds=20.0, seed=1), progress=False)
     assert out["pushes"] >= 20
     assert out["n_falls"] == 0 and out["nan_steps"] == 0 and not out["exceptions"], out
     assert out["foot_drift_max_m"] < 0.02, out

@@ -1,15 +1,12 @@
-"""The limits demo (Talos in MuJoCo, joint ranges disabled): short runs with and without the new
-pieces, and random infeasible posture targets on the standing robot.
+"""The limits scenario (wbc.sim.limit_scenario, the library of demos/limits.py; Talos in MuJoCo, joint
+ranges disabled): short runs with and without the new pieces, and random infeasible posture targets
+on the standing robot.
 
 Oracles: MuJoCo integrates the robot and measures the distances (``mj_geomDistance`` on the same
 capsules); Pinocchio's RNEA checks the equations of motion (with the contact forces) of the steps.
 """
 
 from __future__ import annotations
-
-import importlib.util
-import sys
-from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
@@ -19,11 +16,7 @@ from tests.helpers import robot_case
 
 pytest.importorskip("mujoco")
 
-_DEMO = Path(__file__).resolve().parents[1] / "demos" / "limits.py"
-_spec = importlib.util.spec_from_file_location("limits_demo", _DEMO)
-limits_demo = importlib.util.module_from_spec(_spec)
-sys.modules["limits_demo"] = limits_demo  # dataclasses look their module up there
-_spec.loader.exec_module(limits_demo)
+limits_demo = pytest.importorskip("wbc.sim.limit_scenario")
 
 
 def _eom_checker(case, every: int = 25):

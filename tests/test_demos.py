@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -10,30 +9,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import wbc
+
 pytest.importorskip("mujoco")
+
+from wbc import robots
+from wbc.sim import arm, balance
 
 DEMOS = Path(__file__).resolve().parents[1] / "demos"
 
 
-def load_demo(name: str):
-    """A demo script loaded as a module (demos are scripts, not an installed package)."""
-    spec = importlib.util.spec_from_file_location(name, DEMOS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-arm_task_space = load_demo("arm_task_space")
-humanoid_balance = load_demo("humanoid_balance")
-
-
 def test_short_balance_run_with_a_push_stays_up():
     """Talos in MuJoCo, a few hundred 1 ms steps with a lateral push: up, feet in place, finite."""
-    push = humanoid_balance.Push("lateral", (0.0, 1.0, 0.0), 60.0, 0.05, 0.1)
-    sc = humanoid_balance.Scenario(duration=0.4, sway_start=0.0, sway_end=0.0, pushes=(push,))
-    run = humanoid_balance.Balance("talos", sc).run(progress=False)
-    summary = humanoid_balance.summarize("talos", run, sc)
+    push = balance.Push("lateral", (0.0, 1.0, 0.0), 60.0, 0.05, 0.1)
+    sc = balance.Scenario(duration=0.4, sway_start=0.0, sway_end=0.0, pushes=(push,))
+    bal = balance.Balance("talos", sc)
+    run = bal.run(progress=False)
+    summary = bal.summarize(run)
     assert not summary["fell"]
     assert summary["min_pelvis_height_ratio"] > 0.9
     assert summary["max_foot_slip_m"] < 0.01
@@ -44,7 +36,7 @@ def test_short_balance_run_with_a_push_stays_up():
 
 def test_sway_reference_is_smooth():
     """The CoM sway's velocity and acceleration are the derivatives of its position (no jumps)."""
-    sc = humanoid_balance.Scenario()
+    sc = balance.Scenario()
     ts = np.arange(sc.sway_start - 0.1, sc.sway_end + 0.1, 1e-4)
     pos = np.array([sc.com_offset(t)[0][1] for t in ts])
     vel = np.array([sc.com_offset(t)[1][1] for t in ts])
@@ -55,13 +47,13 @@ def test_sway_reference_is_smooth():
 
 def test_arm_short_run_tracks_the_circle():
     """Both arm controllers keep the end effector within a millimetre of the moving reference."""
-    spec = arm_task_space.robots.load("panda")
+    spec = robots.load("panda")
     model, q0 = spec.model, spec.q0
-    T0 = arm_task_space.wbc.frame_placement(model, q0, arm_task_space.EE)
-    circle = arm_task_space.Circle(T0[0:3, 3], T0[0:3, 0:3])
-    for controller in (arm_task_space.QP(model, q0), arm_task_space.OSC(model, q0)):
-        run = arm_task_space.simulate(controller, model, q0, circle, 0.6)
-        assert arm_task_space.rms(run["err_p"]) < 1e-3
+    T0 = wbc.frame_placement(model, q0, arm.EE)
+    circle = arm.Circle(T0[0:3, 3], T0[0:3, 0:3])
+    for controller in (arm.QP(model, q0), arm.OSC(model, q0)):
+        run = arm.simulate(controller, model, q0, circle, 0.6)
+        assert arm.rms(run["err_p"]) < 1e-3
         assert run["err_r"].max() < 1e-3
 
 

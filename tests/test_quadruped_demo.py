@@ -12,35 +12,26 @@ import pytest
 
 pytest.importorskip("mujoco")
 
-from tests.test_demos import DEMOS, load_demo
-
-quadruped = load_demo("quadruped_balance")
+from tests.test_demos import DEMOS
+from wbc.sim import balance
 
 
 @pytest.mark.parametrize("robot", ["solo12", pytest.param("go2", marks=pytest.mark.slow)])
 def test_short_run_with_a_push_stays_up(robot):
     """Half a second with a lateral push on the base: up, feet in place, every step OPTIMAL, the
     commanded forces inside the friction cones and carrying the weight on average."""
-    d = quadruped.DEFAULTS[robot]
-    push = quadruped.Push("lateral", (0.0, 1.0, 0.0), d["push"], 0.1, 0.2)
-    sc = quadruped.Scenario(duration=0.5, sway_start=0.0, sway_end=0.0, pushes=(push,))
-    balance = quadruped.Balance(robot, sc)
-    run = balance.run(progress=False)
-    s = quadruped.summarize(robot, run, sc)
+    d = balance.SCENARIO_DEFAULTS[robot]
+    push = balance.Push("lateral", (0.0, 1.0, 0.0), d["push"], 0.1, 0.2)
+    sc = balance.Scenario(duration=0.5, sway_start=0.0, sway_end=0.0, pushes=(push,))
+    bal = balance.Balance(robot, sc)
+    run = bal.run(progress=False)
+    s = bal.summarize(run)
     assert not s["fell"] and s["min_base_height_ratio"] > 0.95
     assert s["max_foot_slip_m"] < 0.005
     assert s["non_optimal_steps"] == 0 and s["steps"] == 500
     assert s["min_normal_force_N"] > 0 and s["max_friction_use"] <= 1.0 + 1e-6
-    weight = balance.model.total_mass * 9.81
+    weight = bal.model.total_mass * 9.81
     assert np.mean(run["force"][:, :, 2].sum(axis=1)) == pytest.approx(weight, rel=0.05)
-
-
-def test_sway_reference_is_smooth():
-    sc = quadruped.Scenario()
-    ts = np.arange(sc.sway_start - 0.1, sc.sway_end + 0.1, 1e-4)
-    pos, vel, acc = (np.array([sc.com_offset(t)[k][1] for t in ts]) for k in range(3))
-    assert np.abs(np.gradient(pos, ts) - vel)[2:-2].max() < 1e-6
-    assert np.abs(np.gradient(vel, ts) - acc)[2:-2].max() < 1e-3
 
 
 def test_command_line_writes_summary_plots_and_replay(tmp_path):

@@ -1,9 +1,9 @@
-"""demos/transmissions.py: the G1-like humanoid with rod-driven ankles and geared rotors, controlled
-with its exact cluster model in MuJoCo; the motor-effort conversion of the approximations."""
+"""wbc.sim.transmission_balance (demos/transmissions.py): the G1-like humanoid with rod-driven ankles
+and geared rotors, controlled with its exact cluster model in MuJoCo; the motor-effort conversion of
+the approximations."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -13,21 +13,9 @@ import pytest
 
 pytest.importorskip("mujoco")
 
+demo = pytest.importorskip("wbc.sim.transmission_balance")
+balance = pytest.importorskip("wbc.sim.balance")
 DEMOS = Path(__file__).resolve().parents[1] / "demos"
-
-
-def _load(name: str):
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, DEMOS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-_load("humanoid_balance")  # the demo imports its scenario
-demo = _load("transmissions")
 
 
 def test_motor_efforts_realize_the_tree_torques():
@@ -48,8 +36,8 @@ def test_motor_efforts_realize_the_tree_torques():
 def test_short_run_with_a_push_stays_up_with_the_exact_model():
     """0.6 s at 1 kHz with G1's 40 N lateral push: up, feet in place, loops closed to < 1e-5 m."""
     plant = demo.Plant()
-    push = demo.Push("lateral", (0.0, 1.0, 0.0), 40.0, 0.1, 0.2)
-    sc = demo.Scenario(duration=0.6, sway_start=0.0, sway_end=0.0, pushes=(push,))
+    push = balance.Push("lateral", (0.0, 1.0, 0.0), 40.0, 0.1, 0.2)
+    sc = balance.Scenario(duration=0.6, sway_start=0.0, sway_end=0.0, pushes=(push,))
     run = demo.run("exact", plant, sc)
     s = demo.summarize("exact", run, None)
     assert not s["fell"] and s["steps"] == 600

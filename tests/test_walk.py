@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import numpy as np
@@ -19,12 +21,13 @@ import pytest
 
 import wbc
 from tests.helpers import robot_case
-from tests.test_demos import load_demo
+from tests.test_demos import DEMOS
 from wbc import locomotion as loco
 
 pytest.importorskip("mujoco")
 
 walk = pytest.importorskip("wbc.sim.walking")
+balance = pytest.importorskip("wbc.sim.balance")
 
 
 class StepChecks:
@@ -184,18 +187,21 @@ def test_a_push_that_topples_the_standing_robot_is_recovered_by_stepping():
 @pytest.mark.slow
 def test_balance_push_sweep_with_stepping_runs_the_walking_controller():
     """``humanoid_balance.py --push-sweep --stepping``: one bisection step at 300 N forward survives."""
-    humanoid_balance = load_demo("humanoid_balance")
-    force = humanoid_balance.push_sweep("talos", 0.0, 600.0, iterations=1, stepping=True, direction="forward")
+    force = balance.push_sweep("talos", 0.0, 600.0, iterations=1, stepping=True, direction_deg=0.0)
     assert force == 300.0
 
 
 @pytest.mark.slow
 def test_command_line_writes_the_summary_and_plots(tmp_path):
     """``demos/walk.py --steps 1 --out DIR``: summary.json with the issue's fields, five PNGs, the log."""
-    code = load_demo("walk").main(
-        ["--robot", "talos", "--command", "0.1", "0", "0", "--steps", "1", "--out", str(tmp_path), "--quiet"]
+    done = subprocess.run(
+        [sys.executable, str(DEMOS / "walk.py"), "--robot", "talos", "--command", "0.1", "0", "0", "--steps", "1"]
+        + ["--out", str(tmp_path), "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
-    assert code == 0
+    assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads((tmp_path / "summary.json").read_text())
     for key in ("distance_m", "average_speed_m_s", "fell", "max_foot_slip_m", "failed_steps", "turn_deg"):
         assert key in summary
@@ -203,3 +209,18 @@ def test_command_line_writes_the_summary_and_plots(tmp_path):
     for name in ("tracking", "top", "forces", "torques", "step_time"):
         assert (tmp_path / f"{name}.png").stat().st_size > 10_000
     assert (tmp_path / "log.npz").exists()
+
+
+@pytest.mark.parametrize(
+    ("robot", "message"),
+    [
+        ("panda", r"robot 'panda' cannot walk: it has a fixed base"),
+        ("go2", r"robot 'go2' cannot walk: the walking controller needs soles, not point feet"),
+        ("romeo", r"robot 'romeo' cannot walk: no gait settings \(wbc.sim.walking.GAITS has talos, g1\)"),
+    ],
+)
+def test_robots_that_cannot_walk_raise_clear_errors(robot, message):
+    """A robot without a floating base, soles or gait settings: a ModelError naming it and what is
+    missing (was a raw KeyError)."""
+    with pytest.raises(wbc.ModelError, match=message):
+        walk.Walker(robot)

@@ -35,9 +35,9 @@ import numpy as np
 from tqdm import tqdm
 
 import wbc
-import wbc.robots as robots
-import wbc.tasks as tasks
 from wbc import locomotion as loco
+from wbc.sim import catalog
+from wbc.sim.catalog import LeggedRobot
 from wbc.sim.mujoco import MujocoSim
 
 __all__ = [
@@ -112,6 +112,20 @@ DCM_TOLERANCE = 0.06
 RISE_LOAD = 1.2
 
 
+def gait_of(robot: LeggedRobot) -> RobotGait:
+    """The gait settings of ``robot`` (:data:`GAITS`).
+
+    Raises:
+        ModelError: no settings for it, naming the robot and the robots that have them.
+    """
+    try:
+        return GAITS[robot.name]
+    except KeyError:
+        raise wbc.ModelError(
+            f"robot {robot.name!r} cannot walk: no gait settings (wbc.sim.walking.GAITS has {', '.join(GAITS)})"
+        ) from None
+
+
 class FootPhase(enum.Enum):
     """What the controller does with a foot."""
 
@@ -124,7 +138,8 @@ class Walker:
     """The simulator, the controller, the gait and the per-step bookkeeping of one run.
 
     Args:
-        robot: ``"talos"`` or ``"g1"``.
+        robot: a catalog name (``"talos"``, ``"g1"``) or a :class:`~wbc.sim.catalog.LeggedRobot` on
+            soles with :data:`GAITS` settings under its name.
         k_dcm: DCM error decay rate of the stabilizer, 1/s.
         swing_kp: stiffness of the swing-foot frame tasks, 1/s² (default the robot's :class:`RobotGait`).
         adjust: re-solve the next step's location and timing online from the measured DCM.
@@ -136,7 +151,7 @@ class Walker:
 
     def __init__(
         self,
-        robot: str,
+        robot: str | LeggedRobot,
         k_dcm: float = 2.0,
         swing_kp: float | None = None,
         adjust: bool = False,
@@ -147,11 +162,13 @@ class Walker:
         dcm_tolerance: float = DCM_TOLERANCE,
         clip_zmp: bool = True,
     ) -> None:
-        self.robot = robot
-        self.spec = robots.load(robot)
-        spec, model = self.spec, self.spec.model
-        self.model = model
-        gait = GAITS[robot]
+        self.spec = spec = catalog.legged_robot(robot, "walk")
+        self.robot = spec.name
+        self.model = model = spec.model
+        if spec.sole is None:
+            raise wbc.ModelError(f"robot {spec.name!r} cannot walk: the walking controller needs soles, not point feet")
+        gait = gait_of(spec)
+        tasks = catalog.tasks()
         self.sim = MujocoSim(model, [(f, spec.sole.length, spec.sole.width) for f in spec.feet])
         self.sim.reset(spec.q0)
         self.frame = {loco.Foot.LEFT: spec.feet[0], loco.Foot.RIGHT: spec.feet[1]}
@@ -492,7 +509,12 @@ STANDING_K_DCM = 15.0
 
 
 def stand_and_push(
-    robot: str, force, push_time: float = 1.0, duration: float = 3.0, push_length: float = 0.1, recover: bool = True
+    robot: str | LeggedRobot,
+    force,
+    push_time: float = 1.0,
+    duration: float = 3.0,
+    push_length: float = 0.1,
+    recover: bool = True,
 ):
     """Stand, push the pelvis with ``force`` (3,) N over ``push_length`` s at ``push_time``, recover
     by stepping when the capture point leaves the feet (unless ``recover`` is False); returns

@@ -1,0 +1,48 @@
+"""The balance scenarios as library code (wbc.sim.balance): pushes in any direction, a push trial
+as a pure, picklable function (a sweep's cell), and clear errors for robots that cannot stand."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+import wbc
+
+pytest.importorskip("mujoco")
+
+from wbc.sim import balance
+
+
+def test_push_directions_are_horizontal_units():
+    assert balance.PushTrial(1.0, direction_deg=90.0).direction == (0.0, 1.0, 0.0)
+    assert balance.PushTrial(1.0, direction_deg=0.0).direction == (1.0, 0.0, 0.0)
+    d = np.array(balance.PushTrial(1.0, direction_deg=135.0).direction)
+    np.testing.assert_allclose(d, [-np.sqrt(0.5), np.sqrt(0.5), 0.0], atol=1e-15)
+
+
+def test_standard_scenario_defaults_and_unknown_robot():
+    sc = balance.standard_scenario("talos", lateral=0.0)
+    assert [p.name for p in sc.pushes] == ["forward"] and sc.pushes[0].force_N == 150.0
+    with pytest.raises(wbc.InputError, match="no scenario defaults for robot 'panda'"):
+        balance.standard_scenario("panda")
+
+
+def test_a_push_trial_is_a_pure_picklable_function():
+    """The same cell twice gives the same outcome; arguments and outcome survive pickling (a
+    sweep runs cells in other processes)."""
+    trial = balance.PushTrial(4.0, direction_deg=45.0, time_s=0.2, length_s=0.6)
+    first = balance.push_trial("solo12", trial)
+    assert pickle.loads(pickle.dumps(trial)) == trial
+    assert pickle.loads(pickle.dumps(first)) == first
+    assert first == balance.push_trial("solo12", trial)
+    assert first.robot == "solo12" and first.up and first.survived and first.non_optimal_steps == 0
+    assert first.row()["force_N"] == 4.0 and "recovery_steps" not in first.row()
+
+
+def test_robots_that_cannot_stand_raise_clear_errors():
+    with pytest.raises(wbc.ModelError, match=r"robot 'panda' cannot balance: it has a fixed base"):
+        balance.Balance("panda", balance.Scenario())
+    with pytest.raises(wbc.ModelError, match="no robot 'nobody' in the catalog"):
+        balance.Balance("nobody", balance.Scenario())
