@@ -153,6 +153,8 @@ def _alone(
                 result = executor.submit(run_cell, function, cell).result()
             except Exception as e:
                 why = f"{type(e).__name__}: {e}"
+                if engine is Engine.LOCAL:  # the commonest cause with spawned workers
+                    why += "; a script using the local engine must guard its entry point with if __name__ == '__main__'"
                 result = CellResult(cell, CellStatus.FAILED, {}, f"worker died running this cell, twice ({why})")
                 stack.close()
                 stack, executor = contextlib.ExitStack(), None
