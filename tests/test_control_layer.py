@@ -388,3 +388,24 @@ def test_every_subpackage_is_packaged():
     found = {".".join(p.parent.relative_to(root).parts) for p in (root / "wbc").rglob("__init__.py")}
     found |= {"wbc.tasks", "wbc.robots"}
     assert found <= listed, f"not packaged: {sorted(found - listed)}"
+
+
+def test_package_data_is_tracked_by_git():
+    """Every file pyproject ships as package data is in git (a file the .gitignore hides, such as a
+    hand-written C source under the ``*.c`` rule, is missing from every fresh clone)."""
+    import pathlib
+    import shutil
+    import subprocess
+
+    import tomllib
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    git = shutil.which("git")
+    if git is None or not (root / ".git").exists():
+        pytest.skip("not a git checkout")
+    data = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["wbc"]
+    files = [f"wbc/{name}" for name in data]
+    ignored = subprocess.run([git, "check-ignore", "--no-index", *files], cwd=root, capture_output=True, text=True)
+    assert ignored.stdout.split() == [], f"package data hidden by .gitignore: {ignored.stdout.split()}"
+    for f in files:
+        assert (root / f).is_file(), f"package data {f} is missing"
