@@ -37,7 +37,7 @@ import numpy as np
 
 import wbc
 from wbc import robots, tasks
-from wbc.control.fastpath import INFEASIBLE
+from wbc.control.shortcut import INFEASIBLE
 
 #: The two force models of a rectangular sole, by their command-line names.
 CONTACT_MODELS = {"wrench": wbc.SurfaceContact, "corners": wbc.SurfaceCornersContact}
@@ -121,7 +121,7 @@ def run(
         t_kernel[i] = cmd.timings["kernel"]
         t_qp[i] = cmd.timings["qp"]
         failures += cmd.status is not wbc.StepStatus.OPTIMAL
-        fast = ctrl._fused  # after the timing: did the minimizer under the equalities break a row?
+        fast = ctrl._plan.shortcut  # after the timing: did the minimizer under the equalities break a row?
         binding += fast is not None and fast(ctrl.regularization) == INFEASIBLE
         v_mean = v + 0.5 * dt * cmd.qdd
         v = v + dt * cmd.qdd

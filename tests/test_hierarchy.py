@@ -183,8 +183,8 @@ def test_levels_match_sequential_qps_solved_independently():
         problem = ctrl.build_problem(q, v)
         levels = ctrl._layout().levels
         assert len(levels) == 3
-        outputs = ctrl._evaluate(q, v)
-        oracle = _sequential_qps(problem, levels, ctrl.regularization, outputs[9].copy())
+        outputs = ctrl.evaluate(q, v)
+        oracle = _sequential_qps(problem, levels, ctrl.regularization, outputs.Bhat.copy())
         for rows in levels:  # each level's task values, relative to their size
             assert_close(problem.A[rows] @ cmd.u, problem.A[rows] @ oracle, 1e-8, "level values vs oracle")
         assert_close(cmd.u, oracle, 1e-6, "u vs sequential QPs")
@@ -212,7 +212,7 @@ def test_one_level_equals_the_weighted_controller(contact_model):
         weighted = ctrl.step(q, v)
         layout = ctrl._layout()
         assert len(layout.levels) == 1
-        x = solver.solve(layout, ctrl._evaluate(q, v), ctrl.regularization)
+        x = solver.solve(layout, ctrl.evaluate(q, v), ctrl.regularization)
         assert_close(x, weighted.u, 1e-7, "lexicographic solver on one level vs weighted")
         cases.append((q, v, weighted.u, [t.target for t in (com, hand, posture)]))
     _set_levels({com: 2, hand: 2, posture: 2})
@@ -246,7 +246,7 @@ def test_one_level_equals_weighted_without_equalities():
         cmd = ctrl.step(q, v)
         problem = ctrl.build_problem(q, v)
         assert problem.violation(cmd.u) < 1e-9
-        x = solver.solve(ctrl._layout(), ctrl._evaluate(q, v), ctrl.regularization)
+        x = solver.solve(ctrl._layout(), ctrl.evaluate(q, v), ctrl.regularization)
         assert_close(x, cmd.u, 1e-7, "one level vs weighted (Panda)")
         assert np.max(problem.G @ cmd.u - problem.h) > -1e-6, "an inequality binds"
 

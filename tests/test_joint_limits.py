@@ -281,7 +281,8 @@ def test_posture_target_within_limits_keeps_a_standing_step_off_the_bounds():
     every step (the QP runs); ``within_limits`` moves it to the effective limit, and the same step's
     unconstrained minimizer is feasible (the compiled shortcut answers). Other joints are untouched,
     the argument is not written to, and a wrong size is refused."""
-    from wbc.control.fastpath import FEASIBLE, INFEASIBLE, shortcut_library
+    from wbc.control.shortcut import FEASIBLE, INFEASIBLE
+    from wbc.control.shortcut_library import shortcut_library
 
     if shortcut_library() is None:
         pytest.skip("no C compiler: the numpy path runs")
@@ -311,7 +312,7 @@ def test_posture_target_within_limits_keeps_a_standing_step_off_the_bounds():
         posture.set_target(posture_target)
         cmd = ctrl.step(q, v)
         assert cmd.status is wbc.StepStatus.OPTIMAL
-        codes[name] = ctrl._fast[id(ctrl._layout())](ctrl.regularization)
+        codes[name] = ctrl._plan.shortcut(ctrl.regularization)
     assert codes == {"q0": INFEASIBLE, "within limits": FEASIBLE}
     with pytest.raises(wbc.InputError, match="q"):
         ctrl.within_limits(np.zeros(3))

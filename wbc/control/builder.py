@@ -47,14 +47,12 @@ from ..model.model import Model
 from .context import Variables
 from .contexts import context_type
 from .contributor import Contributor
+from .outputs import OUTPUTS, StepOutputs
 from .pieces import TAU, Bounds, Cost, Equality, Group, Inequality
 from .qp import QPProblem
 from .structure_check import structure_misfit
 
 __all__ = ["Structure", "Layout", "trace_step", "compile_step", "compile_placements", "OUTPUTS"]
-
-#: The step function's outputs, in order.
-OUTPUTS = ("A", "b", "A_eq", "b_eq", "G", "h", "lb", "ub", "a0", "Bhat", "errors", "d")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -496,18 +494,19 @@ class Layout:
         self._all_traced = self.all_columns and np.array_equal(self._traced_from, np.arange(s.traced_rows.size))
         self._Cx = np.zeros(self._C.shape[0])
 
-    def inequality_matrix(self, outputs: Sequence[np.ndarray]) -> np.ndarray:
+    def inequality_matrix(self, outputs: StepOutputs) -> np.ndarray:
         """``G`` (m_in, n) of the active rows and columns (a new array)."""
         s = self.structure
         G = s.G_constant.copy()
         if s.traced_rows.size:
-            G[s.traced_rows] = outputs[4]
+            G[s.traced_rows] = outputs.G
         return G[np.ix_(self.in_rows, self.columns)]
 
-    def select(self, outputs: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+    def select(self, outputs: StepOutputs) -> tuple[np.ndarray, ...]:
         """``(A, b, A_eq, b_eq, h, lb, ub)`` of the active rows and columns: views of the kernel
         buffers where everything is active, copies otherwise (overwritten by the next kernel call)."""
-        A, b, A_eq, b_eq, _, h, lb, ub = outputs[0:8]
+        A, b, A_eq, b_eq = outputs.A, outputs.b, outputs.A_eq, outputs.b_eq
+        h, lb, ub = outputs.h, outputs.lb, outputs.ub
         if not self.all_columns:
             c = self.columns
             A, A_eq, lb, ub = A[:, c], A_eq[:, c], lb[c], ub[c]
@@ -519,17 +518,17 @@ class Layout:
             h = h[self.in_rows]
         return A, b, A_eq, b_eq, h, lb, ub
 
-    def feasible(self, x: np.ndarray, outputs: Sequence[np.ndarray]) -> bool:
+    def feasible(self, x: np.ndarray, outputs: StepOutputs) -> bool:
         """Whether ``x`` (n,) is finite and satisfies every active inequality and bound within the
         tolerance traced into ``d``: one product ``C x ≤ d``."""
         Cx = np.dot(self._C, x, out=self._Cx)
         if self._traced_at.size:
-            G = outputs[4] if self._all_traced else outputs[4][self._traced_from][:, self.columns]
+            G = outputs.G if self._all_traced else outputs.G[self._traced_from][:, self.columns]
             Cx[self._traced_at] += G @ x
-        d = outputs[11] if self._d_rows is None else outputs[11][self._d_rows]
+        d = outputs.d if self._d_rows is None else outputs.d[self._d_rows]
         return bool((Cx <= d).all())
 
-    def problem(self, outputs: Sequence[np.ndarray], regularization: float) -> QPProblem:
+    def problem(self, outputs: StepOutputs, regularization: float) -> QPProblem:
         """The step's :class:`QPProblem` (copies of the data), regularization ``ε ‖A[:, i]‖² + 1e-12``."""
         A, b, A_eq, b_eq, h, lb, ub = (np.array(x) for x in self.select(outputs))
         r = regularization * np.einsum("ij,ij->j", A, A) + 1e-12

@@ -77,11 +77,12 @@ class FallbackPolicy:
         self.feasibility_tolerance = _positive(feasibility_tolerance, "feasibility_tolerance")
         self.max_diagnosis_solves = int(max_diagnosis_solves)
 
-    def solve(self, problem: QPProblem, solver: QPSolver) -> Outcome:
-        """Solve ``problem`` as posed, else diagnose and solve it with soft equalities."""
+    def solve(self, problem: QPProblem, solver: QPSolver, shortcut: bool | None = False) -> Outcome:
+        """Solve ``problem`` as posed, else diagnose and solve it with soft equalities; ``shortcut``:
+        whether the solver first tries the minimizer under the equalities (None: as it says)."""
         if not problem.is_finite():
             return Outcome(None, StepStatus.ZERO_TORQUE, failure=Failure.NON_FINITE)  # the caller picks the command
-        x = self.accepted(problem, solver, shortcut=False)
+        x = self.accepted(problem, solver, shortcut=shortcut)
         if x is not None:
             return Outcome(x, StepStatus.OPTIMAL)
         conflict = self.diagnose(problem, solver)

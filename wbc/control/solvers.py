@@ -111,6 +111,37 @@ class QPSolver:
             sol.x = elimination.recover(x) if elimination is not None else x
         return sol
 
+    def solve_as_posed(self, problem: QPProblem) -> QPSolution:
+        """The backend on ``problem`` as given: no shortcut, no elimination of the equalities, no
+        scaling (for problems already reduced and scaled, such as a hierarchy level's)."""
+        return self._solve(problem)
+
+    def least_distance(
+        self, M: np.ndarray, h: np.ndarray, y0: np.ndarray, active: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The least-distance problem ``min ½‖y‖² − y0ᵀy`` s.t. ``M y ≤ h``, warm-started.
+
+        Args:
+            M: (r, p) rows; h: (r,) right-hand sides (``+inf``: a row that never binds).
+            y0: (p,) the unconstrained minimizer.
+            active: (r,) bool, the rows believed active at the solution (a warm start; a hint only).
+
+        Returns:
+            ``(y, active)``: the minimizer (p,) and its active rows (r,) bool (none known: all False),
+            or None when the backend finds no solution. This base implementation solves it as a
+            :class:`~wbc.control.qp.QPProblem` (no warm start); backends override it when they can
+            start from a working set (daqp).
+        """
+        p, r = y0.size, M.shape[0]
+        problem = QPProblem(
+            np.eye(p), y0, np.zeros(p), np.zeros((0, p)), np.zeros(0), M, h,
+            np.full(p, -np.inf), np.full(p, np.inf), {}, [], [None] * r,
+        )  # fmt: skip
+        solution = self.solve(problem, shortcut=False)
+        if not solution.found or solution.x is None:
+            return None
+        return solution.x, np.zeros(r, dtype=bool)
+
     def _solve(self, problem: QPProblem) -> QPSolution:
         raise NotImplementedError
 
@@ -204,6 +235,27 @@ class DaqpSolver(QPSolver):
 
         self._daqp = _require("daqp", "daqp")
         self._c_int = c_int
+        self._eye = np.eye(0)
+        self._lower = np.zeros(0)
+        self._sense = np.zeros(0, dtype=c_int)
+
+    def least_distance(
+        self, M: np.ndarray, h: np.ndarray, y0: np.ndarray, active: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """:meth:`QPSolver.least_distance` by daqp, its working set started from ``active`` (daqp's
+        own form: an identity Hessian is its least-distance problem)."""
+        p, r = y0.size, M.shape[0]
+        if self._eye.shape[0] != p:
+            self._eye = np.eye(p)
+        if self._lower.size < r:
+            self._lower = np.full(r, -_INF)
+            self._sense = np.zeros(r, dtype=self._c_int)
+        sense = self._sense[:r]
+        sense[:] = False if active is None else active
+        y, _, exitflag, info = self._daqp.solve(self._eye, -y0, M, np.minimum(h, _INF), self._lower[:r], sense)
+        if exitflag <= 0:
+            return None
+        return y, np.asarray(info["lam"]) != 0.0
 
     def _solve(self, problem: QPProblem) -> QPSolution:
         n = problem.n

@@ -55,6 +55,11 @@ def vector(x: Any, n: int, name: str) -> np.ndarray:
             bad = np.flatnonzero(~np.isfinite(x))
             raise InputError(f"{name} has non-finite entries at indices {bad.tolist()}")
         return x
+    if isinstance(x, np.ma.MaskedArray):
+        raise InputError(
+            f"{name} is a numpy masked array: its masked entries hold no value; pass a plain array "
+            "(e.g. np.ma.filled(x, value), or the measured values)"
+        )
     if np.iscomplexobj(x):
         raise InputError(f"{name} must be real numbers, got complex values")
     try:
