@@ -55,6 +55,7 @@ from benchmarks import pinocchio_adapter as oracle
 from benchmarks.harness import Record, calls_per_block, interleaved_blocks, median, relative_spread
 from wbc.codegen import cluster_kernels as ck
 from wbc.codegen.kernel import Kernel, compile_function
+from wbc.robots import RobotSpec
 from wbc.robots import transmissions as robots
 
 EXPERIMENTS = ("tables", "fig11", "fig13", "pinocchio")
@@ -136,7 +137,7 @@ Log = Callable[[str], None]
 Emit = Callable[[Record], None]
 
 
-def _table_robots(quick: bool) -> list[tuple[str, Callable[[], robots.ClusterRobot]]]:
+def _table_robots(quick: bool) -> list[tuple[str, Callable[[], RobotSpec]]]:
     out = [
         ("GT", lambda: robots.geared_chain(12)),
         ("PBT", lambda: robots.belt_chain(12)),

@@ -422,9 +422,10 @@ def _positive_int(text: str) -> int:
 
 def _robot_list(text: str) -> list[str]:
     chosen = [n.strip() for n in text.split(",") if n.strip()]
-    unknown = [n for n in chosen if n not in robots.names()]
+    known = robots.names(robots.RobotKind.TREE)
+    unknown = [n for n in chosen if n not in known]
     if not chosen or unknown:
-        raise argparse.ArgumentTypeError(f"unknown robot(s) {unknown or text!r}; known: {', '.join(robots.names())}")
+        raise argparse.ArgumentTypeError(f"unknown robot(s) {unknown or text!r}; known: {', '.join(known)}")
     return chosen
 
 

@@ -59,14 +59,14 @@ def contact_rows(robot, rounds: int) -> list[dict]:
             f = contact_rows_function(cm, contacts, method)
             k = compile_function(f)
             kernels[method.value] = (k, f.n_instructions())
-            results[method.value] = [np.array(x) for x in k(robot.y0, v)]
+            results[method.value] = [np.array(x) for x in k(robot.q0, v)]
         agree = max(
             float(np.max(np.abs(a - b)) / max(1.0, float(np.max(np.abs(b)))))
             for a, b in zip(results["iim-forward"], results["c-efpa"])
         )
         sides = {name: (lambda k=k: k.run()) for name, (k, _) in kernels.items()}
         for k, _ in kernels.values():
-            np.copyto(k.inputs[0], robot.y0)
+            np.copyto(k.inputs[0], robot.q0)
             np.copyto(k.inputs[1], v)
         calls = {n: calls_per_block(c, 20.0) for n, c in sides.items()}
         samples = interleaved_blocks(sides, rounds, calls, warmup=10)
@@ -106,7 +106,7 @@ def _controller(model, robot, tree_q):
 def control_step(robot, rounds: int) -> dict:
     cm = robot.model
     am = ApproximateModel.build(cm)
-    y = robot.y0
+    y = robot.q0
     q = cm.independent_configuration(y)[am.q_order]
     rng = np.random.default_rng(1)
     v = rng.normal(scale=0.05, size=cm.nv)

@@ -76,7 +76,7 @@ def fig14(dts=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1), scales=(0.5, 1.0, 1.
         names = [n for n in cm.joint_names if n.startswith("left_") and "shoulder" not in n and "elbow" not in n]
         v_of = {name: i for i, name in enumerate(_v_names(cm))}
         cols = [v_of[n] for n in names]
-        q0 = cm.independent_configuration(robot.y0)
+        q0 = cm.independent_configuration(robot.q0)
         q0[0:3] = [0.0, 0.0, 1.0]
         q0[3:7] = [0.0, 0.0, 0.0, 1.0]
         dts_here = dts if scale == 1.0 else (0.001,)

@@ -20,14 +20,14 @@ import pinocchio as pin
 import wbc
 from benchmarks import pinocchio_adapter as oracle
 from wbc import robots
-from wbc.robots import synthetic, transmissions
+from wbc.robots import synthetic
 
 #: Tolerance against Pinocchio (DESIGN.md §6).
 TOL_PIN = 1e-9
 #: Tolerance between compiled kernels and the eager API.
 TOL_KERNEL = 1e-12
 
-ROBOT_NAMES = robots.names()
+ROBOT_NAMES = robots.names(robots.RobotKind.TREE)
 #: Random synthetic trees used across the files: (seed, number of links).
 TREE_CASES = ((1, 6), (2, 12), (3, 20))
 
@@ -113,7 +113,7 @@ def ball_tree_case(seed: int, n: int, floating_base: bool) -> Case:
 def ball_cluster_model(name: str, balls: tuple[str, ...]) -> wbc.ClusterModel:
     """A transmissions robot whose spanning tree has ``balls`` turned into ball joints (single-joint
     clusters among the declared loops and gears)."""
-    cm = transmissions.load(name).model
+    cm = robots.load(name).model
     tree = synthetic.with_ball_joints(cm.tree, balls)
     return wbc.ClusterModel(tree, cm.clusters, name=f"{cm.name}_balls")
 

@@ -22,6 +22,7 @@ import pytest
 mujoco = pytest.importorskip("mujoco")
 
 import wbc  # noqa: E402
+from wbc import robots  # noqa: E402
 from wbc.errors import FrameError, ModelError  # noqa: E402
 from wbc.robots import transmissions  # noqa: E402
 from wbc.sim.mujoco import MujocoSim  # noqa: E402
@@ -37,7 +38,7 @@ TOL_SOFT = 2e-3
 def _robot(name: str):
     if name == "four_bar_floating":
         return transmissions.four_bar(floating_base=True)
-    return transmissions.load(name)
+    return robots.load(name)
 
 
 def _rel(a, b) -> float:

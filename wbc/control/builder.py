@@ -96,6 +96,14 @@ class Structure:
     traced_rows: np.ndarray
 
 
+class _Rows(enum.Enum):
+    """The three stacks of rows a piece goes into."""
+
+    COST = "cost"
+    EQUALITY = "equality"
+    INEQUALITY = "inequality"
+
+
 def _place(M, cols: slice, n_u: int):
     """``M`` (k, width) placed in the columns ``cols`` of a (k, n_u) matrix."""
     if cols.start == 0 and cols.stop == n_u:
@@ -136,8 +144,8 @@ def trace_step(
     context: Any = context_type(model)  # StepContext or ClusterStepContext, by the model's type
     variables = Variables.of(context.input_count(model), contacts)
     n_u = variables.n
-    record: dict[str, list] = {"cost": [], "eq": [], "in": []}
-    rows_of: dict[str, int] = {"cost": 0, "eq": 0, "in": 0}
+    record: dict[_Rows, list] = {kind: [] for kind in _Rows}
+    rows_of: dict[_Rows, int] = {kind: 0 for kind in _Rows}
     bound_groups: list[Group | None] = [None] * n_u
     constant_rows: list[tuple[slice, slice, np.ndarray]] = []
     errors: dict[str, slice] = {}
@@ -152,7 +160,7 @@ def trace_step(
     def build(q, v, *parameters) -> list:
         p = dict(zip(with_parameters, parameters))
         ctx = context(model, q, v, contacts, method)
-        parts: dict[str, list] = {"cost": [], "eq": [], "in": []}
+        parts: dict[_Rows, list] = {kind: [] for kind in _Rows}
         lb = [ca.SX(-np.inf) for _ in range(n_u)]
         ub = [ca.SX(np.inf) for _ in range(n_u)]
         error_parts, n_err = [], 0
@@ -175,10 +183,16 @@ def trace_step(
                     )
                 n_rows = M.shape[0]
                 rhs = _column(rhs, n_rows, where)
-                kind = "cost" if isinstance(piece, Cost) else "eq" if isinstance(piece, Equality) else "in"
+                kind = (
+                    _Rows.COST
+                    if isinstance(piece, Cost)
+                    else _Rows.EQUALITY
+                    if isinstance(piece, Equality)
+                    else _Rows.INEQUALITY
+                )
                 start = rows_of[kind]
                 rows_of[kind] += n_rows
-                if kind == "in" and _constant(M):  # kept in the structure as numbers, not in the kernel
+                if kind is _Rows.INEQUALITY and _constant(M):  # kept in the structure as numbers, not in the kernel
                     numbers = np.array(ca.evalf(M), dtype=float)
                     constant_rows.append((slice(start, start + n_rows), cols, numbers))
                     parts[kind].append((None, rhs))
@@ -200,9 +214,9 @@ def trace_step(
                 ca.vertcat(*rhs) if rhs else ca.DM.zeros(0, 1),
             )
 
-        A, b = stack("cost")
-        A_eq, b_eq = stack("eq")
-        G, h = stack("in")
+        A, b = stack(_Rows.COST)
+        A_eq, b_eq = stack(_Rows.EQUALITY)
+        G, h = stack(_Rows.INEQUALITY)
         e = ca.vertcat(*error_parts) if error_parts else ca.DM.zeros(0, 1)
         bounded = [i for i, g in enumerate(bound_groups) if g is not None]
         d = ca.vertcat(h, *[ub[i] for i in bounded], *[-lb[i] for i in bounded]) + tolerance
@@ -217,17 +231,17 @@ def trace_step(
     # a part, same run time) for 0.23 s of the 0.42 s trace on Talos, 0.43 of 0.73 s on G1 with
     # hands, 3.5 of 8.6 s on a 200-body tree (issue 14, benchmarks/compile.py).
     function = trace(name, inputs, build, list(OUTPUTS), cse=False)
-    G_constant = np.zeros((rows_of["in"], n_u))
-    is_constant = np.zeros(rows_of["in"], dtype=bool)
+    G_constant = np.zeros((rows_of[_Rows.INEQUALITY], n_u))
+    is_constant = np.zeros(rows_of[_Rows.INEQUALITY], dtype=bool)
     for rows, cols, M in constant_rows:
         G_constant[rows, cols] = M
         is_constant[rows] = True
     structure = Structure(
         variables,
         with_parameters,
-        tuple(record["cost"]),
-        tuple(record["eq"]),
-        tuple(record["in"]),
+        tuple(record[_Rows.COST]),
+        tuple(record[_Rows.EQUALITY]),
+        tuple(record[_Rows.INEQUALITY]),
         tuple(bound_groups),
         errors,
         variable_owner,
@@ -386,10 +400,10 @@ def _bounds(piece: Bounds, owner, where, variables, lb, ub, bound_groups, parts,
         return
     n_u = len(lb)
     eye = ca.DM.eye(size)
-    parts["in"].append((_place(ca.vertcat(eye, -eye), cols, n_u), ca.vertcat(upper, -lower)))
-    start = rows_of["in"]
-    rows_of["in"] += 2 * size
-    record["in"].append(RowBlock(piece.group, slice(start, rows_of["in"]), owner))
+    parts[_Rows.INEQUALITY].append((_place(ca.vertcat(eye, -eye), cols, n_u), ca.vertcat(upper, -lower)))
+    start = rows_of[_Rows.INEQUALITY]
+    rows_of[_Rows.INEQUALITY] += 2 * size
+    record[_Rows.INEQUALITY].append(RowBlock(piece.group, slice(start, rows_of[_Rows.INEQUALITY]), owner))
 
 
 def _indices(blocks: Sequence[RowBlock], active: Sequence[bool]) -> np.ndarray:

@@ -31,6 +31,7 @@ inputs are the motors (:mod:`wbc.control.cluster_context`).
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Sequence
@@ -58,7 +59,7 @@ from .outputs import StepOutputs, step_outputs
 from .pieces import TAU
 from .qp import QPProblem
 from .schedule import ContactSchedule, ContactState
-from .shortcut import CompiledShortcut
+from .shortcut import FEASIBLE, CompiledShortcut
 from .solvers import DEFAULT_SOLVER, QPSolver, Solver, make_solver
 from .strategies import (
     Evaluation,
@@ -317,16 +318,19 @@ class WholeBodyController(NotCopyable):
         contributors = self.contributors
         kernel, structure = compile_step(self.model, contributors, self.contacts, self.input_matrix, self._tolerance)
         tree = self._context.kinematic_tree(self.model)
-        self._placements = compile_placements(tree, self.contacts) if self.contacts else None
+        placements = compile_placements(tree, self.contacts) if self.contacts else None
         for i, k in enumerate(structure.parameter_inputs):  # the kernel reads them in place: no copies
             kernel.bind_input(2 + i, contributors[k].parameters(self._runtime))
         nq = kernel.inputs[0].size
         state = np.zeros(nq + kernel.inputs[1].size)  # q then v: one copy fills both inputs
         kernel.bind_input(0, state[:nq])
         kernel.bind_input(1, state[nq:])
+        if placements is not None:  # it reads the same q
+            placements.bind_input(0, state[:nq])
+        self._placements = placements
         self.kernel, self._structure = kernel, structure
         self._outputs = step_outputs(kernel)
-        self._state = State(lambda q, v: self._context.check_state(self.model, q, v), state)
+        self._state = State(functools.partial(self._context.check_state, self.model), state)  # no cycle
         self._switchable = [c for c in contributors if type(c).is_active is not Contributor.is_active]
         self._switch_index = [contributors.index(c) for c in self._switchable]
         # the activation set follows the schedule's version when only contacts (as defined) switch
@@ -347,6 +351,9 @@ class WholeBodyController(NotCopyable):
         for key in keys:
             self._plans[key] = self._make_plan(key)
         self._warm_up()
+        schedule = self._schedule
+        if self._by_schedule and not schedule.pending and schedule.idle(self.time):  # the first step's plan
+            self._plan, self._plan_version = self._plans.get(self._activation()), schedule.version
 
     def _warm_up(self) -> None:
         """Run the compiled code once (the kernel, the placements, each plan's shortcut and one-call
@@ -361,13 +368,17 @@ class WholeBodyController(NotCopyable):
         with np.errstate(all="ignore"):
             self.kernel.run()
             if self._placements is not None:
-                self._placements(q0)
+                self._placements.run()
             for plan in self._plans.values():
                 fast = plan.shortcut
                 if fast is not None:
                     fast(self.regularization)
-                    if fast.attached:
-                        fast.step()
+                    if plan.one_call:  # its Python side too (a few runs: the interpreter specializes)
+                        v0 = buffer[q0.size :].copy()
+                        for _ in range(10):
+                            plan.strategies[0].attempt(plan.reset(q0, v0, 0.0))
+        self._last.tau = None  # forget the warm-up's commands
+        self._schedule.discard_deferred()
 
     def _activation(self) -> tuple[bool, ...]:
         """Which contributors that can switch are active now."""
@@ -436,35 +447,50 @@ class WholeBodyController(NotCopyable):
             plan = self._plan
             self._runtime.time = self.time
             if plan is None or not (schedule.idle(self.time) and schedule.version == self._plan_version):
-                plan = self._advance(q)
+                plan = self._advance(q, v)
             command = plan.run(q, v, t_start)
             self.time += self.dt
             return command
 
-    def _advance(self, q) -> StepPlan:
+    def _advance(self, q, v) -> StepPlan:
         """The clock moved with something in progress (a ramp, a placement to measure, a switch): the
-        schedule advances, pending placements are measured at ``q``, and this step's plan is chosen."""
+        schedule advances, this step's plan is chosen, and pending placements are measured at ``q``."""
         if self.kernel is None:
             self._compile()
         schedule = self._schedule
         schedule.advance(self.time)
-        pending = schedule.pending
-        if pending:  # contacts just activated without a placement: where they are now
-            assert self._placements is not None  # pending contacts exist, so the kernel has them
-            if self.check_inputs:
-                q = self._context.check_configuration(self.model, q)
-            placements = self._placements(q)[0]
-            for k, c in enumerate(self.contacts):
-                block = placements[12 * k : 12 * k + 12]
-                if c.name in pending and np.isfinite(block).all():  # else measured again at the next step
-                    schedule.place(c.name, *np.split(block, [3]))
         key = self._activation()
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plans[key] = self._make_plan(key)
+        pending = schedule.pending
+        if pending:  # contacts just activated without a placement: where they are now
+            self._place(pending, q, v, plan)
         self._plan = plan
         self._plan_version = schedule.version if self._by_schedule and not schedule.pending else -1
         return plan
+
+    def _place(self, pending: list[str], q, v, plan: StepPlan) -> None:
+        """Place the ``pending`` contacts where their frames are at ``q`` (the state checked first; in
+        C when the plan runs in one call). A placement that is not finite is measured again next step."""
+        state = self._state
+        fast = plan.shortcut if plan.one_call else None
+        if fast is not None and type(q) is type(v) is np.ndarray and q.dtype == v.dtype == np.float64:
+            try:
+                np.concatenate((q, v), out=state.buffer)
+                checked = fast.check_state() == FEASIBLE
+            except ValueError:  # a wrong size or shape
+                checked = False
+            if not checked:
+                state.load(q, v)  # raises, naming the culprit
+        else:
+            state.load(q, v)
+        assert self._placements is not None  # pending contacts exist, so the kernel has them
+        placements = self._placements.run()[0]
+        for k, c in enumerate(self.contacts):
+            block = placements[12 * k : 12 * k + 12]
+            if c.name in pending and np.isfinite(block).all():
+                self._schedule.place(c.name, block[:3], block[3:])
 
     # ----------------------------------------------------------------------------- inspection
     def evaluate(self, q, v) -> StepOutputs:
@@ -489,7 +515,7 @@ class WholeBodyController(NotCopyable):
         """
         with self._lock:
             self._runtime.time = self.time
-            plan = self._advance(q)
+            plan = self._advance(q, v)
             return plan.layout.problem(self.evaluate(q, v), self.regularization)
 
     def _layout(self) -> Layout:

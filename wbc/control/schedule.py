@@ -150,6 +150,10 @@ class ContactSchedule:
         self._flush()
         self._normal_at = list(indices)
 
+    def discard_deferred(self) -> None:
+        """Forget the normal forces deferred by :meth:`defer_normal_forces` (a command not applied)."""
+        self._deferred = None
+
     def _flush(self) -> None:
         block = self._deferred
         if block is not None:

@@ -244,19 +244,25 @@ static int command(wbc_shortcut_data *s) {
 /* wbc_step's command for an answer found otherwise (a binding step): s->u into s->out. */
 int wbc_command(wbc_shortcut_data *s) { return command(s); }
 
-int wbc_step(wbc_shortcut_data *s) {
-    const int n = s->p + s->m, nv = s->nv;
-    int i;
-    double t0 = now_us();
+/* The input checks of wbc_step on the kernel's q and v buffers: WBC_BAD_INPUT, or WBC_FEASIBLE when
+ * they pass (or are off). */
+int wbc_check_state(const wbc_shortcut_data *s) {
     if (s->check) {
-        for (i = 0; i < s->nq; ++i) {
+        for (int i = 0; i < s->nq; ++i) {
             if (!isfinite(s->q[i])) return WBC_BAD_INPUT;
         }
-        for (i = 0; i < nv; ++i) {
+        for (int i = 0; i < s->nv; ++i) {
             if (!isfinite(s->v[i])) return WBC_BAD_INPUT;
         }
         if (!unit_parts_ok(s)) return WBC_BAD_INPUT;
     }
+    return WBC_FEASIBLE;
+}
+
+int wbc_step(wbc_shortcut_data *s) {
+    const int n = s->p + s->m, nv = s->nv;
+    double t0 = now_us();
+    if (wbc_check_state(s) != WBC_FEASIBLE) return WBC_BAD_INPUT;
     if (s->kernel(s->arg, s->res, s->iw, s->w, 0)) return WBC_KERNEL_FAILED;
     double t1 = now_us();
     s->t_kernel = t1 - t0;

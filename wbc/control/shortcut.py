@@ -262,6 +262,11 @@ class CompiledShortcut:
         self.attached = True
         return True
 
+    def check_state(self) -> int:
+        """After :meth:`attach`: the input checks of :attr:`step` alone on the kernel's ``q`` and ``v``
+        buffers: ``BAD_INPUT``, or ``FEASIBLE`` (they pass, or checks are off)."""
+        return self._library.check_state(self._ref)
+
     def command(self, u: np.ndarray) -> int:
         """After :meth:`attach`: the command of ``u`` (n,) (a binding step's answer) into :attr:`out`,
         as :attr:`step` writes it (the timings excepted); ``FEASIBLE``, or ``FAILED`` when ``q̈`` is

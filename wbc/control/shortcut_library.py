@@ -15,11 +15,14 @@ size, every field's name and offset, and every return code's name and value (``w
 
 from __future__ import annotations
 
+import _ctypes
 import ctypes
 import enum
 import functools
+import os
 import sysconfig
 import warnings
+import weakref
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -84,17 +87,20 @@ class ShortcutData(ctypes.Structure):
 class Library(NamedTuple):
     """The compiled routines, each taking the struct's address first: ``shortcut`` (the least squares
     and the check on the kernel's outputs), ``step`` (the input checks, the kernel, then the same, and
-    the command), ``command`` (the command of a given ``u``), ``reduce`` and ``expand`` (a binding
+    the command), ``command`` (the command of a given ``u``), ``check_state`` (the input checks of
+    ``step`` alone, on the kernel's ``q`` and ``v`` buffers), ``reduce`` and ``expand`` (a binding
     step's QP on working rows in least-distance form, and its answer back to ``u``), and
     ``step_objects`` (``step`` reading ``q`` and ``v`` from Python objects; None without CPython's
-    headers)."""
+    headers); ``path``, the library's file."""
 
     shortcut: Callable[..., int]
     step: Callable[..., int]
     command: Callable[..., int]
+    check_state: Callable[..., int]
     reduce: Callable[..., int]
     expand: Callable[..., int]
     step_objects: Callable[..., int] | None
+    path: Path
 
 
 def python_include() -> str | None:
@@ -118,10 +124,12 @@ def _check_abi(library: ctypes.CDLL, path: Path) -> None:
         exported[name] = int(offset.value)
     declared = {f[0]: getattr(ShortcutData, f[0]).offset for f in ShortcutData._fields_}
     if size() != ctypes.sizeof(ShortcutData) or exported != declared:
-        differ = sorted(n for n in exported.keys() | declared.keys() if exported.get(n) != declared.get(n))
+        names = list(exported) + [n for n in declared if n not in exported]  # the C declaration's order
+        differ = [n for n in names if exported.get(n) != declared.get(n)]
+        first = f" from field {differ[0]!r} on (C offset {exported.get(differ[0])}, here {declared.get(differ[0])})"
         raise CompileError(
             f"{path}: its struct ({size()} bytes) differs from ShortcutData ({ctypes.sizeof(ShortcutData)} "
-            f"bytes) at fields {differ}"
+            f"bytes){first if differ else ''}: the library and wbc.control.shortcut_library disagree"
         )
     n_codes = library.wbc_abi_code_count
     n_codes.restype = ctypes.c_int
@@ -140,14 +148,15 @@ def _load(path: Path) -> Library:
     try:
         library = ctypes.CDLL(str(path))
         _check_abi(library, path)
-        functions = [getattr(library, f"wbc_{name}") for name in ("shortcut", "step", "command", "reduce", "expand")]
+        names = ("shortcut", "step", "command", "check_state", "reduce", "expand")
+        functions = [getattr(library, f"wbc_{name}") for name in names]
     except (OSError, AttributeError) as e:
         raise CompileError(f"{path}: cannot load the shortcut's routines from it: {e}") from None
     for function in functions:
         function.argtypes = [_P]  # the struct's address (the cheapest conversion ctypes makes)
         function.restype = ctypes.c_int
-    functions[3].argtypes = [_P, _P, ctypes.c_double, _P, _P, _P, _P]
-    functions[4].argtypes = [_P, _P]
+    functions[4].argtypes = [_P, _P, ctypes.c_double, _P, _P, _P, _P]
+    functions[5].argtypes = [_P, _P]
     step_objects = None
     try:  # with the GIL held: it reads q and v through the buffer protocol
         step_objects = ctypes.PyDLL(str(path)).wbc_step_objects
@@ -157,8 +166,8 @@ def _load(path: Path) -> Library:
         pass
     except OSError as e:
         raise CompileError(f"{path}: cannot load it as a Python extension: {e}") from None
-    shortcut, step, command, reduce, expand = functions
-    return Library(shortcut, step, command, reduce, expand, step_objects)
+    shortcut, step, command, check_state, reduce, expand = functions
+    return Library(shortcut, step, command, check_state, reduce, expand, step_objects, path)
 
 
 @functools.cache
@@ -194,14 +203,28 @@ def routine_addresses() -> tuple[int, ...]:
     return tuple(out)
 
 
-def kernel_symbol(kernel: Kernel) -> tuple[int, tuple[int, int, int, int], ctypes.CDLL] | None:
+class OpenedLibrary:
+    """A shared library opened again by path (the one CasADi loaded for a kernel), closed when this
+    object is collected: a library left open forever would be what a later load of a rebuilt file at
+    the same path finds (dlopen matches by path), with its old code."""
+
+    def __init__(self, path: Path) -> None:
+        try:  # the one already loaded, else loaded here
+            self.library = ctypes.CDLL(str(path), mode=os.RTLD_NOLOAD | os.RTLD_NOW)
+        except OSError:
+            self.library = ctypes.CDLL(str(path))
+        weakref.finalize(self, _ctypes.dlclose, self.library._handle)
+
+
+def kernel_symbol(kernel: Kernel) -> tuple[int, tuple[int, int, int, int], OpenedLibrary] | None:
     """The address of ``kernel``'s CasADi-generated C function, its work sizes ``(arg, res, iw, w)``
-    and the library holding it (keep it alive), or None when the kernel is not a compiled library of
-    the expected ABI (then it runs through CasADi)."""
+    and the library holding it (keep it as long as the address is used), or None when the kernel is
+    not a compiled library of the expected ABI (then it runs through CasADi)."""
     if kernel.backend != "c" or kernel.library is None:
         return None
     try:
-        library = ctypes.CDLL(str(kernel.library))
+        opened = OpenedLibrary(kernel.library)
+        library = opened.library
         function = getattr(library, kernel.name)
         int_size = getattr(library, f"{kernel.name}_casadi_int_size")
         real_size = getattr(library, f"{kernel.name}_casadi_real_size")
@@ -216,4 +239,4 @@ def kernel_symbol(kernel: Kernel) -> tuple[int, tuple[int, int, int, int], ctype
     if work(*[ctypes.byref(x) for x in sizes]) != 0:
         return None
     arg, res, iw, w = (int(x.value) for x in sizes)
-    return ctypes.cast(function, _P).value or 0, (arg, res, iw, w), library
+    return ctypes.cast(function, _P).value or 0, (arg, res, iw, w), opened

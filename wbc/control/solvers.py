@@ -19,7 +19,8 @@ daqp 47 ms, quadprog 66 ms, proxqp 0.69 s, osqp 1.1 s; every call bounded by ite
   daqp's time;
 * :attr:`Solver.OSQP` (extra ``osqp``): ADMM through qpsolvers, ~1e-5 accurate and an order of
   magnitude slower on these ill-conditioned problems: for comparisons, not for control;
-* any qpsolvers backend as ``"qpsolvers:<name>"`` (extra ``qpsolvers``).
+* any qpsolvers backend: :attr:`Solver.QPSOLVERS` with ``backend="<name>"`` (or the string
+  ``"qpsolvers:<name>"``; extra ``qpsolvers``).
 
 :func:`make_solver` resolves a choice (a :class:`Solver`, its value, ``"qpsolvers:<name>"`` or a
 :class:`QPSolver` object) once, into a solver object; a backend whose package is missing raises
@@ -52,6 +53,7 @@ class Solver(enum.Enum):
     PROXQP = "proxqp"
     QUADPROG = "quadprog"
     OSQP = "osqp"
+    QPSOLVERS = "qpsolvers"  #: any qpsolvers backend, named by ``make_solver(..., backend=...)``
 
 
 DEFAULT_SOLVER = Solver.DAQP
@@ -332,21 +334,23 @@ class QpsolversSolver(QPSolver):
 
 def make_solver(choice: Solver | str | QPSolver = DEFAULT_SOLVER, **options) -> QPSolver:
     """A solver object from a choice: a :class:`Solver` (or its value, e.g. ``"proxqp"``),
-    ``"qpsolvers:<backend>"``, or a :class:`QPSolver` (returned as is).
+    :attr:`Solver.QPSOLVERS` with ``backend="<name>"`` (also written ``"qpsolvers:<name>"``), or a
+    :class:`QPSolver` (returned as is).
 
     ``Solver.OSQP`` defaults to tight tolerances (``eps_abs = eps_rel = 1e-8``) so that its answer
     matches the exact solvers; pass options to change them.
 
     Raises:
-        InputError: an unknown choice.
+        InputError: an unknown choice, or qpsolvers without a backend.
         MissingDependency: the backend's package is not installed (the message names the extra).
     """
     if isinstance(choice, QPSolver):
         if options:
             raise InputError("options are for a solver chosen by name; configure a QPSolver object directly")
         return choice
-    if isinstance(choice, str) and choice.startswith("qpsolvers:"):
-        return QpsolversSolver(choice.split(":", 1)[1], **options)
+    if isinstance(choice, str) and choice.startswith(f"{Solver.QPSOLVERS.value}:"):  # the string form, resolved
+        options = {"backend": choice.split(":", 1)[1], **options}
+        choice = Solver.QPSOLVERS
     try:
         solver = Solver(choice)
     except ValueError:
@@ -354,6 +358,11 @@ def make_solver(choice: Solver | str | QPSolver = DEFAULT_SOLVER, **options) -> 
         raise InputError(
             f"unknown solver {choice!r}; choose a wbc.Solver ({names}), 'qpsolvers:<name>' or a QPSolver object"
         ) from None
+    if solver is Solver.QPSOLVERS:
+        backend = options.pop("backend", None)
+        if not isinstance(backend, str) or not backend:
+            raise InputError("Solver.QPSOLVERS needs backend='<name>' (a qpsolvers backend, e.g. 'osqp')")
+        return QpsolversSolver(backend, **options)
     if solver is Solver.PROXQP:
         return ProxQPSolver(**options)
     if solver is Solver.DAQP:

@@ -298,6 +298,12 @@ class StepPlan:
         self.one_call = isinstance(strategies[0], OneCall)
         self._step = Step()
 
+    def reset(self, q: Any, v: Any, t_start: float) -> Step:
+        """The plan's :class:`Step`, reset for a new step at ``(q, v)``."""
+        step = self._step
+        step.reset(q, v, t_start)
+        return step
+
     def run(self, q: Any, v: Any, t_start: float) -> Command:
         """The command of one step at ``(q, v)``."""
         step = self._step

@@ -376,13 +376,15 @@ class ClusterModel:
         return S
 
     # ----------------------------------------------------------------------------- G, g (CasADi)
-    def cluster_coordinates(self, k: int, y, which: str = "q"):
-        """The spanning coordinates (ny,) of cluster ``k``'s joints taken from a tree vector."""
-        c = self.infos[k]
-        joints = [self.tree.joints[j] for j in c.joints]
-        if which == "q":
-            return ca.vertcat(*[y[j.idx_q : j.idx_q + j.nq] for j in joints])
-        return ca.vertcat(*[y[j.idx_v : j.idx_v + j.nv] for j in joints])
+    def cluster_coordinates(self, k: int, y):
+        """The spanning coordinates (ny,) of cluster ``k``'s joints taken from a tree configuration."""
+        joints = [self.tree.joints[j] for j in self.infos[k].joints]
+        return ca.vertcat(*[y[j.idx_q : j.idx_q + j.nq] for j in joints])
+
+    def cluster_velocities(self, k: int, yd):
+        """The spanning velocities of cluster ``k``'s joints taken from a tree velocity."""
+        joints = [self.tree.joints[j] for j in self.infos[k].joints]
+        return ca.vertcat(*[yd[j.idx_v : j.idx_v + j.nv] for j in joints])
 
     def G_block(self, k: int, y):
         """``G`` (ny_c, nv_c) of cluster ``k`` at spanning configuration ``y`` (CasADi)."""
@@ -403,7 +405,7 @@ class ClusterModel:
         _, jacobian, bias = c.loop_functions()
         yc = self.cluster_coordinates(k, y)
         K = jacobian(yc)
-        b = bias(yc, self.cluster_coordinates(k, yd, "v"))
+        b = bias(yc, self.cluster_velocities(k, yd))
         ind, dep = list(c.independent), list(c.dependent)
         gd = -ca.solve(K[:, dep], b)
         return _interleave(ca.DM.zeros(len(ind), 1), gd, ind, dep)

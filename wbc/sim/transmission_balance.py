@@ -51,7 +51,7 @@ class Plant:
         self.robot = catalog.robots().transmissions.g1_parallel_ankle(joint_rotors=True)
         self.cm = self.robot.model
         self.approx = ApproximateModel.build(self.cm)
-        self.y0 = self.robot.y0
+        self.y0 = self.robot.q0
         cm = self.cm
         y = ca.SX.sym("y", cm.tree.nq)
         blocks = []

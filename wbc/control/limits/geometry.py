@@ -185,7 +185,7 @@ def bounding_capsule(points, frame: str, margin: float = 0.0) -> Primitive:
     mean = P.mean(axis=0)
     X = P - mean
     _, axes = np.linalg.eigh(X.T @ X)  # principal axes: the columns
-    best = None
+    best = None  # (volume, segment start, segment end, radius): a sphere is a segment of length 0
     for axis in axes.T:
         t = X @ axis
         rho2 = np.maximum(np.einsum("ij,ij->i", X, X) - t * t, 0.0)
@@ -195,17 +195,14 @@ def bounding_capsule(points, frame: str, margin: float = 0.0) -> Primitive:
         if hi <= lo:  # caps alone cover the cloud: a sphere around the mid point
             center = mean + 0.5 * (hi + lo) * axis
             radius = float(np.sqrt(np.max(np.einsum("ij,ij->i", P - center, P - center))))
-            volume = 4.0 / 3.0 * np.pi * radius**3
-            candidate: tuple = (volume, ("sphere", center, radius))
+            candidate = (4.0 / 3.0 * np.pi * radius**3, center, center, radius)
         else:
             volume = np.pi * R * R * (hi - lo) + 4.0 / 3.0 * np.pi * R**3
-            candidate = (volume, ("capsule", mean + lo * axis, mean + hi * axis, R))
+            candidate = (volume, mean + lo * axis, mean + hi * axis, R)
         if best is None or candidate[0] < best[0]:
             best = candidate
     assert best is not None
-    shape = best[1]
-    if shape[0] == "sphere" or np.linalg.norm(shape[2] - shape[1]) < 1e-9:
-        center = shape[1] if shape[0] == "sphere" else 0.5 * (shape[1] + shape[2])
-        radius = shape[2] if shape[0] == "sphere" else shape[3]
-        return Sphere(frame, max(float(radius), 1e-6) + margin, tuple(center))
-    return Capsule(frame, max(shape[3], 1e-6) + margin, tuple(shape[1]), tuple(shape[2]))
+    _, start, end, radius = best
+    if np.linalg.norm(end - start) < 1e-9:
+        return Sphere(frame, max(float(radius), 1e-6) + margin, tuple(0.5 * (start + end)))
+    return Capsule(frame, max(radius, 1e-6) + margin, tuple(start), tuple(end))
