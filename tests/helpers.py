@@ -13,6 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
@@ -30,6 +34,37 @@ TOL_KERNEL = 1e-12
 ROBOT_NAMES = robots.names(robots.RobotKind.TREE)
 #: Random synthetic trees used across the files: (seed, number of links).
 TREE_CASES = ((1, 6), (2, 12), (3, 20))
+
+
+def eom_residual(case, q, v, cmd, contacts=()) -> float:
+    """max |M q̈ + h − Sᵀτ − Σ Jᵀf| of a step's command with Pinocchio, relative to max(1, |M q̈ + h|)
+    (``contacts``: the controller's, whose forces ``cmd.forces`` holds)."""
+    model, pm = case.model, case.pin_model
+    data = pm.createData()
+    generalized = np.zeros(model.nv)
+    generalized[model.actuated_v_indices] = cmd.tau
+    if contacts:
+        pin.computeJointJacobians(pm, data, q)
+        pin.updateFramePlacements(pm, data)
+    for c in contacts:
+        J = pin.getFrameJacobian(pm, data, case.pin_frame(c.frame), pin.LOCAL)
+        generalized += J.T @ (c.force_basis() @ cmd.forces[c.name])
+    lhs = pin.rnea(pm, data, q, v, cmd.qdd)
+    return float(np.abs(lhs - generalized).max() / max(1.0, np.abs(lhs).max()))
+
+
+def run_demo(script: str, args: list[str], out, timeout: float) -> tuple[dict, subprocess.CompletedProcess]:
+    """Run ``demos/<script>`` with ``args`` writing into ``out`` (quietly): its ``summary.json`` and
+    the finished process (its output captured)."""
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve().parents[1] / "demos" / script), *args]
+        + ["--out", str(out), "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads((Path(out) / "summary.json").read_text()), done
 
 
 def assert_close(actual, expected, tol: float = TOL_PIN, what: str = "") -> None:
