@@ -18,6 +18,7 @@ from .algorithms.kinematics import ReferenceFrame
 from .algorithms.workspace import Workspace
 from .codegen import kernels
 from .control import *  # the names of wbc.control.__all__
+from .control.limits import *  # (in wbc.control.__all__ too; named for the type checkers)
 from .errors import *  # the names of wbc.errors.__all__
 from .model import *  # the names of wbc.model.__all__
 from .model import checks
@@ -46,5 +47,6 @@ __all__ = [
 ]
 __all__ += model.__all__
 __all__ += numeric.__all__
-__all__ += control.__all__
+__all__ += [name for name in control.__all__ if name not in control.limits.__all__]
+__all__ += control.limits.__all__
 __all__ += errors.__all__

@@ -14,18 +14,13 @@
 
 from __future__ import annotations
 
+from . import limits
+from .command import Command
 from .contacts import Contact, PointContact, RectangularContact, SurfaceContact, SurfaceCornersContact
 from .contributor import Contributor, Runtime
-from .controller import Command, Failure, StepStatus, WholeBodyController
-from .limits import (
-    Capsule,
-    CollisionPair,
-    JointPositionLimit,
-    JointVelocityLimit,
-    SelfCollisionLimit,
-    Sphere,
-    TorqueLimit,
-)
+from .controller import WholeBodyController
+from .fallback import Failure, StepStatus
+from .limits import *  # the names of limits.__all__
 from .pieces import Bounds, Cost, Equality, Group, Inequality, Kind
 from .qp import QPProblem
 from .solvers import QPSolver, Solver, make_solver
@@ -44,13 +39,6 @@ __all__ = [
     "RectangularContact",
     "SurfaceContact",
     "SurfaceCornersContact",
-    "TorqueLimit",
-    "JointPositionLimit",
-    "JointVelocityLimit",
-    "SelfCollisionLimit",
-    "CollisionPair",
-    "Sphere",
-    "Capsule",
     "Kind",
     "Group",
     "Cost",
@@ -62,3 +50,4 @@ __all__ = [
     "Solver",
     "make_solver",
 ]
+__all__ += limits.__all__

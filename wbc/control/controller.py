@@ -34,8 +34,9 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import product
+from typing import Any, Generic, TypeVar, overload
 
 import numpy as np
 
@@ -77,20 +78,34 @@ from .task import Task
 __all__ = ["WholeBodyController", "Command", "StepStatus", "Failure"]
 
 _clock = time.perf_counter
+T = TypeVar("T")
 
 #: Up to this many contributors that can switch on and off (contacts), the plans of every activation
 #: set are prepared by compile(); beyond, each set's plan is prepared the first time it occurs.
 PLAN_EVERY_SET_UP_TO = 4
 
 
-def _positive(value, name: str) -> float:
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a number, got {value!r}") from None
-    if not (np.isfinite(value) and value > 0):
-        raise InputError(f"{name} must be a finite number > 0, got {value!r}")
-    return value
+class _Setting(Generic[T]):
+    """A controller setting the step's plans read: converted when set (``convert``: checks and
+    resolves it), then the plans are prepared again, under the controller's lock."""
+
+    def __init__(self, convert: Callable[[Any], T]) -> None:
+        self.convert = convert
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.attribute = f"_{name}"
+
+    @overload
+    def __get__(self, controller: None, owner: type) -> _Setting[T]: ...
+    @overload
+    def __get__(self, controller: object, owner: type) -> T: ...
+    def __get__(self, controller, owner):
+        return self if controller is None else getattr(controller, self.attribute)
+
+    def __set__(self, controller, value) -> None:
+        with controller._lock:
+            setattr(controller, self.attribute, self.convert(value))
+            controller._replan()
 
 
 class WholeBodyController(NotCopyable):
@@ -160,7 +175,7 @@ class WholeBodyController(NotCopyable):
         self.kernel: Kernel | None = None
         self.solver = solver  # resolved once by the setter
         self.regularization = regularization
-        self.dt = _positive(dt, "dt")
+        self.dt = checks.positive(dt, "dt")
         self.fallback = FallbackPolicy(soft_contact_weight, feasibility_tolerance)
         self.input_matrix = checks.option(InputMatrixMethod, input_matrix, "input_matrix")
         self.check_inputs = bool(check_inputs)
@@ -180,43 +195,18 @@ class WholeBodyController(NotCopyable):
             self.add_task(t)
 
     # ----------------------------------------------------------------------------- settings
-    @property
-    def regularization(self) -> float:
-        """Relative weight ``ε`` of the strict-convexity term (see the class docstring)."""
-        return self._regularization
-
-    @regularization.setter
-    def regularization(self, value) -> None:
-        with self._lock:
-            self._regularization = _positive(value, "regularization")
-            self._replan()
-
-    @property
-    def check_inputs(self) -> bool:
-        """Whether ``step`` validates ``q`` and ``v`` (sizes, finiteness, unit quaternions)."""
-        return self._check_inputs
-
-    @check_inputs.setter
-    def check_inputs(self, value) -> None:
-        with self._lock:
-            self._check_inputs = bool(value)
-            self._replan()
-
-    @property
-    def solver(self) -> QPSolver:
-        """The QP solver (a :class:`~wbc.control.solvers.QPSolver`; set it from anything ``solver=`` takes)."""
-        return self._solver
-
-    @solver.setter
-    def solver(self, value) -> None:
-        with self._lock:
-            self._solver = make_solver(value)
-            if self.kernel is not None and self._solver.unconstrained_tolerance != self._tolerance:
-                self._invalidate()  # the shortcut's tolerance is traced into the kernel
-            self._replan()
+    #: Relative weight ``ε`` of the strict-convexity term (see the class docstring).
+    regularization = _Setting(lambda value: checks.positive(value, "regularization"))
+    #: Whether ``step`` validates ``q`` and ``v`` (sizes, finiteness, unit quaternions).
+    check_inputs = _Setting(bool)
+    #: The QP solver (a :class:`~wbc.control.solvers.QPSolver`; set it from anything ``solver=`` takes).
+    solver = _Setting(make_solver)
 
     def _replan(self) -> None:
-        """Settings the plans read changed: prepare them again now (when compiled)."""
+        """A setting the plans read changed: prepare them again now (when compiled); a solver with
+        another shortcut tolerance (traced into the kernel) needs the kernel again."""
+        if getattr(self, "kernel", None) is not None and self.solver.unconstrained_tolerance != self._tolerance:
+            self._invalidate()
         if getattr(self, "_structure", None) is not None:
             self._prepare_plans()
 

@@ -28,20 +28,32 @@ __all__ = ["StepOutputs", "OUTPUTS", "MATRICES", "step_outputs"]
 
 
 class StepOutputs(NamedTuple):
-    """The step kernel's outputs (see the module docstring for shapes and meaning)."""
+    """The step kernel's outputs (``n_u`` QP variables, ``nv`` velocities)."""
 
     A: np.ndarray
+    """(n_cost, n_u) cost rows."""
     b: np.ndarray
+    """(n_cost,) their targets."""
     A_eq: np.ndarray
+    """(n_eq, n_u) equality rows (the contacts' motion rows)."""
     b_eq: np.ndarray
+    """(n_eq,) their right-hand sides."""
     G: np.ndarray
+    """(n_traced, n_u) the inequality rows whose matrix is traced (constant rows stay in the Structure)."""
     h: np.ndarray
+    """(n_in,) every inequality row's right-hand side."""
     lb: np.ndarray
+    """(n_u,) lower bounds (-inf where unbounded)."""
     ub: np.ndarray
+    """(n_u,) upper bounds (+inf where unbounded)."""
     a0: np.ndarray
+    """(nv,) the free acceleration: q̈ = a0 + Bhat u."""
     Bhat: np.ndarray
+    """(nv, n_u) the inertia-weighted input matrix M⁻¹[Sᵀ, J_cᵀ]."""
     errors: np.ndarray
+    """(n_err,) the cost pieces' reported errors (the task errors)."""
     d: np.ndarray
+    """(n_c,) right-hand sides of the feasibility check C u ≤ d (tolerance included)."""
 
 
 #: The step function's output names, in order.

@@ -301,10 +301,6 @@ class ContactSchedule:
         input is bound to (updated in place)."""
         return self._states[name].parameters
 
-    def normal_force_bounds(self, name: str) -> np.ndarray:
-        """``[minimum, maximum]`` normal force of contact ``name`` now, N (the maximum follows a ramp)."""
-        return self._states[name].bounds
-
     def record(self, name: str, normal_force: float) -> None:
         """Remember the normal force a command gave contact ``name``."""
         self._flush()

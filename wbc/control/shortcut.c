@@ -376,13 +376,14 @@ int wbc_step_objects(wbc_shortcut_data *s, PyObject *q, PyObject *v) {
 }
 #endif
 
-/* The ABI the Python side checks when it loads the library: the struct's size, every field's name
- * and offset (in declaration order), every return code's name and value. */
-#define WBC_FIELD(name) {#name, offsetof(wbc_shortcut_data, name)}
-static const struct {
+/* The ABI the Python side checks when it loads the library: the struct's size, then two tables of
+ * (name, value): every field's offset, in declaration order (table 0), every return code (table 1). */
+typedef struct {
     const char *name;
-    size_t offset;
-} wbc_fields[] = {
+    long value;
+} wbc_abi_entry_t;
+#define WBC_FIELD(name) {#name, (long)offsetof(wbc_shortcut_data, name)}
+static const wbc_abi_entry_t wbc_fields[] = {
     WBC_FIELD(k),        WBC_FIELD(p),      WBC_FIELD(m),         WBC_FIELD(nc),        WBC_FIELD(ng),
     WBC_FIELD(c0),       WBC_FIELD(nspan),  WBC_FIELD(nb),        WBC_FIELD(nt),        WBC_FIELD(nv),
     WBC_FIELD(ne),       WBC_FIELD(ncontact), WBC_FIELD(reg),     WBC_FIELD(A),         WBC_FIELD(b),
@@ -397,26 +398,19 @@ static const struct {
     WBC_FIELD(t_kernel), WBC_FIELD(t_qp),   WBC_FIELD(Cdense),    WBC_FIELD(traced_at), WBC_FIELD(vector_type),
 };
 #define WBC_CODE(name) {#name, WBC_##name}
-static const struct {
-    const char *name;
-    int value;
-} wbc_codes[] = {
+static const wbc_abi_entry_t wbc_codes[] = {
     WBC_CODE(FEASIBLE),      WBC_CODE(INFEASIBLE),  WBC_CODE(FAILED),
     WBC_CODE(BAD_INPUT),     WBC_CODE(KERNEL_FAILED), WBC_CODE(NOT_VECTORS),
 };
 
 size_t wbc_abi_size(void) { return sizeof(wbc_shortcut_data); }
 
-int wbc_abi_field_count(void) { return (int)(sizeof wbc_fields / sizeof wbc_fields[0]); }
-
-const char *wbc_abi_field(int i, size_t *offset) {
-    *offset = wbc_fields[i].offset;
-    return wbc_fields[i].name;
-}
-
-int wbc_abi_code_count(void) { return (int)(sizeof wbc_codes / sizeof wbc_codes[0]); }
-
-const char *wbc_abi_code(int i, int *value) {
-    *value = wbc_codes[i].value;
-    return wbc_codes[i].name;
+/* Entry i of table `table` (0: fields, 1: codes): its name and *value, or NULL past the end. */
+const char *wbc_abi_entry(int table, int i, long *value) {
+    const wbc_abi_entry_t *entries = table == 0 ? wbc_fields : wbc_codes;
+    const int count = table == 0 ? (int)(sizeof wbc_fields / sizeof wbc_fields[0])
+                                 : (int)(sizeof wbc_codes / sizeof wbc_codes[0]);
+    if (i < 0 || i >= count) return NULL;
+    *value = entries[i].value;
+    return entries[i].name;
 }

@@ -19,6 +19,7 @@ import _ctypes
 import ctypes
 import enum
 import functools
+import itertools
 import os
 import sysconfig
 import warnings
@@ -109,19 +110,25 @@ def python_include() -> str | None:
     return include if include and (Path(include) / "Python.h").is_file() else None
 
 
+def _abi_table(library: ctypes.CDLL, table: int) -> dict[str, int]:
+    """Table ``table`` of the library's ABI exports (0: field offsets, 1: return codes), by name."""
+    entry = library.wbc_abi_entry
+    entry.restype, entry.argtypes = ctypes.c_char_p, [ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_long)]
+    value = ctypes.c_long()
+    out: dict[str, int] = {}
+    for i in itertools.count():
+        name = entry(table, i, ctypes.byref(value))
+        if name is None:
+            return out
+        out[name.decode()] = int(value.value)
+    raise AssertionError  # unreachable: the loop returns
+
+
 def _check_abi(library: ctypes.CDLL, path: Path) -> None:
     """Refuse a library whose struct or return codes differ from :class:`ShortcutData` and :class:`Code`."""
     size = library.wbc_abi_size
     size.restype = ctypes.c_size_t
-    count = library.wbc_abi_field_count
-    count.restype = ctypes.c_int
-    field = library.wbc_abi_field
-    field.restype, field.argtypes = ctypes.c_char_p, [ctypes.c_int, ctypes.POINTER(ctypes.c_size_t)]
-    offset = ctypes.c_size_t()
-    exported = {}
-    for i in range(count()):
-        name = field(i, ctypes.byref(offset)).decode()
-        exported[name] = int(offset.value)
+    exported = _abi_table(library, 0)
     declared = {f[0]: getattr(ShortcutData, f[0]).offset for f in ShortcutData._fields_}
     if size() != ctypes.sizeof(ShortcutData) or exported != declared:
         names = list(exported) + [n for n in declared if n not in exported]  # the C declaration's order
@@ -131,15 +138,7 @@ def _check_abi(library: ctypes.CDLL, path: Path) -> None:
             f"{path}: its struct ({size()} bytes) differs from ShortcutData ({ctypes.sizeof(ShortcutData)} "
             f"bytes){first if differ else ''}: the library and wbc.control.shortcut_library disagree"
         )
-    n_codes = library.wbc_abi_code_count
-    n_codes.restype = ctypes.c_int
-    code = library.wbc_abi_code
-    code.restype, code.argtypes = ctypes.c_char_p, [ctypes.c_int, ctypes.POINTER(ctypes.c_int)]
-    value = ctypes.c_int()
-    codes = {}
-    for i in range(n_codes()):
-        name = code(i, ctypes.byref(value)).decode()
-        codes[name] = int(value.value)
+    codes = _abi_table(library, 1)
     if codes != {c.name: int(c) for c in Code}:
         raise CompileError(f"{path}: its return codes {codes} differ from wbc.control.shortcut_library.Code")
 

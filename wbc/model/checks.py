@@ -117,6 +117,17 @@ def frame_index(model: Model, frame: Any) -> int:
 E = TypeVar("E", bound=enum.Enum)
 
 
+def positive(value: Any, name: str) -> float:
+    """``value`` as a finite number > 0, or :class:`InputError` naming ``name``."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a number, got {value!r}") from None
+    if not (np.isfinite(number) and number > 0):
+        raise InputError(f"{name} must be a finite number > 0, got {value!r}")
+    return number
+
+
 def option(kind: type[E], value: Any, name: str) -> E:
     """``value`` as a member of the enum ``kind``: a member, or its value as a convenience (resolved
     here, once); :class:`InputError` naming ``name`` and the choices otherwise."""

@@ -281,13 +281,6 @@ class ClusterModel:
         """Index (in :attr:`infos`) of the cluster holding tree joint ``joint``."""
         return self._joint_cluster[joint]
 
-    def cluster_index(self, name: str) -> int:
-        """Index of the cluster called ``name``; :class:`ModelError` if none."""
-        for k, c in enumerate(self.infos):
-            if c.name == name:
-                return k
-        raise ModelError(f"model {self.name!r} has no cluster {name!r}")
-
     @cached_property
     def independent_joints(self) -> tuple[int, ...]:
         """Tree joint of each independent coordinate block, in layout order."""
@@ -519,19 +512,6 @@ class ClusterModel:
             if c.residual is not None:
                 parts.append(np.array(c.residual(np.array(ca.DM(self.cluster_coordinates(k, ca.DM(y)))))).reshape(-1))
         return np.concatenate(parts) if parts else np.zeros(0)
-
-    def loop_jacobian(self, y) -> np.ndarray:
-        """``K`` (n_constraints, tree.nv) of every cluster stacked, zero columns elsewhere (numpy)."""
-        y = checks.configuration(self.tree, y, "y")
-        rows = []
-        for k, c in enumerate(self.infos):
-            if c.jacobian is None:
-                continue
-            Kc = np.array(c.jacobian(np.array(ca.DM(self.cluster_coordinates(k, ca.DM(y))))), dtype=float)
-            K = np.zeros((Kc.shape[0], self.tree.nv))
-            K[:, self.spanning_v_indices(k)] = Kc
-            rows.append(K)
-        return np.vstack(rows) if rows else np.zeros((0, self.tree.nv))
 
     def neutral(self) -> np.ndarray:
         """A spanning configuration (tree.nq) at zero independent coordinates (loops closed)."""

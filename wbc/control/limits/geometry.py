@@ -28,6 +28,7 @@ import casadi as ca
 import numpy as np
 
 from ...errors import InputError
+from ...model import checks
 
 __all__ = ["Sphere", "Capsule", "Primitive", "Closest", "closest_core_points", "bounding_capsule", "core_points"]
 
@@ -42,14 +43,13 @@ def _point(value, what: str, owner: str) -> tuple[float, float, float]:
     return float(arr[0]), float(arr[1]), float(arr[2])
 
 
-def _radius(value, owner: str) -> float:
-    try:
-        r = float(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{owner}: radius must be a number, got {value!r}") from None
-    if not (np.isfinite(r) and r > 0):
-        raise InputError(f"{owner}: radius must be finite and > 0, got {value!r}")
-    return r
+def _checked(primitive, kind: str) -> str:
+    """Check ``primitive``'s frame and radius (a number > 0, set as a float); the name it goes by."""
+    if not isinstance(primitive.frame, str):
+        raise InputError(f"a {kind}'s frame must be a frame name, got {primitive.frame!r}")
+    owner = f"{kind} on {primitive.frame!r}"
+    object.__setattr__(primitive, "radius", checks.positive(primitive.radius, f"{owner}: radius"))
+    return owner
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,10 +61,7 @@ class Sphere:
     center: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.frame, str):
-            raise InputError(f"a sphere's frame must be a frame name, got {self.frame!r}")
-        owner = f"sphere on {self.frame!r}"
-        object.__setattr__(self, "radius", _radius(self.radius, owner))
+        owner = _checked(self, "sphere")
         object.__setattr__(self, "center", _point(self.center, "center", owner))
 
     @property
@@ -86,10 +83,7 @@ class Capsule:
     end: tuple[float, float, float]
 
     def __post_init__(self) -> None:
-        if not isinstance(self.frame, str):
-            raise InputError(f"a capsule's frame must be a frame name, got {self.frame!r}")
-        owner = f"capsule on {self.frame!r}"
-        object.__setattr__(self, "radius", _radius(self.radius, owner))
+        owner = _checked(self, "capsule")
         object.__setattr__(self, "start", _point(self.start, "start", owner))
         object.__setattr__(self, "end", _point(self.end, "end", owner))
         if np.linalg.norm(np.subtract(self.end, self.start)) < 1e-9:
