@@ -56,7 +56,7 @@ from benchmarks.harness import Record, calls_per_block, interleaved_blocks, medi
 from wbc.codegen import cluster_kernels as ck
 from wbc.codegen.kernel import Kernel, compile_function
 from wbc.robots import RobotSpec
-from wbc.robots import transmissions as robots
+from wbc.robots import clustered as robots
 
 EXPERIMENTS = ("tables", "fig11", "fig13", "pinocchio")
 

@@ -6,7 +6,7 @@ rectangle (humanoids: sole frames whose origin is the sole centre and whose z ax
 normal) or the foot radius (quadrupeds: point feet, spheres centred on the foot frames), hands,
 fingertips, and a default posture ``q0`` standing on the ground (z = 0).
 
-The robots with actuator transmissions and kinematic loops of :mod:`wbc.robots.transmissions`
+The robots with actuator transmissions and kinematic loops of :mod:`wbc.robots.clustered`
 (``load("tello")``, ``"mini_cheetah"``, ``"jvrc1_rotors"``, ...) are records of the same class whose
 model is a :class:`wbc.ClusterModel`.
 
@@ -391,8 +391,8 @@ _CATALOG: dict[str, tuple[Callable[[bool], RobotSpec], bool]] = {
 
 def names(kind: RobotKind | None = None) -> tuple[str, ...]:
     """The catalog's robot names: of one :class:`RobotKind`, or all (the URDF robots, then the robots
-    with transmissions of :mod:`wbc.robots.transmissions`)."""
-    from .transmissions import BUILDERS
+    with transmissions of :mod:`wbc.robots.clustered`)."""
+    from .clustered import BUILDERS
 
     if kind is None:
         return (*_CATALOG, *BUILDERS)
@@ -409,7 +409,7 @@ def load(name: str, floating_base: bool | None = None) -> RobotSpec:
     Raises:
         ModelError: unknown name, a base its builder does not offer, or example-robot-data missing.
     """
-    from .transmissions import BUILDERS
+    from .clustered import BUILDERS
 
     if name in BUILDERS:
         builder = BUILDERS[name]

@@ -33,7 +33,7 @@ class ClusterCase:
 
 @functools.cache
 def case(name: str) -> ClusterCase:
-    """A robot of :mod:`wbc.robots.transmissions`; ``"<name>+armature"`` adds a random joint armature
+    """A robot of :mod:`wbc.robots.clustered`; ``"<name>+armature"`` adds a random joint armature
     (MuJoCo's approximate rotor model) to every spanning-tree joint."""
     base, _, extra = name.partition("+")
     robot = robots.load(base)

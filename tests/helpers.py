@@ -24,6 +24,7 @@ import pinocchio as pin
 import wbc
 from benchmarks import pinocchio_adapter as oracle
 from wbc import robots
+from wbc.locomotion import FootShape
 from wbc.robots import synthetic
 
 #: Tolerance against Pinocchio (DESIGN.md §6).
@@ -32,6 +33,8 @@ TOL_PIN = 1e-9
 TOL_KERNEL = 1e-12
 
 ROBOT_NAMES = robots.names(robots.RobotKind.TREE)
+#: The sole of the locomotion tests (a Talos-sized rectangle), m.
+FOOT_SHAPE = FootShape(0.2, 0.13)
 #: Random synthetic trees used across the files: (seed, number of links).
 TREE_CASES = ((1, 6), (2, 12), (3, 20))
 

@@ -90,8 +90,8 @@ def test_geared_robots_against_pinocchio_mimic_joints(name):
 @pytest.mark.parametrize(
     "build",
     [
-        lambda: wbc.robots.transmissions.four_bar(geared=False),
-        lambda: wbc.robots.transmissions.g1_parallel_ankle(geared=False),
+        lambda: wbc.robots.clustered.four_bar(geared=False),
+        lambda: wbc.robots.clustered.g1_parallel_ankle(geared=False),
     ],
     ids=["four_bar", "g1_parallel_ankle"],
 )

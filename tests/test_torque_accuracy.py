@@ -15,7 +15,7 @@ import pytest
 
 from tests.helpers import assert_close
 from wbc.algorithms.clusters.torque_accuracy import PAPER_FIG14, sinusoid_torques
-from wbc.robots import transmissions
+from wbc.robots import clustered
 
 pin = pytest.importorskip("pinocchio")
 
@@ -24,7 +24,7 @@ LEG = ("left_hip_rz", "left_hip_rx", "left_hip_ry", "left_knee", "left_ankle")
 
 @pytest.fixture(scope="module")
 def humanoid():
-    return transmissions.mit_humanoid()
+    return clustered.mit_humanoid()
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@
 * :mod:`.contacts` — point and rectangular contacts;
 * :mod:`.limits` — torque, joint position and velocity limits, self-collision avoidance;
 * :mod:`.hierarchy` — the lexicographic solve of a strict task hierarchy;
-* :mod:`.context` — the traced dynamics contributors share (a₀, B̂, contact rows);
+* :mod:`.step_context` — the traced dynamics contributors share (a₀, B̂, contact rows);
 * :mod:`.builder` — stacks pieces into the kernel and selects each step's active rows;
 * :mod:`.qp`, :mod:`.solvers` — the problem, its exact reductions, the backends;
 * :mod:`.schedule`, :mod:`.fallback`, :mod:`.controller` — contact activation, infeasibility, the step.

@@ -44,12 +44,12 @@ from ..codegen.trace import trace
 from ..errors import InputError
 from ..model.clusters import ClusterModel
 from ..model.model import Model
-from .context import Variables
-from .contexts import context_type
 from .contributor import Contributor
+from .model_context import context_type
 from .outputs import OUTPUTS, StepOutputs
 from .pieces import TAU, Bounds, Cost, Equality, Group, Inequality
 from .qp import QPProblem
+from .step_context import Variables
 from .structure_check import structure_misfit
 
 __all__ = ["Structure", "Layout", "trace_step", "compile_step", "compile_placements", "OUTPUTS"]

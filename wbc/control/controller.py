@@ -25,8 +25,8 @@ from several threads are serialized (each caller receives the command of its own
 
 The model may be a :class:`~wbc.Model` or a clustered :class:`~wbc.ClusterModel` (rotors,
 transmissions, loops): the kernel's dynamics come from the step context of the model's type
-(:func:`~wbc.control.contexts.context_type`); for a clustered model the state is ``(y, v)`` and the
-inputs are the motors (:mod:`wbc.control.cluster_context`).
+(:func:`~wbc.control.model_context.context_type`); for a clustered model the state is ``(y, v)`` and the
+inputs are the motors (:mod:`wbc.control.cluster_step_context`).
 """
 
 from __future__ import annotations
@@ -50,11 +50,11 @@ from ..model.model import Model
 from .builder import Layout, Structure, compile_placements, compile_step
 from .command import Command, CommandWriter, LastCommand
 from .contacts import Contact
-from .contexts import context_type
 from .contributor import Contributor, Runtime
 from .fallback import Failure, FallbackPolicy, StepStatus
 from .hierarchy import LexicographicSolver
 from .limits import JointPositionLimit, JointVelocityLimit, TorqueLimit
+from .model_context import context_type
 from .not_copyable import NotCopyable
 from .outputs import StepOutputs, step_outputs
 from .pieces import TAU

@@ -1,7 +1,7 @@
 """Exact whole-body control of a humanoid with geared rotors and rod-driven ankles, against the
 approximations today's controllers make.
 
-The robot is the G1-like humanoid of :func:`wbc.robots.transmissions.g1_parallel_ankle` with
+The robot is the G1-like humanoid of :func:`wbc.robots.clustered.g1_parallel_ankle` with
 ``joint_rotors=True``: every ankle's pitch and roll are driven by two geared cranks on the knee
 through two rods (a kinematic loop each), and the hips, knees and waist yaw by geared rotors.
 MuJoCo simulates it exactly as built (rotors and rods are bodies, gears and rod ends are equality
@@ -42,7 +42,7 @@ from wbc.algorithms.clusters import ApproximateModel
 from wbc.algorithms.clusters.baselines import approximate_rnea
 from wbc.codegen import cluster_kernels
 from wbc.figures import save_figure
-from wbc.robots import transmissions
+from wbc.robots import clustered
 
 try:
     from wbc.sim.balance import Scenario
@@ -65,7 +65,7 @@ def fig14(dts=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1), scales=(0.5, 1.0, 1.
     out: dict = {"by_dt": {}, "by_gear_scale": {}}
     A, w = 0.5, 1.5
     for scale in sorted(set(scales) | {1.0}):
-        robot = transmissions.mit_humanoid(gear_scale=scale)
+        robot = clustered.mit_humanoid(gear_scale=scale)
         cm = robot.model
         exact = cluster_kernels.c_rnea_function(cm, "cluster")
         approx = cluster_kernels.c_rnea_function(cm, "approximate")

@@ -2,7 +2,7 @@
 
 Two measurements, each side by side in one run (the machines are shared: ratios only):
 
-1. **The contacts' motion rows** of :class:`wbc.control.cluster_context.ClusterStepContext`, two
+1. **The contacts' motion rows** of :class:`wbc.control.cluster_step_context.ClusterStepContext`, two
    exact ways: from the clustered IIM's own forward pass (``ContactRows.IIM_FORWARD``: the contact
    bodies' accelerations per unit input, ``K_e 𝖺``) or with the Delassus block by C-EFPA and the
    torque block from ``B̂``'s contact columns (``ContactRows.C_EFPA``). Traced, compiled, timed:
@@ -27,8 +27,8 @@ from wbc.algorithms.clusters import ApproximateModel
 from wbc.algorithms.iim import InputMatrixMethod
 from wbc.codegen import compile_function
 from wbc.codegen.trace import trace
-from wbc.control.cluster_context import ClusterStepContext, ContactRows
-from wbc.robots import transmissions
+from wbc.control.cluster_step_context import ClusterStepContext, ContactRows
+from wbc.robots import clustered
 
 from .harness import calls_per_block, interleaved_blocks, median, relative_spread
 
@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="JSON lines only")
     parser.add_argument("--rounds", type=int, default=15)
     args = parser.parse_args(argv)
-    robot = transmissions.g1_parallel_ankle(joint_rotors=True)
+    robot = clustered.g1_parallel_ankle(joint_rotors=True)
     records = contact_rows(robot, args.rounds) + [control_step(robot, args.rounds)]
     for r in records:
         print(json.dumps(r))
