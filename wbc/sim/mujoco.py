@@ -179,16 +179,14 @@ def _matrix_to_quat_wxyz(R: np.ndarray) -> np.ndarray:
     return np.array([w, x, y, z])
 
 
-def _free_joint(model: Model):
-    """The free-flyer joint of ``model`` (always joint 1) or None."""
-    return model.joints[1] if model.floating_base else None
+def _free_joints(model: Model) -> tuple:
+    """The free joints of ``model`` (a floating base is joint 1; an MJCF may have more, each on a
+    body hanging from the world)."""
+    return tuple(j for j in model.joints[1:] if j.type is JointType.FREE_FLYER)
 
 
-def _base_rotation(model: Model, q: np.ndarray) -> np.ndarray:
-    """Rotation (3, 3) of the free-flyer base in the world, identity for fixed-base models."""
-    j = _free_joint(model)
-    if j is None:
-        return np.eye(3)
+def _free_rotation(j, q: np.ndarray) -> np.ndarray:
+    """Rotation (3, 3) in the world of the body of free joint ``j``."""
     return quaternion_to_rotation(q[j.idx_q + 3 : j.idx_q + 7])
 
 
@@ -199,7 +197,7 @@ def _qpos_layout(model: Model) -> tuple[np.ndarray, int]:
     n = 0
     for i, j in enumerate(model.joints[1:], start=1):
         adr[i] = n
-        n += 7 if j.type is JointType.FREE_FLYER else 1
+        n += j.nq if j.type in (JointType.FREE_FLYER, JointType.SPHERICAL) else 1
     return adr, n
 
 
@@ -226,6 +224,9 @@ def qpos_from_q(model: Model, q, reference: np.ndarray | None = None) -> np.ndar
             qpos[a : a + 3] = q[s : s + 3]
             qpos[a + 3] = q[s + 6]
             qpos[a + 4 : a + 7] = q[s + 3 : s + 6]
+        elif j.type is JointType.SPHERICAL:
+            qpos[a] = q[s + 3]
+            qpos[a + 1 : a + 4] = q[s : s + 3]
         elif j.type is JointType.REVOLUTE_UNBOUNDED:
             theta = np.arctan2(q[s + 1], q[s])
             if reference is not None:
@@ -248,6 +249,9 @@ def q_from_qpos(model: Model, qpos) -> np.ndarray:
             q[s : s + 3] = qpos[a : a + 3]
             q[s + 3 : s + 6] = qpos[a + 4 : a + 7]
             q[s + 6] = qpos[a + 3]
+        elif j.type is JointType.SPHERICAL:
+            q[s : s + 3] = qpos[a + 1 : a + 4]
+            q[s + 3] = qpos[a]
         elif j.type is JointType.REVOLUTE_UNBOUNDED:
             q[s : s + 2] = np.cos(qpos[a]), np.sin(qpos[a])
         else:
@@ -256,21 +260,19 @@ def q_from_qpos(model: Model, qpos) -> np.ndarray:
 
 
 def velocity_map(model: Model, q) -> np.ndarray:
-    """``T`` (nv, nv) with ``qvel = T v``: the base rotation on the free-flyer linear block, else I."""
+    """``T`` (nv, nv) with ``qvel = T v``: each free joint's rotation on its linear block, else I."""
     q = checks.configuration(model, q)
     T = np.eye(model.nv)
-    j = _free_joint(model)
-    if j is not None:
-        T[j.idx_v : j.idx_v + 3, j.idx_v : j.idx_v + 3] = _base_rotation(model, q)
+    for j in _free_joints(model):
+        T[j.idx_v : j.idx_v + 3, j.idx_v : j.idx_v + 3] = _free_rotation(j, q)
     return T
 
 
 def _rotate_base(model: Model, q: np.ndarray, x: np.ndarray, transpose: bool) -> np.ndarray:
-    """``x`` (nv, ...) with its free-flyer linear block multiplied by R (or Rᵀ)."""
+    """``x`` (nv, ...) with each free joint's linear block multiplied by its R (or Rᵀ)."""
     out = np.array(x, dtype=float)
-    j = _free_joint(model)
-    if j is not None:
-        R = _base_rotation(model, q)
+    for j in _free_joints(model):
+        R = _free_rotation(j, q)
         s = slice(j.idx_v, j.idx_v + 3)
         out[s] = (R.T if transpose else R) @ out[s]
     return out
@@ -291,10 +293,9 @@ def v_from_qvel(model: Model, q, qvel) -> np.ndarray:
 def _tdot_v(model: Model, q: np.ndarray, v: np.ndarray) -> np.ndarray:
     """``Ṫ v`` (nv,): ``R (ω × v_lin)`` on the free-flyer linear block, zero elsewhere (m/s²)."""
     out = np.zeros(model.nv)
-    j = _free_joint(model)
-    if j is not None:
+    for j in _free_joints(model):
         s = j.idx_v
-        out[s : s + 3] = _base_rotation(model, q) @ np.cross(v[s + 3 : s + 6], v[s : s + 3])
+        out[s : s + 3] = _free_rotation(j, q) @ np.cross(v[s + 3 : s + 6], v[s : s + 3])
     return out
 
 
