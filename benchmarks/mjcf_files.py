@@ -61,7 +61,9 @@ def shipped_files() -> list[tuple[str, Path]]:
     """
     gym, dmc = _package_dir("gymnasium"), _package_dir("dm_control")
     if gym is None or dmc is None:
-        raise wbc.MissingDependency("the shipped MJCF files come with gymnasium and dm-control: pip install 'wbc[test]'")
+        raise wbc.MissingDependency(
+            "the shipped MJCF files come with gymnasium and dm-control: pip install 'wbc[mjcf-files]'"
+        )
     out = [(f"gymnasium/{p.name}", p) for p in sorted((gym / "envs/mujoco/assets").glob("*.xml"))]
     out += [(f"dm_control/suite/{p.name}", p) for p in sorted((dmc / "suite").glob("*.xml"))]
     out += [(f"dm_control/walkers/{w}", dmc / "locomotion/walkers/assets" / w) for w in WALKERS]

@@ -200,7 +200,20 @@ class _Tree:
         self.m, self.where, self.mujoco = m, where, mujoco
         origin = _se3(_I3, np.zeros(3))
         self.joints: list[Joint] = [
-            Joint("universe", JointType.UNIVERSE, -1, origin, np.zeros(3), 0, 0, *([np.zeros(0)] * 4), "universe")
+            Joint(
+                "universe",
+                JointType.UNIVERSE,
+                -1,
+                origin,
+                np.zeros(3),
+                0,
+                0,
+                np.zeros(0),
+                np.zeros(0),
+                np.zeros(0),
+                np.zeros(0),
+                "universe",
+            )
         ]
         self.inertias: list[np.ndarray] = [np.zeros((6, 6))]
         self.body_frames: dict[int, tuple[int, SE3]] = {0: (0, origin)}

@@ -134,8 +134,8 @@ def read_actuators(m, where: str, joints: list[Joint]) -> Actuation:
     nv = int(m.nv)
     armature = np.zeros(nv)
     if m.nu == 0:
-        actuated = tuple(i for i, j in enumerate(joints) if i > 0 and j.type is not JointType.FREE_FLYER)
-        return Actuation(actuated, {}, armature, (), ())
+        every = tuple(i for i, j in enumerate(joints) if i > 0 and j.type is not JointType.FREE_FLYER)
+        return Actuation(every, {}, armature, (), ())
     found: list[MjcfActuator] = []
     tendon_driven: list[int] = []
     for a in range(m.nu):
@@ -199,7 +199,7 @@ def read_actuators(m, where: str, joints: list[Joint]) -> Actuation:
             stacklevel=3,
         )
     effort: dict[int, np.ndarray] = {}
-    actuated = []
+    actuated: list[int] = []
     for i in sorted({act.joint for act in found}):
         mine = [act for act in found if act.joint == i]
         joint = joints[i]

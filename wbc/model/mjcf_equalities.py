@@ -72,7 +72,8 @@ class _Reader:
         j = self.tree.joints[k + 1]
         if j.type not in (JointType.REVOLUTE, JointType.PRISMATIC):
             raise ModelError(
-                f"{self.where}: {label} couples joint {j.name!r} ({j.type.value}); couplings hold hinge and slide joints"
+                f"{self.where}: {label} couples joint {j.name!r} ({j.type.value}); "
+                "couplings hold hinge and slide joints"
             )
         return j.name
 
@@ -250,7 +251,8 @@ def _cluster(tree: Model, where: str, cname: str, joint_names: set[str], members
         if isinstance(c, PolynomialCoupling):
             r[pos[tree.joint_id(c.joint)]] = 1.0
             y_src = y0[pos[tree.joint_id(c.source)]]
-            r[pos[tree.joint_id(c.source)]] -= sum(k * ck * y_src ** (k - 1) for k, ck in enumerate(c.coefficients) if k)
+            slope = sum(k * ck * y_src ** (k - 1) for k, ck in enumerate(c.coefficients) if k)
+            r[pos[tree.joint_id(c.source)]] -= slope
         else:
             r[pos[tree.joint_id(c.joint)]] = 1.0
             for src, ratio in c.sources:
