@@ -5,8 +5,8 @@ Every active equality (``eq_active0``) becomes a constraint, read from the compi
 
 * ``connect``: a point loop closure between body1's anchor and the point of body2 that coincides
   with it at ``qpos0`` (or between two sites);
-* ``weld``: a frame loop closure: body1's frame moved by ``relpose`` (and the anchor) against body2's
-  frame at the anchor (or two site frames);
+* ``weld``: a frame loop closure: body1's frame moved by the compiled ``relpose`` (where body2's
+  anchor is, ``eq_data[3:10]``) against body2's frame moved to the anchor (or two site frames);
 * ``joint``: MuJoCo's polynomial ``y₁ − y₁(qpos0) = Σ cₖ (y₂ − y₂(qpos0))ᵏ``, as a
   :class:`PolynomialCoupling` in wbc's absolute coordinates (a locked joint without ``joint2`` as a
   :class:`JointCoupling` without sources);
@@ -15,7 +15,8 @@ Every active equality (``eq_active0``) becomes a constraint, read from the compi
 
 Equalities sharing joints form one cluster. Its dependent joints are ``joint1`` of the joint
 equalities, then, for the other rows, the non-actuated joints deepest in the tree that raise the
-rank of the constraint Jacobian at ``qpos0`` (rows a planar loop leaves void are dropped). MuJoCo's
+rank of the constraint Jacobian at a generic configuration near ``qpos0`` (rows a planar loop leaves
+void everywhere are dropped; rows dependent only at a singular ``qpos0`` are kept). MuJoCo's
 softness (``solref``, ``solimp``) is not modelled: wbc's constraints are exact. Refused, naming the
 equality and why: a spatial tendon, a tendon polynomial beyond degree 1, a loop or coupling through
 a free or ball joint, flex equalities.
@@ -157,7 +158,7 @@ class _Reader:
             (j1, M1), (j2, M2) = self.body_frames[o1], self.body_frames[o2]
             if weld:
                 R_rel = quat_wxyz_matrix(d[6:10])
-                Fa = compose(M1, _se3(R_rel, d[3:6] + R_rel @ d[0:3]))
+                Fa = compose(M1, _se3(R_rel, d[3:6]))  # (the compiler has put the anchor in d[3:6])
                 Fb = compose(M2, _se3(np.eye(3), d[0:3]))
             else:
                 Fa = compose(M1, _se3(np.eye(3), d[0:3]))
@@ -233,7 +234,10 @@ def _cluster(tree: Model, where: str, cname: str, joint_names: set[str], members
     joints = sorted(tree.joint_id(j) for j in joint_names)
     pos = {j: i for i, j in enumerate(joints)}
     ys = ca.SX.sym("y", len(joints))
+    # a generic configuration near qpos0: rows void everywhere (a planar loop's) drop out, rows that
+    # are dependent only at a singular qpos0 (a straight chain) stay
     y0 = np.array([y_tree[tree.joints[j].idx_q] for j in joints])
+    y0 = y0 + np.random.default_rng(0).normal(0.0, 0.3, y0.size)
     forced: list[str] = []
     constraints = []
     rows_all: list[np.ndarray] = []
