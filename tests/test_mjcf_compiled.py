@@ -245,24 +245,30 @@ COUPLINGS = """
   <worldbody>
     <body name="base" pos="0 0 1">
       <inertial pos="0 0 0" mass="2" diaginertia="0.1 0.1 0.1"/>
-      <body name="a1"><joint name="a1" axis="0 1 0" ref="0.2"/><geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02"/>
+      <body name="a1"><joint name="a1" axis="0 1 0" ref="0.2"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02"/>
         <body name="a2" pos="0.3 0 0"><joint name="a2" axis="0 1 0" ref="-0.3"/>
-          <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02"/><site name="tip_a" pos="0.3 0 0" euler="0.1 0.2 0.3"/>
+          <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02"/>
+          <site name="tip_a" pos="0.3 0 0" euler="0.1 0.2 0.3"/>
         </body>
       </body>
-      <body name="b1" pos="0.5 0 0"><joint name="b1" axis="0 1 0"/><geom type="capsule" fromto="0 0 0 0.1 0 0.2" size="0.02"/>
+      <body name="b1" pos="0.5 0 0"><joint name="b1" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0.1 0 0.2" size="0.02"/>
         <body name="b2" pos="0.1 0 0.2"><joint name="b2" axis="0 1 0"/>
-          <geom type="capsule" fromto="0 0 0 -0.1 0 0" size="0.02"/><site name="tip_b" pos="0 0 -0.2" euler="0.3 0.2 0.1"/>
+          <geom type="capsule" fromto="0 0 0 -0.1 0 0" size="0.02"/>
+          <site name="tip_b" pos="0 0 -0.2" euler="0.3 0.2 0.1"/>
         </body>
       </body>
       <body name="c1" pos="0 0.5 0"><joint name="c1" axis="1 0 0" ref="0.1"/><geom size="0.05" mass="0.3"/>
         <body name="c2" pos="0 0.2 0"><joint name="c2" axis="1 0 0" ref="0.4"/><geom size="0.05" mass="0.3"/>
-          <body name="c3" pos="0 0.2 0"><joint name="c3" type="slide" axis="0 1 0" ref="0.05"/><geom size="0.05" mass="0.3"/>
+          <body name="c3" pos="0 0.2 0"><joint name="c3" type="slide" axis="0 1 0" ref="0.05"/>
+            <geom size="0.05" mass="0.3"/>
           </body>
         </body>
       </body>
       <body name="d1" pos="0 -0.5 0"><joint name="d1" axis="1 0 0"/><geom size="0.05" mass="0.3"/>
-        <body name="d2" pos="0 -0.2 0.1"><joint name="d2" axis="0 0 1"/><geom type="box" size="0.05 0.02 0.03" mass="0.3"/>
+        <body name="d2" pos="0 -0.2 0.1"><joint name="d2" axis="0 0 1"/>
+          <geom type="box" size="0.05 0.02 0.03" mass="0.3"/>
         </body>
       </body>
     </body>
