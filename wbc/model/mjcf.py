@@ -119,7 +119,8 @@ def load_mjcf(source: Any, *, name: str | None = None) -> ClusterModel:
 
     Args:
         source: a path, MJCF text, a ``mujoco.MjSpec`` or a ``mujoco.MjModel`` (:func:`compile_mjcf`).
-        name: the model's name (default: the file's ``<mujoco model>``, else ``"mjcf"``).
+        name: the model's name (default: the file's ``<mujoco model>``, else its file name without
+            extension, else ``"mjcf"``).
 
     Raises:
         ModelError: a file MuJoCo rejects, or an element wbc cannot represent (named, with why).
@@ -133,7 +134,7 @@ def load_mjcf(source: Any, *, name: str | None = None) -> ClusterModel:
     if m.nflex:
         raise ModelError(f"{where}: flex {_name(m, mujoco.mjtObj.mjOBJ_FLEX, 0)!r}: deformable bodies are not rigid")
     tree = _Tree(m, where, mujoco)
-    model_name = name or _model_name(m) or "mjcf"
+    model_name = name or _model_name(m, where)
     actuation = read_actuators(m, where, tree.joints)
     base = Model(
         model_name,
@@ -156,8 +157,12 @@ def _name(m, objtype, i: int) -> str:
     return mujoco.mj_id2name(m, objtype, i) or ""
 
 
-def _model_name(m) -> str:
-    return m.names[: m.names.index(b"\0")].decode() if m.names else ""
+def _model_name(m, where: str) -> str:
+    """The file's ``<mujoco model>``, else the file's stem, else ``"mjcf"``."""
+    given = m.names[: m.names.index(b"\0")].decode() if m.names else ""
+    if given and given != "MuJoCo Model":  # (MuJoCo's name for a model without one)
+        return given
+    return os.path.splitext(os.path.basename(where))[0] if not where.startswith("<") else "mjcf"
 
 
 def _gravity(m, mujoco) -> np.ndarray:

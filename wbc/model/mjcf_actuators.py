@@ -32,7 +32,7 @@ import numpy as np
 from ..errors import ModelError, ModelWarning
 from .model import Joint, JointType
 
-__all__ = ["ActuatorKind", "MjcfActuator", "Actuation", "read_actuators"]
+__all__ = ["ActuatorKind", "MjcfActuator", "Actuation", "actuator_kind", "read_actuators"]
 
 
 class ActuatorKind(enum.Enum):
@@ -89,7 +89,10 @@ def _symmetric(lo: float, hi: float) -> float:
     return max(0.0, min(-float(lo), float(hi)))
 
 
-def _kind(m, a: int, mujoco) -> ActuatorKind:
+def actuator_kind(m, a: int) -> ActuatorKind:
+    """How actuator ``a`` of compiled model ``m`` turns its control into force."""
+    import mujoco
+
     fixed = int(m.actuator_gaintype[a]) == int(mujoco.mjtGain.mjGAIN_FIXED)
     no_bias = int(m.actuator_biastype[a]) == int(mujoco.mjtBias.mjBIAS_NONE)
     no_dyn = int(m.actuator_dyntype[a]) == int(mujoco.mjtDyn.mjDYN_NONE)
@@ -187,7 +190,7 @@ def read_actuators(m, where: str, joints: list[Joint]) -> Actuation:
             if moment.size != 1:
                 raise ModelError(f"{what}: an armature on a ball joint's actuator is not supported")
             armature[joints[wbc_joint].idx_v] += moment[0] ** 2 * arm
-        kind = _kind(m, a, mujoco)
+        kind = actuator_kind(m, a)
         gain = float(m.actuator_gainprm[a][0]) if kind is ActuatorKind.MOTOR else 0.0
         found.append(MjcfActuator(a, name, wbc_joint, moment, kind, gain, _force_limit(m, a, kind)))
     if tendon_driven:

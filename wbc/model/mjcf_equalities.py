@@ -17,6 +17,7 @@ Equalities sharing joints form one cluster. Its dependent joints are ``joint1`` 
 equalities, then, for the other rows, the non-actuated joints deepest in the tree that raise the
 rank of the constraint Jacobian at a generic configuration near ``qpos0`` (rows a planar loop leaves
 void everywhere are dropped; rows dependent only at a singular ``qpos0`` are kept). MuJoCo's
+cluster's motors are its joints the file actuates. MuJoCo's
 softness (``solref``, ``solimp``) is not modelled: wbc's constraints are exact. Refused, naming the
 equality and why: a spatial tendon, a tendon polynomial beyond degree 1, a loop or coupling through
 a free or ball joint, flex equalities.
@@ -281,7 +282,8 @@ def _cluster(tree: Model, where: str, cname: str, joint_names: set[str], members
     if len(dep) != K.shape[0] or _rank(K[:, dep]) < len(dep):
         raise ModelError(f"{where}: equality cluster {sorted(joint_names)} has redundant or inconsistent constraints")
     independent = tuple(tree.joints[joints[i]].name for i in range(len(joints)) if i not in dep)
-    return Cluster(cname, tuple(tree.joints[j].name for j in joints), independent, tuple(constraints))
+    motors = tuple(tree.joints[j].name for j in joints if j in actuated)  # the file's actuated joints
+    return Cluster(cname, tuple(tree.joints[j].name for j in joints), independent, tuple(constraints), motors)
 
 
 def _rank(A: np.ndarray) -> int:

@@ -40,7 +40,7 @@ requires for stability) and ``solimp = (0.95, 0.99, 0.001)``: a 75 kg robot sink
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -422,6 +422,19 @@ def _add_body(
 def _add_joint(body, model: Model, k: int, R: np.ndarray, p: np.ndarray, position_limits: bool, armature) -> None:
     """Joint ``k`` in ``body``, its frame at ``(R, p)`` in the body frame."""
     j = model.joints[k]
+    if j.type is JointType.SPHERICAL:  # MuJoCo's ball turns the body about the anchor: frames must agree
+        if not np.allclose(R, np.eye(3), atol=1e-12):
+            raise ModelError(f"model {model.name!r}: ball joint {j.name!r} inside a chain of massless bodies")
+        joint = body.add_joint(name=j.name, type=mujoco.mjtJoint.mjJNT_BALL, pos=p)
+        joint.armature, joint.frictionloss = 0.0, 0.0
+        if armature is not None:
+            joint.armature = float(armature[j.idx_v])
+        joint.damping, joint.stiffness = np.zeros_like(joint.damping), np.zeros_like(joint.stiffness)
+        if position_limits and np.isfinite(j.max_angle):
+            joint.limited, joint.range = mujoco.mjtLimited.mjLIMITED_TRUE, [0.0, float(j.max_angle)]
+        else:
+            joint.limited = mujoco.mjtLimited.mjLIMITED_FALSE
+        return
     kind = mujoco.mjtJoint.mjJNT_SLIDE if j.type is JointType.PRISMATIC else mujoco.mjtJoint.mjJNT_HINGE
     joint = body.add_joint(name=j.name, type=kind, axis=R @ np.asarray(j.axis, dtype=float), pos=p)
     joint.armature, joint.frictionloss = 0.0, 0.0  # exact rigid-body dynamics: no added terms
@@ -440,20 +453,20 @@ def _add_joint(body, model: Model, k: int, R: np.ndarray, p: np.ndarray, positio
 def _add_actuators(spec, model: Model, torque_limits: bool, joints: Sequence[int] | None = None) -> None:
     for i in model.actuated if joints is None else joints:
         j = model.joints[i]
-        if j.nv != 1:
-            raise ModelError(
-                f"model {model.name!r}: joint {j.name!r} is actuated but the bridge only drives 1-dof joints"
-            )
-        act = spec.add_actuator(name=j.name, target=j.name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
-        act.gear = [1.0, 0, 0, 0, 0, 0]
-        act.gaintype, act.biastype = mujoco.mjtGain.mjGAIN_FIXED, mujoco.mjtBias.mjBIAS_NONE
-        act.dyntype = mujoco.mjtDyn.mjDYN_NONE
-        act.gainprm[:3] = [1.0, 0.0, 0.0]
-        effort = float(j.effort[0])
-        if torque_limits and np.isfinite(effort) and effort > 0:
-            act.ctrllimited, act.ctrlrange = mujoco.mjtLimited.mjLIMITED_TRUE, [-effort, effort]
-        else:
-            act.ctrllimited = mujoco.mjtLimited.mjLIMITED_FALSE
+        for k in range(j.nv):  # a ball joint: one motor per axis of its child frame
+            name = j.name if j.nv == 1 else f"{j.name}[{k}]"
+            act = spec.add_actuator(name=name, target=j.name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
+            gear = np.zeros(6)
+            gear[k] = 1.0
+            act.gear = gear
+            act.gaintype, act.biastype = mujoco.mjtGain.mjGAIN_FIXED, mujoco.mjtBias.mjBIAS_NONE
+            act.dyntype = mujoco.mjtDyn.mjDYN_NONE
+            act.gainprm[:3] = [1.0, 0.0, 0.0]
+            effort = float(j.effort[k])
+            if torque_limits and np.isfinite(effort) and effort > 0:
+                act.ctrllimited, act.ctrlrange = mujoco.mjtLimited.mjLIMITED_TRUE, [-effort, effort]
+            else:
+                act.ctrllimited = mujoco.mjtLimited.mjLIMITED_FALSE
 
 
 def _set_contact(geom, contact: ContactParameters) -> None:
@@ -718,19 +731,115 @@ class MujocoSim:
             loops=loops,
         )
         try:
-            self.mjmodel = self.spec.compile()
+            mjmodel = self.spec.compile()
         except ValueError as e:
             raise ModelError(f"MuJoCo rejected the model {model.name!r}: {e}") from None
-        self.mjdata = mujoco.MjData(self.mjmodel)
+        geoms = {b.frame: (f"{b.frame}_contact",) for b in self.contact_boxes + self.contact_spheres}
+        self._setup(mjmodel, geoms, None)
         self._check_layout()
-        self._box_geoms = {
-            b.frame: self.mjmodel.geom(f"{b.frame}_contact").id for b in self.contact_boxes + self.contact_spheres
-        }
+        self.reset(neutral(self.tree) if self.cluster_model is None else self.cluster_model.neutral())
+
+    @classmethod
+    def from_mjcf(
+        cls,
+        source,
+        model: Model | ClusterModel | None = None,
+        *,
+        contact_geoms: Mapping[str, Sequence[str]] | None = None,
+        timestep: float | None = None,
+    ) -> MujocoSim:
+        """A simulation of the user's own MJCF, as written (see :mod:`wbc.sim.mjcf_scene`).
+
+        Its geoms, contacts, options, solver settings and passive forces are the file's; wbc's joint
+        torques reach MuJoCo through the file's torque motors (servos are replaced by torque motors,
+        with a :class:`~wbc.sim.mjcf_scene.ServoReplacedWarning`).
+
+        Args:
+            source: a path, MJCF text, a ``mujoco.MjSpec`` (copied) or a ``mujoco.MjModel``.
+            model: the wbc model of the file (default ``wbc.load_mjcf(source)``).
+            contact_geoms: for :meth:`contact_forces`, the file's geoms (names) whose contacts count
+                for each foot frame.
+            timestep: s, instead of the file's ``<option timestep>`` (the only setting changed).
+
+        Raises:
+            ModelError: a file MuJoCo rejects, or that wbc cannot represent. InputError: ``model`` is
+                not the file's, an unknown geom, a bad time step.
+        """
+        from ..model.mjcf import load_mjcf
+        from .mjcf_scene import user_scene
+
+        model = load_mjcf(source) if model is None else model
+        scene = user_scene(source, model)
+        self = cls.__new__(cls)
+        self.contact_boxes, self.contact_spheres = (), ()
+        self.model = model
+        self.cluster_model = model if isinstance(model, ClusterModel) else None
+        self.tree = model.tree if isinstance(model, ClusterModel) else model
+        self.spec = scene.spec
+        if timestep is not None:
+            if not (np.isfinite(timestep) and timestep > 0):
+                raise InputError(f"timestep must be positive and finite, got {timestep!r}")
+            if self.spec is None:
+                raise InputError(f"{scene.where}: a compiled MjModel's time step cannot be changed here")
+            self.spec.option.timestep = float(timestep)
+        try:
+            mjmodel = scene.mjmodel if self.spec is None else self.spec.compile()
+        except ValueError as e:
+            raise ModelError(f"{scene.where}: MuJoCo rejected the scene: {e}") from None
+        ctrl = np.zeros((mjmodel.nu, len(scene.drives)))
+        for k, drive in enumerate(scene.drives):
+            for name, c in drive:
+                ctrl[mjmodel.actuator(name).id, k] += c
+        self._setup(mjmodel, dict(contact_geoms or {}), ctrl)
+        adr, _ = _qpos_layout(self.tree)
+        for i, j in enumerate(self.tree.joints[1:], start=1):
+            if mjmodel.jnt_qposadr[i - 1] != adr[i] or mjmodel.jnt_dofadr[i - 1] != j.idx_v:
+                raise InputError(f"{scene.where}: joint {j.name!r} of {model.name!r} is not the file's")
+        q0 = q_from_qpos(self.tree, mjmodel.qpos0)
+        self.reset(
+            q0
+            if self.cluster_model is None
+            else self.cluster_model.spanning_configuration(self.cluster_model.independent_configuration(q0), q0)
+        )
+        return self
+
+    def _setup(self, mjmodel, contact_geoms: Mapping[str, Sequence[str]], ctrl: np.ndarray | None) -> None:
+        """Data, contact geoms, the body of each joint, the input map (None: one actuator per input)."""
+        self.mjmodel = mjmodel
+        self.mjdata = mujoco.MjData(mjmodel)
+        self._box_geoms: dict[str, tuple[int, ...]] = {}
+        for frame, names in contact_geoms.items():
+            self.tree.frame_id(frame)
+            try:
+                self._box_geoms[frame] = tuple(mjmodel.geom(n).id for n in names)
+            except KeyError:
+                raise InputError(f"contact geoms of {frame!r}: the scene has no geom among {list(names)}") from None
+        self._ctrl = ctrl
+        if ctrl is not None and ctrl.shape[1] != self.n_inputs:
+            raise ModelError(f"{self.model.name!r}: {ctrl.shape[1]} drives for {self.n_inputs} inputs (internal error)")
+        self._joint_body = self._bodies_of_joints()
         self._pushes: list[_Push] = []
         self._M = np.zeros((self.tree.nv, self.tree.nv))
         self._residuals = None if self.cluster_model is None else _residual_function(self.cluster_model)
         self._stale = True
-        self.reset(neutral(self.tree) if self.cluster_model is None else self.cluster_model.neutral())
+        self._warnings = dict.fromkeys(_BAD_STATE, 0)
+
+    def _bodies_of_joints(self) -> dict[int, int]:
+        """MuJoCo body of each tree joint whose frame is a body's (a generated scene: by the link's
+        name; a user's file: the body of the last of its joints)."""
+        m, out = self.mjmodel, {}
+        if self._ctrl is None:
+            for i, j in enumerate(self.tree.joints[1:], start=1):
+                try:
+                    out[i] = m.body(j.link).id
+                except KeyError:
+                    continue  # a massless body merged into its child
+            return out
+        for i in range(1, self.tree.njoints):
+            b = int(m.jnt_bodyid[i - 1])
+            if i - 1 == int(m.body_jntadr[b]) + int(m.body_jntnum[b]) - 1:
+                out[i] = b
+        return out
 
     @property
     def n_inputs(self) -> int:
@@ -836,9 +945,10 @@ class MujocoSim:
             InputError: wrong size, non-finite entries or entries beyond 1e10.
         """
         tau = checks.vector(tau, self.n_inputs, "tau")
-        if np.any(np.abs(tau) >= _MAX_VALUE):
+        ctrl = tau if self._ctrl is None else self._ctrl @ tau
+        if np.any(np.abs(ctrl) >= _MAX_VALUE):
             raise InputError(f"tau has entries beyond {_MAX_VALUE:g}, which MuJoCo would replace by zero")
-        self.mjdata.ctrl[:] = tau
+        self.mjdata.ctrl[:] = ctrl
         self._stale = True
 
     def step(self, n: int = 1) -> None:
@@ -964,7 +1074,7 @@ class MujocoSim:
         """Total contact force (3,) the floor exerts on each sole box and point foot, N, world axes."""
         self._fresh()
         out = {name: np.zeros(3) for name in self._box_geoms}
-        owner = {g: name for name, g in self._box_geoms.items()}
+        owner = {g: name for name, geoms in self._box_geoms.items() for g in geoms}
         f6 = np.zeros(6)
         d = self.mjdata
         for k in range(d.ncon):
@@ -996,12 +1106,12 @@ class MujocoSim:
 
     def _mj_body(self, joint: int, frame: str) -> int:
         """MuJoCo's id of the body of tree joint ``joint`` (FrameError for a merged massless body)."""
-        link = self.tree.joints[joint].link
         try:
-            return self.mjmodel.body(link).id
+            return self._joint_body[joint]
         except KeyError:
             raise FrameError(
-                f"frame {frame!r} is on the massless body {link!r}, merged into its child in MuJoCo"
+                f"frame {frame!r} is on the massless body {self.tree.joints[joint].link!r}, which MuJoCo "
+                "merges into its child (or a joint inside a MuJoCo body)"
             ) from None
 
     def to_xml(self) -> str:
@@ -1042,4 +1152,4 @@ def _residual_function(cm: ClusterModel):
         others = [i for i in range(r.shape[0]) if i not in rows]
         loops += [r[i] for i in rows]
         couplings += [r[i] for i in others]
-    return ca.Function(f"residuals_{cm.name}", [y], [ca.vertcat(*loops, 0), ca.vertcat(*couplings, 0)])
+    return ca.Function("residuals", [y], [ca.vertcat(*loops, 0), ca.vertcat(*couplings, 0)])
