@@ -51,14 +51,15 @@ class UserScene:
             user gave a compiled ``MjModel`` that needed no change.
         mjmodel: the given ``MjModel`` (when ``spec`` is None).
         where: the source, for messages.
-        drives: per wbc input column, ``(actuator name, coefficient)`` pairs: ``ctrl[a] += c τ[k]``.
+        drives: per wbc input column, ``(actuator, coefficient)`` pairs, ``ctrl[a] += c τ[k]``, the
+            actuator by name in ``spec`` (every actuator named there), by id in ``mjmodel``.
         replaced: names of the removed actuators.
     """
 
     spec: Any
     mjmodel: Any
     where: str
-    drives: list[list[tuple[str, float]]]
+    drives: list[list[tuple[str | int, float]]]
     replaced: tuple[str, ...]
 
 
@@ -91,7 +92,7 @@ def user_scene(source, model: Model | ClusterModel) -> UserScene:
         actuation = read_actuators(m, where, list(tree.joints))
     names = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, a) or f"actuator{a}" for a in range(m.nu)]
     remove: set[int] = set()
-    drives: list[list[tuple[str, float]]] = []
+    drives: list[list[tuple[str | int, float]]] = []
     added: list[tuple[int, int]] = []  # (wbc joint, degree of freedom)
     tendon_driven = set(actuation.tendon_driven)
     for a in range(m.nu):  # servos on tendons would hold their tendons: out of the scene
@@ -106,13 +107,18 @@ def user_scene(source, model: Model | ClusterModel) -> UserScene:
             split = np.linalg.pinv(A.T)  # ctrl (n_motors,) = split @ τ_j
             remove.update(act.index for act in mine if act.kind is not ActuatorKind.MOTOR)
             for k in range(joint.nv):
-                drives.append([(names[act.index], float(split[r, k])) for r, act in enumerate(motors)])
+                key = (lambda a: a) if spec is None else (lambda a: names[a])
+                drives.append([(key(act.index), float(split[r, k])) for r, act in enumerate(motors)])
         else:
             remove.update(act.index for act in mine)
             for k in range(joint.nv):
                 drives.append([(f"{ADDED_MOTOR}{joint.name}" + (f"_{k}" if joint.nv > 1 else ""), 1.0)])
                 added.append((i, k))
     replaced = tuple(names[a] for a in sorted(remove))
+    if spec is not None:
+        for a, act in enumerate(spec.actuators):  # name them all: the drives find them by name
+            if not act.name:
+                act.name = names[a]
     if not remove and not added:
         return UserScene(spec, m if spec is None else None, where, drives, ())
     if spec is None:
@@ -120,9 +126,6 @@ def user_scene(source, model: Model | ClusterModel) -> UserScene:
             f"{where}: its actuators {list(replaced)} are servos, which wbc replaces by torque motors in the "
             "model's spec: pass the file, its text or its mujoco.MjSpec instead of a compiled MjModel"
         )
-    for a, act in enumerate(spec.actuators):  # name them all first: ids change as some go
-        if not act.name:
-            act.name = names[a]
     for name in replaced:
         spec.delete(spec.actuator(name))
     for i, k in added:

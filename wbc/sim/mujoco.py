@@ -788,8 +788,8 @@ class MujocoSim:
             raise ModelError(f"{scene.where}: MuJoCo rejected the scene: {e}") from None
         ctrl = np.zeros((mjmodel.nu, len(scene.drives)))
         for k, drive in enumerate(scene.drives):
-            for name, c in drive:
-                ctrl[mjmodel.actuator(name).id, k] += c
+            for key, c in drive:
+                ctrl[key if isinstance(key, int) else mjmodel.actuator(key).id, k] += c
         self._setup(mjmodel, dict(contact_geoms or {}), ctrl)
         adr, _ = _qpos_layout(self.tree)
         for i, j in enumerate(self.tree.joints[1:], start=1):
