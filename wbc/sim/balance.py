@@ -172,8 +172,13 @@ SCENARIO_DEFAULTS = {
 }
 
 
+#: Sway amplitude (m) and push (share of the weight, over 0.1 s) of robots without defaults.
+OTHER_SWAY = 0.02
+OTHER_PUSH = 0.1
+
+
 def standard_scenario(
-    robot: str,
+    robot: str | LeggedRobot,
     duration: float = 9.0,
     lateral: float | None = None,
     forward: float | None = None,
@@ -181,13 +186,19 @@ def standard_scenario(
 ) -> Scenario:
     """The balance demos' scenario: settle 1 s, sway 4 s, a lateral push (+y) at 5.5 s and a forward
     push (+x) at 7 s (N over ``push_duration`` s; default :data:`SCENARIO_DEFAULTS`, 0 leaves a push
-    out), standing until ``duration``."""
-    try:
-        d = SCENARIO_DEFAULTS[robot]
-    except KeyError:
-        raise errors.InputError(
-            f"no scenario defaults for robot {robot!r}; known: {', '.join(SCENARIO_DEFAULTS)}"
-        ) from None
+    out), standing until ``duration``. A robot outside the defaults (one from an MJCF) sways by
+    :data:`OTHER_SWAY` m and is pushed by :data:`OTHER_PUSH` times its weight."""
+    if isinstance(robot, str):
+        try:
+            d = SCENARIO_DEFAULTS[robot]
+        except KeyError:
+            raise errors.InputError(
+                f"no scenario defaults for robot {robot!r}; known: {', '.join(SCENARIO_DEFAULTS)}"
+            ) from None
+    else:
+        model = robot.model.tree if isinstance(robot.model, ClusterModel) else robot.model
+        weight = model.total_mass * float(np.linalg.norm(model.gravity))
+        d = {"sway": OTHER_SWAY, "push": round(OTHER_PUSH * weight, 1)}
     pushes = (
         Push("lateral", (0.0, 1.0, 0.0), d["push"] if lateral is None else lateral, push_duration, 5.5),
         Push("forward", (1.0, 0.0, 0.0), d["push"] if forward is None else forward, push_duration, 7.0),

@@ -14,7 +14,8 @@ The feet are named by the user, each a geom, a site or a body of the file:
 
 All feet are soles or all are points. The standing configuration ``q0`` is the file's keyframe (if
 named) or ``qpos0``, hinge and slide joints moved 5 % inside their ranges, the base lowered or
-raised to put the lowest foot on ``z = 0`` (the floor of the file). The contacts of each foot in the
+raised to put the lowest foot on ``z = 0`` (the floor of the file), or where MuJoCo rests it: its
+geoms' ``margin − gap`` above. The contacts of each foot in the
 simulation are its geom's, or its body's geoms. The simulation is the file as written
 (:meth:`wbc.sim.mujoco.MujocoSim.from_mjcf`), its time step the control period unless one is given.
 """
@@ -36,7 +37,7 @@ from ..numeric import frame_placement
 from ..spatial.algebra import SE3
 from .mujoco import MujocoSim, q_from_qpos
 
-__all__ = ["MjcfSole", "MjcfRobot", "mjcf_robot"]
+__all__ = ["MjcfSole", "MjcfRobot", "mjcf_robot", "add_arguments", "from_arguments"]
 
 #: How far inside its range a joint of the standing configuration is put (share of the range).
 RANGE_INSET = 0.05
@@ -95,6 +96,7 @@ class _Feet:
         self.mujoco = mujoco_module()
         self.frames: list[tuple[str, str, SE3]] = []  # (name, body frame, placement in it)
         self.geoms: dict[str, tuple[str, ...]] = {}
+        self.clearance: dict[str, float] = {}  # MuJoCo rests a geom at margin − gap from the floor
 
     def _name(self, objtype, i: int) -> str:
         return self.mujoco.mj_id2name(self.m, objtype, i) or ""
@@ -134,6 +136,8 @@ class _Feet:
         frame = name if not self.tree.has_frame(name) else f"{name}_foot"
         self.frames.append((frame, self.tree.frames[body].name, placement))
         self.geoms[frame] = geoms
+        ids = [self.mujoco.mj_name2id(self.m, self.mujoco.mjtObj.mjOBJ_GEOM, g) for g in geoms]
+        self.clearance[frame] = max((float(self.m.geom_margin[g] - self.m.geom_gap[g]) for g in ids), default=0.0)
         return frame
 
     def _geom(self, name: str, g: int) -> tuple[str, float | None, MjcfSole | None]:
@@ -238,7 +242,7 @@ def mjcf_robot(
         tree = tree.add_frame(frame, parent, placement)
     cm = ClusterModel(tree, cm.clusters, cm.name, None, cm.armature)
     frames = tuple(f for f, _, _ in parts)
-    lowest = min(frame_placement(tree, q, f)[2, 3] - (radius or 0.0) for f, radius, _ in parts)
+    lowest = min(frame_placement(tree, q, f)[2, 3] - (radius or 0.0) - found.clearance[f] for f, radius, _ in parts)
     q[2] -= lowest
     if cm.clusters:
         q = cm.spanning_configuration(cm.independent_configuration(q), q)
@@ -259,3 +263,27 @@ def mjcf_robot(
         {f: found.geoms[f] for f in frames},
         timestep,
     )
+
+
+def add_arguments(parser) -> None:
+    """The balance demos' ``--mjcf PATH --feet NAME... [--keyframe K] [--timestep S]``."""
+    group = parser.add_argument_group("a robot from any MJCF file")
+    group.add_argument("--mjcf", type=Path, default=None, help="stand this floating-base MJCF file's robot")
+    group.add_argument(
+        "--feet", nargs="+", default=None, metavar="NAME", help="with --mjcf: foot geoms, bodies or sites"
+    )
+    group.add_argument("--keyframe", default=None, help="with --mjcf: the keyframe to stand in (default qpos0)")
+    group.add_argument(
+        "--timestep", type=float, default=None, help="with --mjcf: simulation step, s (default the file's)"
+    )
+
+
+def from_arguments(parser, args) -> MjcfRobot | None:
+    """The robot ``--mjcf`` names (None without it); a usage error when ``--feet`` is missing."""
+    if args.mjcf is None:
+        if args.feet or args.keyframe or args.timestep:
+            parser.error("--feet, --keyframe and --timestep go with --mjcf")
+        return None
+    if not args.feet:
+        parser.error("--mjcf needs --feet: the geoms, bodies or sites the robot stands on")
+    return mjcf_robot(args.mjcf, args.feet, keyframe=args.keyframe, timestep=args.timestep)
