@@ -1,4 +1,5 @@
-"""Simulation bridge: a MuJoCo model built from a :class:`wbc.Model`, and exact state conversion.
+"""Simulation bridge: a MuJoCo model built from a :class:`wbc.Model` (or the user's own MJCF), and
+exact state conversion.
 
 MuJoCo is optional (the ``sim`` extra, ``pip install 'wbc[sim]'``); ``import wbc`` never imports it,
 this module does.
@@ -7,12 +8,17 @@ this module does.
 ``mujoco.MjSpec`` (no meshes): one MuJoCo body per wbc joint, in wbc's depth-first order, carrying
 that joint's merged inertia (mass, centre of mass, principal axes computed here in float64 from the
 6x6 spatial inertia); a free joint for a free-flyer root, hinges for revolute joints (continuous ones
-unlimited), slides for prismatic joints; position limits as joint ranges where finite (optional);
-no damping, armature, friction loss or springs, so the smooth dynamics are exactly wbc's; a torque
+unlimited), slides for prismatic joints, balls for spherical joints (three torque motors each, about
+the child frame's axes, their cone as the ball's ``range``); position limits as joint ranges where
+finite (optional); no damping, armature, friction loss or springs, so the smooth dynamics are exactly wbc's; a torque
 motor (gear 1) on every actuated joint, in ``model.actuated`` order, unlimited or clamped to the
 effort limits (optional); gravity ``model.gravity``; a floor plane at z = 0 (floating-base models by
 default); thin collision boxes under the given soles and spheres at the given point feet. Only
 those collide, and only with the floor: every other body has no geometry at all.
+
+**A user's MJCF** (:meth:`MujocoSim.from_mjcf`): the file itself is simulated, as written (its geoms,
+contacts, options, solver settings, passive forces), not a scene generated from the model;
+:mod:`wbc.sim.mjcf_scene` says how wbc's joint torques reach its actuators.
 
 **Coordinates.** MuJoCo and wbc agree on everything but these, which the converters handle:
 
@@ -20,15 +26,17 @@ those collide, and only with the floor: every other body has no geometry at all.
 quantity                    wbc (Pinocchio)                        MuJoCo
 ==========================  =====================================  ====================================
 free-flyer quaternion       ``[qx qy qz qw]``                      ``[qw qx qy qz]``
+ball-joint quaternion       ``[qx qy qz qw]``                      ``[qw qx qy qz]``
 free-flyer linear velocity  base-origin velocity, **base** axes    base-origin velocity, **world** axes
 free-flyer angular vel.     base axes                              base axes
 continuous joint            ``q = (cos θ, sin θ)``, one velocity   ``qpos = θ``
 ==========================  =====================================  ====================================
 
-With ``R`` the base rotation, ``v_mj = T v`` with ``T = diag(R, I₃, I)``. Generalized forces map
-with ``Tᵀ`` (power is invariant), so ``M = Tᵀ M_mj T`` and, since ``Ṫ v = [R (ω × v_lin); 0]``
+With ``R`` the base rotation, ``v_mj = T v`` with ``T = diag(R, I₃, I)`` (each free joint's ``R`` on
+its linear block when an MJCF has several; a ball joint's angular velocity is in its child frame in
+both). Generalized forces map with ``Tᵀ`` (power is invariant), so ``M = Tᵀ M_mj T`` and, since ``Ṫ v = [R (ω × v_lin); 0]``
 (``d/dt (R v_lin) = R (v̇_lin + ω × v_lin)``), ``h = Tᵀ (h_mj + M_mj Ṫ v)`` and
-``q̈_mj = T v̇ + Ṫ v``. Actuator torques map one to one.
+``q̈_mj = T v̇ + Ṫ v``. Actuator torques map one to one (a user's file: through its motors' gears).
 
 **Contacts.** Defaults (:class:`ContactParameters`) are chosen for a standing humanoid at 1 ms:
 elliptic friction cones with ``impratio = 10`` (little creeping slip), ``condim = 3`` (each box
