@@ -34,8 +34,8 @@ continuous joint            ``q = (cos θ, sin θ)``, one velocity   ``qpos = θ
 
 With ``R`` the base rotation, ``v_mj = T v`` with ``T = diag(R, I₃, I)`` (each free joint's ``R`` on
 its linear block when an MJCF has several; a ball joint's angular velocity is in its child frame in
-both). Generalized forces map with ``Tᵀ`` (power is invariant), so ``M = Tᵀ M_mj T`` and, since ``Ṫ v = [R (ω × v_lin); 0]``
-(``d/dt (R v_lin) = R (v̇_lin + ω × v_lin)``), ``h = Tᵀ (h_mj + M_mj Ṫ v)`` and
+both). Generalized forces map with ``Tᵀ`` (power is invariant), so ``M = Tᵀ M_mj T`` and, since
+``Ṫ v = [R (ω × v_lin); 0]`` (``d/dt (R v_lin) = R (v̇_lin + ω × v_lin)``), ``h = Tᵀ (h_mj + M_mj Ṫ v)`` and
 ``q̈_mj = T v̇ + Ṫ v``. Actuator torques map one to one (a user's file: through its motors' gears).
 
 **Contacts.** Defaults (:class:`ContactParameters`) are chosen for a standing humanoid at 1 ms:
