@@ -135,3 +135,25 @@ def test_dm_control_humanoid_sways_and_takes_pushes_in_its_own_file():
     assert summary["max_com_error_m"] < 0.02 and summary["max_foot_slip_m"] < 0.03
     limit = robot.model.tree.effort_limit
     assert np.all(np.abs(run["tau"]) <= limit + 1e-9)
+
+
+def test_generated_scene_of_a_model_with_ball_joints():
+    """A wbc model with ball joints (no file) in the generated scene: MuJoCo's balls (wxyz), three
+    motors each; state, M, h and the acceleration under torques are wbc's."""
+    from tests.helpers import BALL_TREE_CASES, ball_tree_case
+
+    for args in BALL_TREE_CASES[:2]:
+        m = ball_tree_case(*args).model
+        sim = MujocoSim(m, floor=False)
+        assert sim.mjmodel.nu == m.n_actuated
+        rng = np.random.default_rng(2)
+        q, v = wbc.random_configuration(m, rng), rng.normal(size=m.nv)
+        sim.set_state(q, v)
+        q2, v2 = sim.get_state()
+        assert_close(q2, q, 1e-15)
+        assert_close(v2, v, 1e-13)
+        assert_close(sim.mass_matrix(), wbc.crba(m, q), 1e-12, "M")
+        assert_close(sim.bias_forces(), wbc.nonlinear_effects(m, q, v), 1e-12, "h")
+        tau = rng.normal(size=m.n_actuated)
+        sim.set_torques(tau)
+        assert_close(sim.acceleration(), wbc.aba(m, q, v, m.actuation_matrix() @ tau), 1e-10, "aba")
