@@ -223,7 +223,6 @@ class _Tree:
         self.inertias: list[np.ndarray] = [np.zeros((6, 6))]
         self.body_frames: dict[int, tuple[int, SE3]] = {0: (0, origin)}
         self.body_names = self._unique_names(mujoco.mjtObj.mjOBJ_BODY, m.nbody, "body")
-        self.joint_names = [""] * m.njnt
         body_frames: list[Frame] = [Frame(self.body_names[0], FrameKind.BODY, 0, origin)]
         joint_frames: list[Frame] = []
         for b in range(1, m.nbody):
@@ -269,7 +268,6 @@ class _Tree:
         for k in range(first, first + count):
             jtype = int(m.jnt_type[k])
             jname = _name(m, self.mujoco.mjtObj.mjOBJ_JOINT, k) or f"{self.body_names[b]}_joint{k - first}"
-            self.joint_names[k] = jname
             what = f"{where}: joint {jname!r} of {label}"
             anchor_k = np.array(m.jnt_pos[k], dtype=float)
             axis = np.array(m.jnt_axis[k], dtype=float)

@@ -9,9 +9,9 @@ actuated joints' torques, :mod:`wbc.model.mjcf_actuators`) reach MuJoCo through 
   ``ctrl = C τ``, the least-norm split ``τ_j = Σ moment · gain · ctrl`` (``τ / (gear · gain)`` for one
   motor); the file's control ranges still clamp, as written;
 * servos and other actuators whose force depends on the state (``position``, ``velocity``,
-  ``intvelocity``, filters, muscles, delays) are removed from the scene, with a
-  :class:`ServoReplacedWarning` naming them, and each joint they drove gets torque motors added
-  through ``mujoco.MjSpec`` (gear 1 per degree of freedom, unlimited);
+  ``intvelocity``, filters, muscles, delays) are removed from the scene, wherever they act, with a
+  :class:`ServoReplacedWarning` naming them, and each wbc joint without spanning torque motors gets
+  torque motors added through ``mujoco.MjSpec`` (gear 1 per degree of freedom, unlimited);
 * fixed-tendon motors over several joints (not wbc inputs) stay and idle at zero control.
 
 Frames: wbc joint ``i`` is MuJoCo joint ``i − 1``; a frame on the last joint of a MuJoCo body is on
@@ -91,13 +91,10 @@ def user_scene(source, model: Model | ClusterModel) -> UserScene:
         warnings.simplefilter("ignore")  # load_mjcf has said it already
         actuation = read_actuators(m, where, list(tree.joints))
     names = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, a) or f"actuator{a}" for a in range(m.nu)]
-    remove: set[int] = set()
+    # every actuator whose force depends on the state goes (a servo left in would hold its joint)
+    remove = {a for a in range(m.nu) if actuator_kind(m, a) is not ActuatorKind.MOTOR}
     drives: list[list[tuple[str | int, float]]] = []
     added: list[tuple[int, int]] = []  # (wbc joint, degree of freedom)
-    tendon_driven = set(actuation.tendon_driven)
-    for a in range(m.nu):  # servos on tendons would hold their tendons: out of the scene
-        if a in tendon_driven and actuator_kind(m, a) is not ActuatorKind.MOTOR:
-            remove.add(a)
     for i in model.motor_joints if isinstance(model, ClusterModel) else tree.actuated:
         joint = tree.joints[i]
         mine = [act for act in actuation.actuators if act.joint == i]
@@ -105,7 +102,6 @@ def user_scene(source, model: Model | ClusterModel) -> UserScene:
         A = np.array([act.moment * act.gain for act in motors]).reshape(len(motors), joint.nv)
         if motors and np.linalg.matrix_rank(A) == joint.nv:
             split = np.linalg.pinv(A.T)  # ctrl (n_motors,) = split @ τ_j
-            remove.update(act.index for act in mine if act.kind is not ActuatorKind.MOTOR)
             for k in range(joint.nv):
                 key = (lambda a: a) if spec is None else (lambda a: names[a])
                 drives.append([(key(act.index), float(split[r, k])) for r, act in enumerate(motors)])
