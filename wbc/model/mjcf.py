@@ -39,12 +39,11 @@ import os
 import re
 from typing import Any
 
-import casadi as ca
 import numpy as np
 
 from ..errors import MissingDependency, ModelError
-from ..spatial.algebra import SE3, act_inertia, compose, rigid_inertia
-from ..spatial.lie import quaternion_to_rotation
+from ..spatial.algebra import SE3, rigid_inertia
+from ..spatial.lie import skew
 from .clusters import ClusterModel
 from .files import looks_like_xml, read_user_file, xml_text
 from .model import Frame, FrameKind, Joint, JointType, Model
@@ -173,16 +172,33 @@ def _gravity(m, mujoco) -> np.ndarray:
 
 def quat_wxyz_matrix(wxyz) -> np.ndarray:
     """Rotation (3, 3) of MuJoCo's quaternion ``(w, x, y, z)``."""
-    w, x, y, z = (float(c) for c in wxyz)
-    return np.asarray(quaternion_to_rotation(np.array([x, y, z, w])), dtype=float)
+    w, x, y, z = np.asarray(wxyz, dtype=float) / np.linalg.norm(wxyz)
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+        ]
+    )
 
 
 def _se3(R: np.ndarray, p) -> SE3:
     return SE3(np.asarray(R, dtype=float), np.asarray(p, dtype=float).reshape(3, 1))
 
 
-def _numbers(M: SE3) -> SE3:
-    return SE3(np.array(ca.DM(M.R), dtype=float), np.array(ca.DM(M.p), dtype=float))
+def compose(a: SE3, b: SE3) -> SE3:
+    """``a * b`` in numpy (the loader's placements are numbers; CasADi's would cost 50× more)."""
+    return SE3(a.R @ b.R, a.p + a.R @ b.p)
+
+
+def act_inertia(X: SE3, I: np.ndarray) -> np.ndarray:
+    """A spatial inertia (6, 6) given in frame B, expressed in frame A, ``X`` being B's placement in A:
+    ``F I Fᵀ`` with the force transform ``F = [R 0; [p]ₓR R]`` ([linear; angular])."""
+    R, p = np.asarray(X.R), np.asarray(X.p).reshape(3)
+    F = np.zeros((6, 6))
+    F[0:3, 0:3] = F[3:6, 3:6] = R
+    F[3:6, 0:3] = skew(p) @ R
+    return F @ I @ F.T
 
 
 def _rotation_about(axis: np.ndarray, angle: float) -> np.ndarray:
@@ -235,7 +251,7 @@ class _Tree:
             if site_name:
                 joint, in_joint = self.body_frames[int(m.site_bodyid[s])]
                 placement = compose(in_joint, _se3(quat_wxyz_matrix(m.site_quat[s]), m.site_pos[s]))
-                sites.append(Frame(site_name, FrameKind.OP, joint, _numbers(placement)))
+                sites.append(Frame(site_name, FrameKind.OP, joint, placement))
         self.frames = body_frames + sites + joint_frames
 
     def _unique_names(self, objtype, n: int, kind: str) -> list[str]:
@@ -256,11 +272,11 @@ class _Tree:
         m, where = self.m, self.where
         parent_joint, parent_frame = self.body_frames[int(m.body_parentid[b])]
         label = f"body {self.body_names[b]!r}"
-        placement = _numbers(compose(parent_frame, _se3(quat_wxyz_matrix(m.body_quat[b]), m.body_pos[b])))
+        placement = compose(parent_frame, _se3(quat_wxyz_matrix(m.body_quat[b]), m.body_pos[b]))
         inertia = self._inertia(b)
         first, count = int(m.body_jntadr[b]), int(m.body_jntnum[b])
         if count == 0:  # welded to its parent: the inertia merges, the frame stays
-            self.inertias[parent_joint] = self.inertias[parent_joint] + np.array(ca.DM(act_inertia(placement, inertia)))
+            self.inertias[parent_joint] = self.inertias[parent_joint] + act_inertia(placement, inertia)
             return parent_joint, placement
         current, step = parent_joint, placement
         anchor = np.zeros(3)
@@ -310,7 +326,7 @@ class _Tree:
                     jname,
                     jt,
                     current,
-                    _numbers(here),
+                    here,
                     axis,
                     idx_q,
                     idx_v,
@@ -327,7 +343,7 @@ class _Tree:
             current, anchor = len(self.joints) - 1, anchor_k
             joint_frames.append(Frame(jname, FrameKind.JOINT, current, _se3(_I3, np.zeros(3))))
         body_in_joint = _se3(_I3, -anchor)
-        self.inertias[current] = np.array(ca.DM(act_inertia(body_in_joint, inertia)))
+        self.inertias[current] = act_inertia(body_in_joint, inertia)
         return current, body_in_joint
 
     def _inertia(self, b: int) -> np.ndarray:

@@ -96,7 +96,7 @@ def actuator_kind(m, a: int) -> ActuatorKind:
     fixed = int(m.actuator_gaintype[a]) == int(mujoco.mjtGain.mjGAIN_FIXED)
     no_bias = int(m.actuator_biastype[a]) == int(mujoco.mjtBias.mjBIAS_NONE)
     no_dyn = int(m.actuator_dyntype[a]) == int(mujoco.mjtDyn.mjDYN_NONE)
-    delay = float(getattr(m, "actuator_delay", np.zeros(m.nu))[a]) if m.nu else 0.0
+    delay = float(m.actuator_delay[a]) if hasattr(m, "actuator_delay") else 0.0
     if fixed and no_bias and no_dyn and delay == 0.0 and m.actuator_gainprm[a][0] != 0.0:
         return ActuatorKind.MOTOR
     return ActuatorKind.OTHER
@@ -203,11 +203,14 @@ def read_actuators(m, where: str, joints: list[Joint]) -> Actuation:
         )
     effort: dict[int, np.ndarray] = {}
     actuated: list[int] = []
-    for i in sorted({act.joint for act in found}):
-        mine = [act for act in found if act.joint == i]
+    by_joint: dict[int, list[MjcfActuator]] = {}
+    for act in found:
+        by_joint.setdefault(act.joint, []).append(act)
+    for i, mine in sorted(by_joint.items()):
         joint = joints[i]
         moments = np.array([act.moment for act in mine])
-        if np.linalg.matrix_rank(moments) < joint.nv:
+        rank = int(np.any(moments != 0.0)) if joint.nv == 1 else np.linalg.matrix_rank(moments)
+        if rank < joint.nv:
             names = [act.name for act in mine]
             warnings.warn(
                 f"{where}: ball joint {joint.name!r} is driven by {names}, which do not span its three "

@@ -31,9 +31,9 @@ import casadi as ca
 import numpy as np
 
 from ..errors import ModelError
-from ..spatial.algebra import SE3, compose
+from ..spatial.algebra import SE3
 from .clusters import ClosureKind, Cluster, JointCoupling, LoopClosure, PolynomialCoupling, _closure_rows
-from .mjcf import quat_wxyz_matrix
+from .mjcf import compose, quat_wxyz_matrix
 from .model import Frame, FrameKind, JointType, Model
 
 __all__ = ["read_equalities"]
@@ -43,10 +43,6 @@ _Item = tuple[set[str], JointCoupling | PolynomialCoupling | LoopClosure, str | 
 
 def _se3(R, p) -> SE3:
     return SE3(np.asarray(R, dtype=float), np.asarray(p, dtype=float).reshape(3, 1))
-
-
-def _numbers(M: SE3) -> SE3:
-    return SE3(np.array(ca.DM(M.R), dtype=float), np.array(ca.DM(M.p), dtype=float))
 
 
 def _shifted_polynomial(d: np.ndarray, r1: float, r2: float) -> tuple[float, ...]:
@@ -165,7 +161,7 @@ class _Reader:
                 Fa = compose(M1, _se3(np.eye(3), d[0:3]))
                 Fb = compose(M2, _se3(np.eye(3), d[3:6]))
         fa, fb = f"{name}_a", f"{name}_b"
-        self.frames += [Frame(fa, FrameKind.OP, j1, _numbers(Fa)), Frame(fb, FrameKind.OP, j2, _numbers(Fb))]
+        self.frames += [Frame(fa, FrameKind.OP, j1, Fa), Frame(fb, FrameKind.OP, j2, Fb)]
         tree = self.tree
         path1, path2 = tree.support(j1), tree.support(j2)
         n = 0
