@@ -45,7 +45,7 @@ from ..errors import MissingDependency, ModelError
 from ..spatial.algebra import SE3, rigid_inertia
 from ..spatial.lie import skew
 from .clusters import ClusterModel
-from .files import looks_like_xml, read_user_file, xml_text
+from .files import xml_source
 from .model import Frame, FrameKind, Joint, JointType, Model
 
 __all__ = ["load_mjcf", "compile_mjcf", "mujoco_module"]
@@ -66,16 +66,19 @@ def mujoco_module() -> Any:
     return mujoco
 
 
-def compile_mjcf(source: Any) -> tuple[Any, str]:
+def compile_mjcf(source: Any, max_bytes: int | None = None) -> tuple[Any, str]:
     """``source`` compiled by MuJoCo: ``(mujoco.MjModel, where)``, ``where`` naming it in messages.
 
     Args:
-        source: a path to an MJCF file, MJCF text (recognised by a leading ``<``), a
-            ``mujoco.MjSpec`` (a copy is compiled; the caller's spec is not touched) or a compiled
-            ``mujoco.MjModel`` (used as it is).
+        source: a path to an MJCF file (a regular file, read from its folder so that its includes
+            and meshes are found), the document as ``str`` (recognised by a leading ``<``) or
+            ``bytes``, a ``mujoco.MjSpec`` (a copy is compiled; the caller's spec is not touched) or
+            a compiled ``mujoco.MjModel`` (used as it is).
+        max_bytes: the largest file read; default :data:`wbc.model.files.MAX_FILE_BYTES`.
 
     Raises:
-        ModelError: no such file, not a regular file, or a file MuJoCo rejects (with MuJoCo's message).
+        ModelError: no such file, not a regular file, too large, not a ``<mujoco>`` document, or a
+            file MuJoCo rejects (with MuJoCo's message).
         MissingDependency: ``mujoco`` is not installed.
     """
     mujoco = mujoco_module()
@@ -87,39 +90,34 @@ def compile_mjcf(source: Any) -> tuple[Any, str]:
             return source.copy().compile(), where
         except ValueError as e:
             raise ModelError(f"{where}: MuJoCo rejected the model: {e}") from None
-    if isinstance(source, str) and source.lstrip().startswith("<"):
-        where, text = "<string>", source
-        compile_text = mujoco.MjModel.from_xml_string
-        argument = source
-    elif isinstance(source, (str, os.PathLike)):
-        where = os.fsdecode(source)
-        data = read_user_file(source, what="MJCF file")  # a regular file of bounded size, or ModelError
-        if not looks_like_xml(data):
-            raise ModelError(f"{where}: not an MJCF file (it does not start with '<')")
-        text = xml_text(data, where)
-        compile_text = mujoco.MjModel.from_xml_path
-        argument = where
-    else:
+    if not isinstance(source, (str, bytes, bytearray, memoryview, os.PathLike)):
         raise ModelError(
-            f"an MJCF source is a path, MJCF text, a mujoco.MjSpec or a mujoco.MjModel, got {type(source).__name__}"
+            "an MJCF source is a path, the document (str or bytes), a mujoco.MjSpec or a mujoco.MjModel, "
+            f"got {type(source).__name__}"
         )
+    text, where = xml_source(source, "MJCF file", max_bytes)  # a regular file of bounded size, decoded
     root = _ROOT.match(text)
-    if root is not None and root.group(1) != "mujoco":
-        what = " (a URDF: use wbc.load_urdf)" if root.group(1) == "robot" else ""
-        raise ModelError(f"{where}: root element is <{root.group(1)}>, expected <mujoco>{what}")
+    if root is None or root.group(1) != "mujoco":
+        found = "no XML element" if root is None else f"<{root.group(1)}>"
+        hint = " (a URDF: use wbc.load_urdf)" if root is not None and root.group(1) == "robot" else ""
+        raise ModelError(f"{where}: root element is {found}, expected <mujoco>{hint}")
     try:
-        return compile_text(argument), where
+        if where.startswith("<"):
+            return mujoco.MjModel.from_xml_string(text), where
+        return mujoco.MjModel.from_xml_path(where), where
     except ValueError as e:
         raise ModelError(f"{where}: MuJoCo rejected the file: {str(e).strip()}") from None
 
 
-def load_mjcf(source: Any, *, name: str | None = None) -> ClusterModel:
+def load_mjcf(source: Any, *, name: str | None = None, max_bytes: int | None = None) -> ClusterModel:
     """Load an MJCF model (see the module docstring) into a :class:`ClusterModel`.
 
     Args:
-        source: a path, MJCF text, a ``mujoco.MjSpec`` or a ``mujoco.MjModel`` (:func:`compile_mjcf`).
+        source: a path, the document (``str`` or ``bytes``), a ``mujoco.MjSpec`` or a
+            ``mujoco.MjModel`` (:func:`compile_mjcf`).
         name: the model's name (default: the file's ``<mujoco model>``, else its file name without
             extension, else ``"mjcf"``).
+        max_bytes: the largest file read (bytes); default :data:`wbc.model.files.MAX_FILE_BYTES`.
 
     Raises:
         ModelError: a file MuJoCo rejects, or an element wbc cannot represent (named, with why).
@@ -128,7 +126,7 @@ def load_mjcf(source: Any, *, name: str | None = None) -> ClusterModel:
     from .mjcf_actuators import read_actuators
     from .mjcf_equalities import read_equalities
 
-    m, where = compile_mjcf(source)
+    m, where = compile_mjcf(source, max_bytes)
     mujoco = mujoco_module()
     if m.nflex:
         raise ModelError(f"{where}: flex {_name(m, mujoco.mjtObj.mjOBJ_FLEX, 0)!r}: deformable bodies are not rigid")
