@@ -90,7 +90,9 @@ def compile_mjcf(source: Any, max_bytes: int | None = None) -> tuple[Any, str]:
             return source.copy().compile(), where
         except ValueError as e:
             raise ModelError(f"{where}: MuJoCo rejected the model: {e}") from None
-    if not isinstance(source, (str, bytes, bytearray, memoryview, os.PathLike)):
+    if isinstance(source, (bytearray, memoryview)):
+        source = bytes(source)
+    if not isinstance(source, (str, bytes, os.PathLike)):
         raise ModelError(
             "an MJCF source is a path, the document (str or bytes), a mujoco.MjSpec or a mujoco.MjModel, "
             f"got {type(source).__name__}"
