@@ -97,7 +97,7 @@ def test_mjcf_robot_feet_and_standing_configuration():
     assert isinstance(ant.model, wbc.ClusterModel) and np.all(ant.model.armature[6:] == 1.0)
     assert np.all(ant.model.tree.effort_limit == 150.0)  # gear 150, ctrlrange ±1
     for f in ant.feet:  # sphere centres one radius (and MuJoCo's margin) above the floor
-        assert wbc.frame_placement(ant.model.tree, ant.q0, f)[2, 3] == pytest.approx(0.08 + 0.01)
+        assert wbc.frame_placement(ant.model.tree, ant.q0, f)[2, 3] == pytest.approx(0.08 + 0.02)  # + includemargin
     humanoid = mjcf_robot(_asset("dm_control", "suite/humanoid.xml"), ["left_foot", "right_foot"])
     assert humanoid.feet == ("left_foot_sole", "right_foot_sole") and humanoid.foot_radius is None
     sole = humanoid.sole  # the box bounding the foot's two capsules

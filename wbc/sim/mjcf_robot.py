@@ -14,8 +14,8 @@ The feet are named by the user, each a geom, a site or a body of the file:
 
 All feet are soles or all are points. The standing configuration ``q0`` is the file's keyframe (if
 named) or ``qpos0``, hinge and slide joints moved 5 % inside their ranges, the base lowered or
-raised to put the lowest foot on ``z = 0`` (the floor of the file), or where MuJoCo rests it: its
-geoms' ``margin − gap`` above. The contacts of each foot in the
+raised to put the lowest foot on ``z = 0`` (the floor of the file), or where MuJoCo holds it: its
+contacts' ``margin − gap`` above. The contacts of each foot in the
 simulation are its geom's, or its body's geoms. The simulation is the file as written
 (:meth:`wbc.sim.mujoco.MujocoSim.from_mjcf`), its time step the control period unless one is given.
 """
@@ -35,7 +35,7 @@ from ..model.mjcf import compile_mjcf, load_mjcf, mujoco_module, quat_wxyz_matri
 from ..model.model import JointType, Model
 from ..numeric import frame_placement
 from ..spatial.algebra import SE3
-from .mujoco import MujocoSim, q_from_qpos
+from .mujoco import MujocoSim, q_from_qpos, qpos_from_q
 
 __all__ = ["MjcfSole", "MjcfRobot", "mjcf_robot", "add_arguments", "from_arguments"]
 
@@ -96,7 +96,6 @@ class _Feet:
         self.mujoco = mujoco_module()
         self.frames: list[tuple[str, str, SE3]] = []  # (name, body frame, placement in it)
         self.geoms: dict[str, tuple[str, ...]] = {}
-        self.clearance: dict[str, float] = {}  # MuJoCo rests a geom at margin − gap from the floor
 
     def _name(self, objtype, i: int) -> str:
         return self.mujoco.mj_id2name(self.m, objtype, i) or ""
@@ -136,8 +135,6 @@ class _Feet:
         frame = name if not self.tree.has_frame(name) else f"{name}_foot"
         self.frames.append((frame, self.tree.frames[body].name, placement))
         self.geoms[frame] = geoms
-        ids = [self.mujoco.mj_name2id(self.m, self.mujoco.mjtObj.mjOBJ_GEOM, g) for g in geoms]
-        self.clearance[frame] = max((float(self.m.geom_margin[g] - self.m.geom_gap[g]) for g in ids), default=0.0)
         return frame
 
     def _geom(self, name: str, g: int) -> tuple[str, float | None, MjcfSole | None]:
@@ -185,6 +182,18 @@ class _Feet:
         centre, half = (lo + hi) / 2, (hi - lo) / 2
         frame, _, sole = self._sole(f"{self.tree.frames[b].name}_sole", b, np.eye(3), centre, half, self._body_geoms(b))
         return frame, None, sole
+
+
+def _resting_distance(m, tree: Model, q: np.ndarray, geoms: list[str]) -> float:
+    """How far above the floor MuJoCo holds the feet (``geoms``) in contact: the largest ``margin −
+    gap`` of their contacts when they touch it (MuJoCo's ``includemargin``), else 0."""
+    mujoco = mujoco_module()
+    d = mujoco.MjData(m)
+    d.qpos[:] = qpos_from_q(tree, q)
+    mujoco.mj_kinematics(m, d)
+    mujoco.mj_collision(m, d)
+    ids = {mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, g) for g in geoms}
+    return max((float(c.includemargin) for c in d.contact[: d.ncon] if c.geom1 in ids or c.geom2 in ids), default=0.0)
 
 
 def _standing(m, tree: Model, keyframe: str | None, where: str) -> np.ndarray:
@@ -242,8 +251,8 @@ def mjcf_robot(
         tree = tree.add_frame(frame, parent, placement)
     cm = ClusterModel(tree, cm.clusters, cm.name, None, cm.armature)
     frames = tuple(f for f, _, _ in parts)
-    lowest = min(frame_placement(tree, q, f)[2, 3] - (radius or 0.0) - found.clearance[f] for f, radius, _ in parts)
-    q[2] -= lowest
+    q[2] -= min(frame_placement(tree, q, f)[2, 3] - (radius or 0.0) for f, radius, _ in parts)
+    q[2] += _resting_distance(m, tree, q, [g for f in frames for g in found.geoms[f]])
     if cm.clusters:
         q = cm.spanning_configuration(cm.independent_configuration(q), q)
     radii = [r for _, r, _ in parts if r is not None]
