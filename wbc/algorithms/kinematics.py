@@ -234,6 +234,10 @@ class TreeKinematics:
         J = self._assemble({k: ca.vertcat(c, ca.DM.zeros(3, c.shape[1])) for k, c in cols.items()})
         return J[0:3, :] / self.total_mass
 
+    def com_velocity(self) -> ca.SX:
+        """Velocity (3,) of the centre of mass, world axes, m/s (the linear momentum over the mass)."""
+        return self.centroidal_momentum()[0:3] / self.total_mass
+
     def com_drift(self) -> ca.SX:
         """Acceleration (3,) of the centre of mass at zero joint acceleration, world axes."""
         m = self.model

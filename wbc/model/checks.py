@@ -105,7 +105,12 @@ def velocity(model: Model, v: Any, name: str = "v") -> np.ndarray:
 
 
 def frame_index(model: Model, frame: Any) -> int:
-    """The index of ``frame`` (a frame name); :class:`~wbc.errors.FrameError` if unknown."""
+    """The index of ``frame``: a frame name (:class:`~wbc.errors.FrameError` if unknown) or an index
+    into ``model.frames`` (:class:`InputError` if out of range)."""
+    if isinstance(frame, (int, np.integer)) and not isinstance(frame, (bool, np.bool_)):
+        if not 0 <= frame < len(model.frames):
+            raise InputError(f"frame index {frame} out of range (model {model.name!r} has {len(model.frames)} frames)")
+        return int(frame)
     return model.frame_id(frame)
 
 
