@@ -40,7 +40,7 @@ import numpy as np
 
 from wbc.algorithms.clusters import ApproximateModel
 from wbc.algorithms.clusters.baselines import approximate_rnea
-from wbc.codegen import cluster_kernels
+from wbc.codegen import cluster_functions
 from wbc.figures import save_figure
 from wbc.robots import transmissions
 
@@ -67,8 +67,8 @@ def fig14(dts=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1), scales=(0.5, 1.0, 1.
     for scale in sorted(set(scales) | {1.0}):
         robot = transmissions.mit_humanoid(gear_scale=scale)
         cm = robot.model
-        exact = cluster_kernels.c_rnea_function(cm, "cluster")
-        approx = cluster_kernels.c_rnea_function(cm, "approximate")
+        exact = cluster_functions.c_rnea_function(cm, "cluster")
+        approx = cluster_functions.c_rnea_function(cm, "approximate")
         am = ApproximateModel.build(cm)
         unc_model = dataclasses.replace(am, armature=np.zeros_like(am.armature))
         y_s, v_s, a_s = ca.SX.sym("y", cm.tree.nq), ca.SX.sym("v", cm.nv), ca.SX.sym("a", cm.nv)

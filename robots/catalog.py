@@ -108,7 +108,7 @@ def _with_frames(model: wbc.Model, frames) -> wbc.Model:
 def _stand_on_ground(model: wbc.Model, q: np.ndarray, feet: tuple[str, ...], height: float = 0.0) -> np.ndarray:
     """Shift the free-flyer height so that the lowest foot frame origin is at z = ``height``."""
     q = q.copy()
-    lowest = min(wbc.frame_placement(model, q, f)[2, 3] for f in feet)
+    lowest = min(wbc.eager.frame_placement(model, q, f)[2, 3] for f in feet)
     q[2] += height - lowest
     return q
 

@@ -68,6 +68,8 @@ LOOP_TOLERANCE = 1e-8
 
 ExternalForces = Mapping[str, object] | None
 
+_LOCAL = ReferenceFrame.LOCAL
+
 
 def _dm(x: np.ndarray) -> ca.DM:
     return ca.DM(np.asarray(x, dtype=float).reshape(-1, 1))
@@ -134,17 +136,17 @@ def frame_placement(model: Model, q, frame: str | int) -> np.ndarray:
     return T
 
 
-def frame_jacobian(model: Model, q, frame: str | int, reference: ReferenceFrame = ReferenceFrame.LOCAL) -> np.ndarray:
+def frame_jacobian(model: Model, q, frame: str | int, reference: ReferenceFrame = _LOCAL) -> np.ndarray:
     """The Jacobian (6, nv) of ``frame`` in ``reference`` (rows [linear; angular])."""
     return _mat(_workspace(model, q).frame_jacobian(checks.frame_index(model, frame), reference))
 
 
-def frame_velocity(model: Model, q, v, frame: str | int, reference: ReferenceFrame = ReferenceFrame.LOCAL) -> np.ndarray:
+def frame_velocity(model: Model, q, v, frame: str | int, reference: ReferenceFrame = _LOCAL) -> np.ndarray:
     """The spatial velocity (6,) of ``frame`` in ``reference``."""
     return _vec(_workspace(model, q, v, needs_v=True).frame_velocity(checks.frame_index(model, frame), reference))
 
 
-def frame_drift(model: Model, q, v, frame: str | int, reference: ReferenceFrame = ReferenceFrame.LOCAL) -> np.ndarray:
+def frame_drift(model: Model, q, v, frame: str | int, reference: ReferenceFrame = _LOCAL) -> np.ndarray:
     """The classical acceleration drift ``J̇ v`` (6,) of ``frame`` in ``reference``."""
     return _vec(_workspace(model, q, v, needs_v=True).frame_drift(checks.frame_index(model, frame), reference))
 

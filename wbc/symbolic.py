@@ -41,6 +41,8 @@ __all__ = ["Workspace", *_numeric.__all__]
 
 ExternalForces = Mapping[str, object] | None
 
+_LOCAL = ReferenceFrame.LOCAL
+
 
 def _column(x, n: int, name: str):
     """``x`` as a CasADi column (n, 1); numpy and lists become DM constants."""
@@ -101,17 +103,17 @@ def frame_placement(model: Model, q, frame: str | int):
     return ca.vertcat(ca.horzcat(M.R, M.p), ca.DM([[0.0, 0.0, 0.0, 1.0]]))
 
 
-def frame_jacobian(model: Model, q, frame: str | int, reference: ReferenceFrame = ReferenceFrame.LOCAL):
+def frame_jacobian(model: Model, q, frame: str | int, reference: ReferenceFrame = _LOCAL):
     """The Jacobian (6, nv) of ``frame`` in ``reference`` (rows [linear; angular])."""
     return _workspace(model, q).frame_jacobian(checks.frame_index(model, frame), reference)
 
 
-def frame_velocity(model: Model, q, v, frame: str | int, reference: ReferenceFrame = ReferenceFrame.LOCAL):
+def frame_velocity(model: Model, q, v, frame: str | int, reference: ReferenceFrame = _LOCAL):
     """The spatial velocity (6, 1) of ``frame`` in ``reference``."""
     return _workspace(model, q, v, True).frame_velocity(checks.frame_index(model, frame), reference)
 
 
-def frame_drift(model: Model, q, v, frame: str | int, reference: ReferenceFrame = ReferenceFrame.LOCAL):
+def frame_drift(model: Model, q, v, frame: str | int, reference: ReferenceFrame = _LOCAL):
     """The classical acceleration drift ``J̇ v`` (6, 1) of ``frame`` in ``reference``."""
     return _workspace(model, q, v, True).frame_drift(checks.frame_index(model, frame), reference)
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import casadi as ca
 import numpy as np
@@ -89,7 +89,7 @@ class _Function:
     """What one kernel computes: ``compute(model, *inputs)`` on symbols, its inputs (names whose
     sizes :meth:`ModelKernels._size` knows) and its output (name, shape of ``model``)."""
 
-    __slots__ = ("inputs", "output", "shape", "compute")
+    __slots__ = ("compute", "inputs", "output", "shape")
 
     def __init__(self, inputs: tuple[str, ...], output: str, shape: Shape, compute: Callable) -> None:
         self.inputs, self.output, self.shape, self.compute = inputs, output, shape, compute
@@ -139,16 +139,12 @@ _TREE_FUNCTIONS: dict[str, _Function] = {
     "com_drift": _Function(("q", "v"), "acom", _three, lambda m, q, v: Workspace(m, q, v).com_drift()),
     "centroidal_map": _Function(("q",), "Ag", lambda m: (6, m.nv), lambda m, q: Workspace(m, q).centroidal_map()),
     "centroidal_drift": _Function(("q", "v"), "dhg", _six, lambda m, q, v: Workspace(m, q, v).centroidal_drift()),
-    "centroidal_momentum": _Function(
-        ("q", "v"), "hg", _six, lambda m, q, v: Workspace(m, q, v).centroidal_momentum()
-    ),
+    "centroidal_momentum": _Function(("q", "v"), "hg", _six, lambda m, q, v: Workspace(m, q, v).centroidal_momentum()),
 }
 
 _CLUSTER_FUNCTIONS: dict[str, _Function] = {
     "cluster_rnea": _Function(("y", "v", "a"), "tau", _nv, lambda cm, y, v, a: cluster_dynamics.rnea(cm, y, v, a)),
-    "cluster_aba": _Function(
-        ("y", "v", "tau"), "qdd", _nv, lambda cm, y, v, tau: cluster_dynamics.aba(cm, y, v, tau)
-    ),
+    "cluster_aba": _Function(("y", "v", "tau"), "qdd", _nv, lambda cm, y, v, tau: cluster_dynamics.aba(cm, y, v, tau)),
 }
 
 
@@ -159,7 +155,7 @@ class ModelKernels:
         constrained: ``(function, method, constraints) -> call`` of the constraint functions.
     """
 
-    _FUNCTIONS: dict[str, _Function] = {}
+    _FUNCTIONS: ClassVar[dict[str, _Function]] = {}
     _KIND = ""  # what the model is, for messages
 
     def __init__(self, model: weakref.ref) -> None:
@@ -207,9 +203,7 @@ class ModelKernels:
             return [function.compute(model, *xs), validity(model, xs, self._residuals(xs[0]), LOOP_TOLERANCE)]
 
         def make():
-            traced = trace(
-                f"wbc_{label}_{model.name}", sizes, build, [(function.output, shape), ("check", 1)]
-            )
+            traced = trace(f"wbc_{label}_{model.name}", sizes, build, [(function.output, shape), ("check", 1)])
             return traced, True, True
 
         fp = self._model_fingerprint()
@@ -309,7 +303,7 @@ class TreeKernels(ModelKernels):
         canonical = None if key is None else (what, method, key)
         call = self.constrained.get(canonical) if canonical is not None else None
         if call is None:
-            resolved = resolve(self.model, list(constraints))
+            resolved = resolve(self.model, constraints)
             if what == "delassus" and not resolved:
                 raise InputError("the Delassus matrix needs at least one constraint")
             call = self._compile(what, _constraint_function(what, constraints, method), (method, key), what)
@@ -388,7 +382,7 @@ class ClusterKernels(ModelKernels):
         call = self.constrained.get(canonical) if canonical is not None else None
         if call is None:
             cm = self.model
-            resolved = resolve(cm.tree, list(constraints))
+            resolved = resolve(cm.tree, constraints)
             if what == "cluster_delassus" and not resolved:
                 raise InputError("the Delassus matrix needs at least one constraint")
             call = self._compile(what, _cluster_constraint_function(what, cm, resolved), (key,), what)
@@ -411,7 +405,9 @@ def _frame_function(what: str, index: int, reference) -> _Function:
             ("q",), "J", lambda m: (6, m.nv), lambda m, q: Workspace(m, q).frame_jacobian(index, reference)
         )
     if what == "velocity":
-        return _Function(("q", "v"), "velocity", _six, lambda m, q, v: Workspace(m, q, v).frame_velocity(index, reference))
+        return _Function(
+            ("q", "v"), "velocity", _six, lambda m, q, v: Workspace(m, q, v).frame_velocity(index, reference)
+        )
     return _Function(("q", "v"), "drift", _six, lambda m, q, v: Workspace(m, q, v).frame_drift(index, reference))
 
 
@@ -419,7 +415,9 @@ def _constraint_function(what: str, constraints, method) -> _Function:
     constraints = list(constraints)
     if what == "delassus":
         m = sum(c.dim for c in constraints)
-        return _Function(("q",), "delassus", lambda _: (m, m), lambda mod, q: Workspace(mod, q).delassus(constraints, method))
+        return _Function(
+            ("q",), "delassus", lambda _: (m, m), lambda mod, q: Workspace(mod, q).delassus(constraints, method)
+        )
     return _Function(
         ("q",),
         "Bhat",
@@ -432,7 +430,10 @@ def _cluster_constraint_function(what: str, cm: ClusterModel, resolved) -> _Func
     m = sum(c.dim for c in resolved)
     if what == "cluster_delassus":
         return _Function(
-            ("y",), "delassus", lambda _: (m, m), lambda c, y: cluster_operational.efpa(c, ClusterKinematics(c, y), resolved)
+            ("y",),
+            "delassus",
+            lambda _: (m, m),
+            lambda c, y: cluster_operational.efpa(c, ClusterKinematics(c, y), resolved),
         )
     if what == "cluster_input_matrix":
         return _Function(
