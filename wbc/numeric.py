@@ -35,7 +35,7 @@ from .algorithms.constraints import Constraint
 from .algorithms.delassus import DelassusMethod
 from .algorithms.iim import InputMatrixMethod
 from .algorithms.kinematics import ReferenceFrame
-from .codegen.model_kernels import _registry, kernels_of
+from .codegen.model_kernels import NonFiniteForces, _registry, kernels_of
 from .model.clusters import ClusterModel
 from .model.model import Model
 
@@ -73,9 +73,13 @@ _LOCAL = ReferenceFrame.LOCAL
 def rnea(model: Model, q, v, a, fext: ExternalForces = None) -> np.ndarray:
     """Inverse dynamics: ``τ = M(q) a + h(q, v) − Σ Jᵀ fext`` (nv,)."""
     kernels = _registry.get(id(model)) or kernels_of(model)
-    if fext:
+    if not fext:
+        return kernels.rnea(q, v, a)
+    try:
         return kernels.rnea_fext(q, v, a, kernels.body_forces(fext))
-    return kernels.rnea(q, v, a)
+    except NonFiniteForces:
+        kernels.check_forces(fext)  # names the wrench
+        raise
 
 
 def nonlinear_effects(model: Model, q, v) -> np.ndarray:
@@ -91,9 +95,13 @@ def crba(model: Model, q) -> np.ndarray:
 def aba(model: Model, q, v, tau, fext: ExternalForces = None) -> np.ndarray:
     """Forward dynamics: ``q̈`` (nv,) with ``M q̈ + h = τ + Σ Jᵀ fext``; ``tau`` is (nv,)."""
     kernels = _registry.get(id(model)) or kernels_of(model)
-    if fext:
+    if not fext:
+        return kernels.aba(q, v, tau)
+    try:
         return kernels.aba_fext(q, v, tau, kernels.body_forces(fext))
-    return kernels.aba(q, v, tau)
+    except NonFiniteForces:
+        kernels.check_forces(fext)  # names the wrench
+        raise
 
 
 def free_acceleration(model: Model, q, v) -> np.ndarray:

@@ -61,92 +61,41 @@ def fast_call(kernel: Kernel, validate: Callable[..., tuple]) -> Callable[..., n
 
 
 def _fast_call(kernel: Kernel, validate: Callable[..., tuple]) -> Callable[..., np.ndarray]:
-    run = kernel.evaluate
-    check = kernel.outputs[-1]
-    out = kernel.outputs[0]
-    lock = threading.Lock()
-    copyto, array = np.copyto, np.array
-    n = len(kernel.inputs)
-    if n == 1:
-        (b0,) = kernel.inputs
-        s0 = b0.shape
+    buffers = {f"b{k}": b for k, b in enumerate(kernel.inputs)}
+    namespace = (
+        buffers
+        | {f"s{k}": b.shape for k, b in enumerate(kernel.inputs)}
+        | {
+            "run": kernel.evaluate,
+            "check": kernel.outputs[-1],
+            "out": kernel.outputs[0],
+            "lock": threading.Lock(),
+            "copyto": np.copyto,
+            "array": np.array,
+            "validate": validate,
+            "INF": _INF,
+        }
+    )
+    exec(_source(len(kernel.inputs)), namespace)
+    return namespace["call"]
 
-        def call1(x0):
-            with lock:
-                try:
-                    if x0.shape != s0:
-                        raise TypeError
-                    copyto(b0, x0)
-                except (AttributeError, TypeError, ValueError):
-                    (x0,) = validate(x0)
-                    copyto(b0, x0)
-                run()
-                if not check[0] < _INF:
-                    validate(x0)
-                return array(out)
 
-        return call1
-    if n == 2:
-        b0, b1 = kernel.inputs
-        s0, s1 = b0.shape, b1.shape
-
-        def call2(x0, x1):
-            with lock:
-                try:
-                    if x0.shape != s0 or x1.shape != s1:
-                        raise TypeError
-                    copyto(b0, x0)
-                    copyto(b1, x1)
-                except (AttributeError, TypeError, ValueError):
-                    x0, x1 = validate(x0, x1)
-                    copyto(b0, x0)
-                    copyto(b1, x1)
-                run()
-                if not check[0] < _INF:
-                    validate(x0, x1)
-                return array(out)
-
-        return call2
-    if n == 3:
-        b0, b1, b2 = kernel.inputs
-        s0, s1, s2 = b0.shape, b1.shape, b2.shape
-
-        def call3(x0, x1, x2):
-            with lock:
-                try:
-                    if x0.shape != s0 or x1.shape != s1 or x2.shape != s2:
-                        raise TypeError
-                    copyto(b0, x0)
-                    copyto(b1, x1)
-                    copyto(b2, x2)
-                except (AttributeError, TypeError, ValueError):
-                    x0, x1, x2 = validate(x0, x1, x2)
-                    copyto(b0, x0)
-                    copyto(b1, x1)
-                    copyto(b2, x2)
-                run()
-                if not check[0] < _INF:
-                    validate(x0, x1, x2)
-                return array(out)
-
-        return call3
-    buffers = kernel.inputs
-    shapes = [b.shape for b in buffers]
-
-    def call(*xs):
-        with lock:
-            try:
-                if [x.shape for x in xs] != shapes:
-                    raise TypeError
-                for b, x in zip(buffers, xs):
-                    copyto(b, x)
-            except (AttributeError, TypeError, ValueError):
-                xs = validate(*xs)
-                for b, x in zip(buffers, xs):
-                    copyto(b, x)
-            run()
-            if not check[0] < _INF:
-                validate(*xs)
-            return array(out)
-
-    return call
+def _source(n: int) -> str:
+    """The text of the call of a kernel of ``n`` inputs (see the module docstring)."""
+    xs = ", ".join(f"x{k}" for k in range(n))
+    unpack = f"{xs}," if n == 1 else xs
+    shapes = " or ".join(f"x{k}.shape != s{k}" for k in range(n))
+    copies = "".join(f"\n            copyto(b{k}, x{k})" for k in range(n))
+    return f"""
+def call({xs}):
+    with lock:
+        try:
+            if {shapes}:
+                raise TypeError{copies}
+        except (AttributeError, TypeError, ValueError):
+            {unpack} = validate({xs}){copies}
+        run()
+        if not check[0] < INF:
+            validate({xs})
+        return array(out)
+"""

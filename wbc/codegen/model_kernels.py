@@ -51,7 +51,15 @@ from .fingerprint import fingerprint
 from .index import compile_indexed
 from .trace import trace
 
-__all__ = ["kernels_of", "ModelKernels", "TreeKernels", "ClusterKernels", "MAX_KEYS", "LOOP_TOLERANCE"]
+__all__ = [
+    "kernels_of",
+    "ModelKernels",
+    "TreeKernels",
+    "ClusterKernels",
+    "NonFiniteForces",
+    "MAX_KEYS",
+    "LOOP_TOLERANCE",
+]
 
 #: How many (frame, reference) or (method, constraints) keys one model keeps kernels for.
 MAX_KEYS = 256
@@ -253,6 +261,10 @@ class TreeKernels(ModelKernels):
     def _validate_input(self, name: str, x) -> np.ndarray:
         if name == "q":
             return checks.configuration(self.model, x)
+        if name == "fext":  # made by body_forces: shaped, maybe not finite
+            if not np.all(np.isfinite(x)):
+                raise NonFiniteForces("fext has non-finite wrenches")
+            return x
         return checks.vector(x, self.model.nv, name)
 
     def _model_fingerprint(self) -> str | None:
@@ -313,26 +325,43 @@ class TreeKernels(ModelKernels):
 
     # ----------------------------------------------------------------------------- external forces
     def body_forces(self, fext: Mapping) -> np.ndarray:
-        """``{frame: LOCAL wrench (6,)}`` as one spatial force per body in its joint frame (6, njoints)."""
-        if not isinstance(fext, Mapping):
+        """``{frame: LOCAL wrench (6,)}`` as one spatial force per body in its joint frame (6, njoints).
+
+        Shapes and frames are checked here, finiteness by the kernel (then :meth:`check_forces`
+        names the wrench).
+        """
+        if type(fext) is not dict and not isinstance(fext, Mapping):
             raise InputError("fext must be a mapping {frame name: wrench (6,)}")
-        F = np.zeros((6, self.model.njoints))
+        F = np.zeros((self.model.njoints, 6))  # row j: body j's wrench; F.T is the kernel's column-major input
+        maps = self._force_maps
         for frame, wrench in fext.items():
-            found = self._force_maps.get(frame) if _hashable(frame) else None
-            if found is None:
-                found = self._force_map(frame)
-            X, joint = found
-            F[:, joint] += X @ checks.vector(wrench, 6, f"fext[{frame!r}]")
-        F[:, 0] = 0.0  # a force on the ground does nothing
-        return F
+            try:
+                X, joint = maps[frame]
+            except (KeyError, TypeError):
+                X, joint = self._force_map(frame)
+            if type(wrench) is not np.ndarray or wrench.shape != (6,):
+                wrench = checks.vector(wrench, 6, f"fext[{frame!r}]")
+            row = F[joint]
+            row += X.dot(wrench)
+        F[0] = 0.0  # a force on the ground does nothing
+        return F.T
+
+    def check_forces(self, fext: Mapping) -> None:
+        """Raises the :class:`~wbc.errors.InputError` naming a wrench of ``fext`` that is not finite."""
+        for frame, wrench in fext.items():
+            checks.vector(wrench, 6, f"fext[{frame!r}]")
 
     def _force_map(self, frame) -> tuple[np.ndarray, int]:
         model = self.model
         f = model.frames[checks.frame_index(model, frame)]
         found = (np.array(ca.DM(act_force(f.placement, ca.DM.eye(6)))), f.joint)
-        if len(self._force_maps) < MAX_KEYS:
+        if len(self._force_maps) < MAX_KEYS and _hashable(frame):
             self._force_maps[frame] = found
         return found
+
+
+class NonFiniteForces(InputError):
+    """The external forces given to a kernel are not finite (which one: :meth:`TreeKernels.check_forces`)."""
 
 
 class ClusterKernels(ModelKernels):
