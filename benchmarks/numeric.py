@@ -47,10 +47,34 @@ import numpy as np
 import wbc
 from benchmarks.harness import Record, calls_per_block, interleaved_blocks, relative_spread
 from wbc import robots
+from wbc.robots import transmissions
 
 RF = wbc.ReferenceFrame
 ROBOTS = ("talos", "panda")
 CLUSTER_ROBOT = "g1_parallel_ankle"
+#: The functions timed (labels: ``rnea (fext)`` is ``rnea`` with external forces).
+TREE_FUNCTIONS = (
+    "rnea",
+    "rnea (fext)",
+    "nonlinear_effects",
+    "crba",
+    "aba",
+    "free_acceleration",
+    "frame_placement",
+    "frame_jacobian",
+    "frame_velocity",
+    "frame_drift",
+    "center_of_mass",
+    "com_velocity",
+    "com_jacobian",
+    "com_drift",
+    "centroidal_map",
+    "centroidal_momentum",
+    "centroidal_drift",
+    "inertia_weighted_input_matrix",
+    "delassus",
+)
+CLUSTER_FUNCTIONS = ("cluster_rnea", "cluster_aba", "cluster_delassus", "cluster_input_matrix", "cluster_jacobian")
 
 
 class Case(NamedTuple):
@@ -70,50 +94,53 @@ def _state(nv: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     return rng.normal(size=nv), rng.normal(size=nv)
 
 
-def _setting(name: str):
-    """Model, configuration, velocity, torque, frame, constraints, external forces of a catalog robot."""
+def _setting(name: str, seed: int | None):
+    """Model, configuration (``q0``, or random with ``seed``), velocity, torque, frame, constraints,
+    external forces of a catalog robot."""
     spec = robots.load(name)
     model = spec.model
-    v, tau = _state(model.nv)
+    v, tau = _state(model.nv, seed or 0)
+    q = np.array(spec.q0) if seed is None else wbc.random_configuration(model, np.random.default_rng(seed))
     if spec.feet:
         frame = spec.feet[0]
         constraints = [wbc.PointConstraint(f, tuple(c)) for f in spec.feet for c in spec.sole.corners()]
     else:
         frame = spec.hands[0]
         constraints = [wbc.PointConstraint(frame)]
-    return spec, model, np.array(spec.q0), v, tau, frame, constraints, {frame: np.array([0.0, 0.0, 400.0, 0, 0, 0])}
+    return spec, model, q, v, tau, frame, constraints, {frame: np.array([0.0, 0.0, 400.0, 0, 0, 0])}
 
 
-def tree_cases(name: str, with_pinocchio: bool = True) -> list[Case]:
-    """The cases of catalog robot ``name`` (``with_pinocchio=False``: no Pinocchio side, no import)."""
-    spec, model, q, v, tau, frame, constraints, fext = _setting(name)
+def tree_cases(name: str, with_pinocchio: bool = True, seed: int | None = None) -> list[Case]:
+    """The cases of catalog robot ``name`` (``with_pinocchio=False``: no Pinocchio side, no import)
+    at its standing posture, or at a random configuration drawn with ``seed``."""
+    spec, model, q, v, tau, frame, constraints, fext = _setting(name, seed)
     z = np.zeros(model.nv)
     n, e = wbc.numeric, wbc.eager
-    calls: list[tuple[str, tuple]] = [
-        ("rnea", (q, v, tau)),
-        ("rnea", (q, v, tau, fext)),
-        ("nonlinear_effects", (q, v)),
-        ("crba", (q,)),
-        ("aba", (q, v, tau)),
-        ("free_acceleration", (q, v)),
-        ("frame_placement", (q, frame)),
-        ("frame_jacobian", (q, frame, RF.LOCAL_WORLD_ALIGNED)),
-        ("frame_velocity", (q, v, frame, RF.LOCAL)),
-        ("frame_drift", (q, v, frame, RF.LOCAL_WORLD_ALIGNED)),
-        ("center_of_mass", (q,)),
-        ("com_velocity", (q, v)),
-        ("com_jacobian", (q,)),
-        ("com_drift", (q, v)),
-        ("centroidal_map", (q,)),
-        ("centroidal_momentum", (q, v)),
-        ("centroidal_drift", (q, v)),
-        ("inertia_weighted_input_matrix", (q, constraints)),
-        ("delassus", (q, constraints)),
-    ]
+    arguments = {
+        "rnea": (q, v, tau),
+        "rnea (fext)": (q, v, tau, fext),
+        "nonlinear_effects": (q, v),
+        "crba": (q,),
+        "aba": (q, v, tau),
+        "free_acceleration": (q, v),
+        "frame_placement": (q, frame),
+        "frame_jacobian": (q, frame, RF.LOCAL_WORLD_ALIGNED),
+        "frame_velocity": (q, v, frame, RF.LOCAL),
+        "frame_drift": (q, v, frame, RF.LOCAL_WORLD_ALIGNED),
+        "center_of_mass": (q,),
+        "com_velocity": (q, v),
+        "com_jacobian": (q,),
+        "com_drift": (q, v),
+        "centroidal_map": (q,),
+        "centroidal_momentum": (q, v),
+        "centroidal_drift": (q, v),
+        "inertia_weighted_input_matrix": (q, constraints),
+        "delassus": (q, constraints),
+    }
     pins = _pinocchio_calls(spec, q, v, tau, z, frame, constraints, fext) if with_pinocchio else {}
     cases = []
-    for function, args in calls:
-        label = function + (" (fext)" if function == "rnea" and len(args) == 4 else "")
+    for label in TREE_FUNCTIONS:
+        function, args = label.split()[0], arguments[label]
         ours, eager = getattr(n, function), getattr(e, function)
         pin_call, convert = pins.get(label, (None, np.asarray))
         cases.append(
@@ -185,22 +212,26 @@ def _pinocchio_calls(spec, q, v, tau, z, frame, constraints, fext) -> dict[str, 
     }
 
 
-def cluster_cases(with_pinocchio: bool = True) -> list[Case]:
-    """The clustered functions on the G1 with parallel ankles (rotor-free: Pinocchio's loops are exact)."""
-    robot = robots.g1_parallel_ankle(geared=False)
+def cluster_cases(
+    with_pinocchio: bool = True, seed: int = 0, robot: transmissions.ClusterRobot | None = None
+) -> list[Case]:
+    """The clustered functions on ``robot`` (default the G1 with parallel ankles, rotor-free:
+    Pinocchio's loop closures are then exact), at a random configuration drawn with ``seed``;
+    constraints: a point at each of the robot's contacts."""
+    robot = robot or transmissions.g1_parallel_ankle(geared=False)
     cm = robot.model
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)
     y = cm.random_configuration(rng, scale=0.5)
     v, t = rng.normal(size=cm.nv), rng.normal(size=cm.nv)
-    feet = [wbc.PointConstraint(f) for f in robot.feet]
+    feet = [wbc.PointConstraint(f, o) for f, o in robot.contacts]
     n, e = wbc.numeric, wbc.eager
-    calls = [
-        ("cluster_rnea", (y, v, t)),
-        ("cluster_aba", (y, v, t)),
-        ("cluster_delassus", (y, feet)),
-        ("cluster_input_matrix", (y, feet)),
-        ("cluster_jacobian", (y, feet)),
-    ]
+    arguments = {
+        "cluster_rnea": (y, v, t),
+        "cluster_aba": (y, v, t),
+        "cluster_delassus": (y, feet),
+        "cluster_input_matrix": (y, feet),
+        "cluster_jacobian": (y, feet),
+    }
     pin_aba = None
     convert: Callable[[Any], np.ndarray] = np.asarray
     if with_pinocchio:
@@ -227,7 +258,7 @@ def cluster_cases(with_pinocchio: bool = True) -> list[Case]:
             pin_aba if f == "cluster_aba" else None,
             convert if f == "cluster_aba" else np.asarray,
         )
-        for f, a in calls
+        for f, a in arguments.items()
     ]
 
 

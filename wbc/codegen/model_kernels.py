@@ -204,11 +204,12 @@ class ModelKernels:
     ) -> Callable[..., np.ndarray]:
         """Trace (or find by fingerprint) and compile ``function``, wrapped by :func:`fast_call`."""
         model = self.model
+        tree = model.tree if isinstance(model, ClusterModel) else model  # whose configuration is the first input
         sizes = [(x, self._size(x)) for x in function.inputs]
         shape = function.shape(model)
 
         def build(*xs):
-            return [function.compute(model, *xs), validity(model, xs, self._residuals(xs[0]), LOOP_TOLERANCE)]
+            return [function.compute(model, *xs), validity(tree, xs, self._residuals(xs[0]), LOOP_TOLERANCE)]
 
         def make():
             traced = trace(f"wbc_{label}_{model.name}", sizes, build, [(function.output, shape), ("check", 1)])
