@@ -84,6 +84,16 @@ class RobotSpec:
     def mass(self) -> float:
         return self.model.total_mass
 
+    @property
+    def base(self) -> str:
+        """The frame of the root link: the body the free flyer moves (a fixed-base robot's link welded
+        to the world), what ``OrientationTask(spec.base)`` holds upright."""
+        joint = 1 if self.model.floating_base else 0
+        for frame in self.model.frames:
+            if frame.kind is wbc.FrameKind.BODY and frame.joint == joint:
+                return frame.name
+        raise ModelError(f"robot {self.name!r} has no body frame on joint {joint}")
+
 
 def robots_dir() -> Path:
     """Where example-robot-data installed its robots in this environment."""
