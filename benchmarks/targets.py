@@ -55,7 +55,7 @@ def setup() -> tuple[dict[str, Callable[[], object]], Callable[[], object]]:
         "PositionTask": lambda: position.set_target(p, z3, z3),
         "OrientationTask": lambda: orientation.set_target(R, z3, z3),
         "PostureTask": lambda: posture.set_target(q),
-        "MomentumTask": lambda: momentum.set_target(z6, z6),
+        "MomentumTask": lambda: momentum.set_target(z3, z3),
     }
     controller.step(q, v)
     return calls, lambda: controller.step(q, v)
