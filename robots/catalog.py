@@ -212,6 +212,9 @@ def _panda(floating_base: bool) -> RobotSpec:
     urdf = root / "urdf" / "panda.urdf"
     model = wbc.load_urdf(urdf, floating_base)
     q0 = reference_configuration(model, root / "srdf" / "panda.srdf", "default")
+    # the SRDF closes the fingers onto their lower limit (0 m), where a joint-limit margin would hold
+    # them at every step: half open instead (the middle of their 0-0.04 m range)
+    q0 = _set(model, q0, {"panda_finger_joint1": 0.02, "panda_finger_joint2": 0.02})
     return RobotSpec(
         "panda", model, urdf, q0, hands=("panda_hand_tcp",), fingertips=("panda_leftfinger", "panda_rightfinger")
     )
