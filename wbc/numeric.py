@@ -68,6 +68,7 @@ __all__ = [
 ExternalForces = Mapping[str, object] | None
 
 _LOCAL = ReferenceFrame.LOCAL
+_NONE = id(None)  # the frames are keyed by the reference frame's identity (enum members: hashing them is slower)
 
 
 def rnea(model: Model, q, v, a, fext: ExternalForces = None) -> np.ndarray:
@@ -113,7 +114,7 @@ def frame_placement(model: Model, q, frame: str | int) -> np.ndarray:
     """The homogeneous transform (4, 4) of ``frame`` in the world."""
     kernels = _registry.get(id(model)) or kernels_of(model)
     try:
-        call = kernels.frames["placement", frame, None]
+        call = kernels.frames["placement", frame, _NONE]
     except (KeyError, TypeError):
         call = kernels.frame_function("placement", frame, None)
     return call(q)
@@ -123,7 +124,7 @@ def frame_jacobian(model: Model, q, frame: str | int, reference: ReferenceFrame 
     """The Jacobian (6, nv) of ``frame`` in ``reference`` (rows [linear; angular])."""
     kernels = _registry.get(id(model)) or kernels_of(model)
     try:
-        call = kernels.frames["jacobian", frame, reference]
+        call = kernels.frames["jacobian", frame, id(reference)]
     except (KeyError, TypeError):
         call = kernels.frame_function("jacobian", frame, reference)
     return call(q)
@@ -133,7 +134,7 @@ def frame_velocity(model: Model, q, v, frame: str | int, reference: ReferenceFra
     """The spatial velocity (6,) of ``frame`` in ``reference``."""
     kernels = _registry.get(id(model)) or kernels_of(model)
     try:
-        call = kernels.frames["velocity", frame, reference]
+        call = kernels.frames["velocity", frame, id(reference)]
     except (KeyError, TypeError):
         call = kernels.frame_function("velocity", frame, reference)
     return call(q, v)
@@ -143,7 +144,7 @@ def frame_drift(model: Model, q, v, frame: str | int, reference: ReferenceFrame 
     """The classical acceleration drift ``J̇ v`` (6,) of ``frame`` in ``reference``."""
     kernels = _registry.get(id(model)) or kernels_of(model)
     try:
-        call = kernels.frames["drift", frame, reference]
+        call = kernels.frames["drift", frame, id(reference)]
     except (KeyError, TypeError):
         call = kernels.frame_function("drift", frame, reference)
     return call(q, v)

@@ -15,10 +15,11 @@ loads it without tracing. It is called through :func:`wbc.codegen.calls.fast_cal
 - Functions without options (``aba``, ``crba``, ...) are attributes, built by ``__getattr__`` on
   first access and then plain attributes.
 - Frame functions: one kernel per (function, frame, reference frame), in :attr:`TreeKernels.frames`
-  keyed by ``(function, frame, reference)`` as the caller spelled them (a name or an index; the
-  same kernel under both). Users query few frames, each kernel is small (a chain of joints) and
-  compiles in a fraction of a second; a kernel computing every frame would cost every call the
-  whole tree.
+  keyed by ``(function, frame, id(reference))`` with the frame as the caller spelled it (a name or
+  an index; the same kernel under both) and the reference frame by identity (enum members live
+  forever; only valid ones are stored; hashing an enum member costs a Python call). Users query
+  few frames, each kernel is small (a chain of joints) and compiles in a fraction of a second; a
+  kernel computing every frame would cost every call the whole tree.
 - Constraint functions (Delassus, input matrices, cluster Jacobians): one kernel per (function,
   method, constraints by value), in :attr:`ModelKernels.constrained`.
 
@@ -284,8 +285,8 @@ class TreeKernels(ModelKernels):
         """
         model = self.model
         index = checks.frame_index(model, frame)
-        canonical = (what, index, reference)
-        call = self.frames.get(canonical) if _hashable(reference) else None
+        canonical = (what, index, id(reference))
+        call = self.frames.get(canonical)
         if call is None:
             call = self._compile(
                 f"frame_{what}",
@@ -293,7 +294,7 @@ class TreeKernels(ModelKernels):
                 (index, reference),
                 f"frame_{what}_{index}_{getattr(reference, 'name', 'none').lower()}",
             )
-        keys = [canonical, (what, frame, reference)] if _hashable(frame) else [canonical]
+        keys = [canonical, (what, frame, id(reference))] if _hashable(frame) else [canonical]
         self._remember(self.frames, keys, call)
         return call
 
