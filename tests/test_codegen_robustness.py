@@ -457,7 +457,7 @@ def test_stale_builds_of_other_kernels_are_cleaned_but_never_a_live_one(tmp_path
 # ----------------------------------------------------------------------------- item 5: shapes
 def test_one_joint_robot_kernels_keep_matrix_shapes(tmp_path):
     """For a one-joint robot (issue 17 #5: a one-column output came back 1-D) every kernel of
-    wbc.kernels returns the shape of the eager function: M (1, 1), J (6, 1), B̂ (1, 1), Λ⁻¹ (1, 1),
+    wbc.codegen.algorithm_functions returns the shape of the eager function: M (1, 1), J (6, 1), B̂ (1, 1), Λ⁻¹ (1, 1),
     qdd and a0 (1,), with the same numbers."""
     m = synthetic.chain(1)
     q, v, tau = np.array([0.4]), np.array([-0.7]), np.array([0.3])
