@@ -90,9 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.json:
             print(json.dumps(r), flush=True)
         else:
-            print(
-                f"{r['task']:16s} set_target {r['set_target_us']:6.2f} µs   step {r['step_us']:6.1f} µs   ratio {r['ratio']:.3f}"
-            )
+            us, step = r["set_target_us"], r["step_us"]
+            print(f"{r['task']:16s} set_target {us:6.2f} µs   step {step:6.1f} µs   ratio {r['ratio']:.3f}")
     return 0
 
 
