@@ -34,7 +34,7 @@ from .algorithms.kinematics import ReferenceFrame
 from .algorithms.workspace import Workspace
 from .errors import InputError
 from .model import checks
-from .model.clusters import ClusterModel
+from .model.clusters import ClusterModel, closed_configuration
 from .model.model import Model
 
 __all__ = [
@@ -62,9 +62,6 @@ __all__ = [
     "cluster_input_matrix",
     "cluster_jacobian",
 ]
-
-#: How far a spanning configuration may be from closing its loops before it is refused.
-LOOP_TOLERANCE = 1e-8
 
 ExternalForces = Mapping[str, object] | None
 
@@ -220,16 +217,7 @@ def delassus(
 
 # ----------------------------------------------------------------------------- clustered models
 def _y(cm: ClusterModel, y) -> np.ndarray:
-    if not isinstance(cm, ClusterModel):
-        raise InputError(f"model must be a wbc.ClusterModel, got {type(cm).__name__}")
-    y = checks.configuration(cm.tree, y, "y")
-    r = cm.loop_residual(y)
-    if r.size and np.max(np.abs(r)) > LOOP_TOLERANCE:
-        raise InputError(
-            f"y does not close the loops of {cm.name!r} (residual {np.max(np.abs(r)):.3g}); "
-            "use cm.spanning_configuration(q)"
-        )
-    return y
+    return closed_configuration(cm, y)
 
 
 def _out(x) -> np.ndarray:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import casadi as ca
 import numpy as np
@@ -61,21 +62,18 @@ def fast_call(kernel: Kernel, validate: Callable[..., tuple]) -> Callable[..., n
 
 
 def _fast_call(kernel: Kernel, validate: Callable[..., tuple]) -> Callable[..., np.ndarray]:
-    buffers = {f"b{k}": b for k, b in enumerate(kernel.inputs)}
-    namespace = (
-        buffers
-        | {f"s{k}": b.shape for k, b in enumerate(kernel.inputs)}
-        | {
-            "run": kernel.evaluate,
-            "check": kernel.outputs[-1],
-            "out": kernel.outputs[0],
-            "lock": threading.Lock(),
-            "copyto": np.copyto,
-            "array": np.array,
-            "validate": validate,
-            "INF": _INF,
-        }
-    )
+    namespace: dict[str, Any] = {f"b{k}": b for k, b in enumerate(kernel.inputs)}
+    namespace |= {f"s{k}": b.shape for k, b in enumerate(kernel.inputs)}
+    namespace |= {
+        "run": kernel.evaluate,
+        "check": kernel.outputs[-1],
+        "out": kernel.outputs[0],
+        "lock": threading.Lock(),
+        "copyto": np.copyto,
+        "array": np.array,
+        "validate": validate,
+        "INF": _INF,
+    }
     exec(_source(len(kernel.inputs)), namespace)
     return namespace["call"]
 

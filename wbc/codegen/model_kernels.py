@@ -44,7 +44,7 @@ from ..algorithms.constraints import LinkConstraint, resolve
 from ..algorithms.workspace import Workspace
 from ..errors import InputError
 from ..model import checks
-from ..model.clusters import ClusterModel
+from ..model.clusters import LOOP_TOLERANCE, ClusterModel, closed_configuration
 from ..model.model import Model
 from ..spatial.algebra import act_force
 from .calls import fast_call, validity
@@ -64,8 +64,6 @@ __all__ = [
 
 #: How many (frame, reference) or (method, constraints) keys one model keeps kernels for.
 MAX_KEYS = 256
-#: How far a spanning configuration may be from closing its loops before it is refused.
-LOOP_TOLERANCE = 1e-8
 
 _registry: dict[int, ModelKernels] = {}
 
@@ -89,7 +87,11 @@ def kernels_of(model) -> ModelKernels:
     else:
         raise InputError(f"model must be a wbc.Model (or a wbc.ClusterModel), got {type(model).__name__}")
     key = id(model)
-    entry = kind(weakref.ref(model, lambda _, key=key: _registry.pop(key, None)))
+
+    def forget(_: weakref.ref) -> None:
+        _registry.pop(key, None)
+
+    entry = kind(weakref.ref(model, forget))
     _registry[key] = entry
     return entry
 
@@ -171,6 +173,22 @@ class ModelKernels:
         self._model = model
         self._fingerprint: list[str | None] = []
         self.constrained: dict[tuple, Callable[..., np.ndarray]] = {}
+        self.frames: dict[tuple, Callable[..., np.ndarray]] = _NotApplicable(self._KIND)
+
+    def frame_function(self, what: str, frame, reference) -> Callable[..., np.ndarray]:
+        """See :meth:`TreeKernels.frame_function`."""
+        raise InputError(f"the frame functions do not apply to a {self._KIND}")
+
+    def constrained_function(self, what: str, constraints, method) -> Callable[..., np.ndarray]:
+        """See :meth:`TreeKernels.constrained_function` and :meth:`ClusterKernels.constrained_function`."""
+        raise NotImplementedError
+
+    def body_forces(self, fext: Mapping) -> np.ndarray:
+        """See :meth:`TreeKernels.body_forces`."""
+        raise InputError(f"external forces do not apply to a {self._KIND}")
+
+    def check_forces(self, fext: Mapping) -> None:
+        """See :meth:`TreeKernels.check_forces`."""
 
     def __getattr__(self, name: str) -> Callable[..., np.ndarray]:
         """Builds a function without options on its first use (afterwards a plain attribute)."""
@@ -249,7 +267,7 @@ class TreeKernels(ModelKernels):
 
     def __init__(self, model: weakref.ref) -> None:
         super().__init__(model)
-        self.frames: dict[tuple, Callable[..., np.ndarray]] = {}
+        self.frames = {}
         self._force_maps: dict[object, tuple[np.ndarray, int]] = {}
 
     def _size(self, name: str) -> int | tuple[int, int]:
@@ -362,6 +380,17 @@ class TreeKernels(ModelKernels):
         return found
 
 
+class _NotApplicable(dict):
+    """The frame table of a model the frame functions do not apply to: every lookup says so."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        self.kind = kind
+
+    def __getitem__(self, key):
+        raise InputError(f"the frame functions do not apply to a {self.kind}")
+
+
 class NonFiniteForces(InputError):
     """The external forces given to a kernel are not finite (which one: :meth:`TreeKernels.check_forces`)."""
 
@@ -372,26 +401,13 @@ class ClusterKernels(ModelKernels):
     _FUNCTIONS = _CLUSTER_FUNCTIONS
     _KIND = "wbc.ClusterModel (it takes a wbc.Model: use cm.tree with a spanning configuration)"
 
-    @property
-    def frames(self) -> dict:
-        raise InputError("the frame functions take a wbc.Model: use cm.tree with a spanning configuration y")
-
     def _size(self, name: str) -> int | tuple[int, int]:
         cm = self.model
         return cm.tree.nq if name == "y" else cm.nv
 
     def _validate_input(self, name: str, x) -> np.ndarray:
         cm = self.model
-        if name != "y":
-            return checks.vector(x, cm.nv, name)
-        y = checks.configuration(cm.tree, x, "y")
-        r = cm.loop_residual(y)
-        if r.size and np.max(np.abs(r)) > LOOP_TOLERANCE:
-            raise InputError(
-                f"y does not close the loops of {cm.name!r} (residual {np.max(np.abs(r)):.3g}); "
-                "use cm.spanning_configuration(q)"
-            )
-        return y
+        return closed_configuration(cm, x) if name == "y" else checks.vector(x, cm.nv, name)
 
     def _model_fingerprint(self) -> str | None:
         if not self._fingerprint:
@@ -403,7 +419,7 @@ class ClusterKernels(ModelKernels):
         cm = self.model
         return [c.residual(cm.cluster_coordinates(k, y)) for k, c in enumerate(cm.infos) if c.residual is not None]
 
-    def constrained_function(self, what: str, constraints, method=None) -> Callable[..., np.ndarray]:
+    def constrained_function(self, what: str, constraints, method) -> Callable[..., np.ndarray]:
         """The call of ``what`` (``"cluster_delassus"``, ``"cluster_input_matrix"``,
         ``"cluster_jacobian"``) for ``constraints``."""
         if not what.startswith("cluster_"):

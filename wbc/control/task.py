@@ -347,7 +347,7 @@ class Task(Contributor):
     def _measured(self, ctx: StepContext, target) -> tuple:
         """``measure(ctx)`` and ``error(ctx, target)``, their shapes checked: an InputError naming the
         task, the method and the shape expected (rather than CasADi's dimension error further on)."""
-        d, nv = self.dim, ctx.kin.v.shape[0]
+        d, nv = self.dim, ctx.model.nv if ctx.kin.v is None else ctx.kin.v.shape[0]
         measured = self._traced("measure", ctx)
         if not isinstance(measured, (tuple, list)) or len(measured) != 3:
             raise InputError(
