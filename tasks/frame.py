@@ -77,21 +77,26 @@ class FrameTask(_FrameTaskBase):
     target_name = "placement"
 
     def set_target(self, placement, velocity=None, acceleration=None) -> None:
-        """Target ``placement`` (4, 4) in the world; optional spatial ``velocity``/``acceleration`` (6,)."""
-        self.set_target_parameters(placement, velocity, acceleration)
+        """Target ``placement`` (4, 4) in the world; optional spatial ``velocity``/``acceleration`` (6,).
+
+        The target parameters (:meth:`set_target_parameters`) are the position (3,) and the
+        rotation's columns (9,)."""
+        staging = self._staging or self._make_staging()
+        p, R, _ = self._views
+        try:
+            if placement.shape != (4, 4):
+                raise TypeError
+            np.copyto(p, placement[0:3, 3])
+            np.copyto(R, placement[0:3, 0:3])
+        except (AttributeError, TypeError, ValueError):
+            staging[0][:] = self._convert_target(placement)
+        self._commit(staging, velocity, acceleration)
 
     def _make_staging(self) -> tuple[np.ndarray, ...]:
         staging = super()._make_staging()
         t = staging[0]
         self._views = (t[0:3], t[3:12].reshape((3, 3), order="F"), _RotationCheck(t[3:12]))
         return staging
-
-    def _stage_target(self, target, into: np.ndarray) -> None:
-        if target.shape != (4, 4):
-            raise TypeError
-        p, R, _ = self._views
-        np.copyto(p, target[0:3, 3])
-        np.copyto(R, target[0:3, 0:3])
 
     def _convert_target(self, target) -> np.ndarray:
         try:
@@ -171,18 +176,22 @@ class OrientationTask(_FrameTaskBase):
     target_name = "rotation"
 
     def set_target(self, rotation, velocity=None, acceleration=None) -> None:
-        """Target ``rotation`` (3, 3), optional angular ``velocity``/``acceleration`` (3,), world axes."""
-        self.set_target_parameters(rotation, velocity, acceleration)
+        """Target ``rotation`` (3, 3), optional angular ``velocity``/``acceleration`` (3,), world axes.
+
+        The target parameters (:meth:`set_target_parameters`) are the rotation's columns (9,)."""
+        staging = self._staging or self._make_staging()
+        try:
+            if rotation.shape != (3, 3):
+                raise TypeError
+            np.copyto(self._views[0], rotation)
+        except (AttributeError, TypeError, ValueError):
+            staging[0][:] = self._convert_target(rotation)
+        self._commit(staging, velocity, acceleration)
 
     def _make_staging(self) -> tuple[np.ndarray, ...]:
         staging = super()._make_staging()
         self._views = (staging[0].reshape((3, 3), order="F"), _RotationCheck(staging[0]))
         return staging
-
-    def _stage_target(self, target, into: np.ndarray) -> None:
-        if target.shape != (3, 3):
-            raise TypeError
-        np.copyto(self._views[0], target)
 
     def _convert_target(self, target) -> np.ndarray:
         return self._rotation(target).reshape(-1, order="F")

@@ -67,7 +67,7 @@ from wbc.robots import synthetic
 
 directory, n, ready, go, count = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5])
 model = synthetic.chain(n)
-function = traced.aba_function(model)
+function = wbc.codegen.algorithm_functions.aba_function(model)
 if ready:
     open(ready, "w").close()
     while not os.path.exists(go):

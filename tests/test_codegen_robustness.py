@@ -93,7 +93,7 @@ model = synthetic.chain(3)
 directory = None if sys.argv[1] == "-" else sys.argv[1]
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
-    kernel = wbc.codegen.compile_function(traced.aba_function(model), directory=directory)
+    kernel = wbc.codegen.compile_function(wbc.codegen.algorithm_functions.aba_function(model), directory=directory)
 rng = np.random.default_rng(70)
 q, v, tau = wbc.random_configuration(model, rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
 print(json.dumps({

@@ -157,10 +157,21 @@ class Task(Contributor):
         previous target.
         """
         staging = self._staging or self._make_staging()
+        t = staging[0]
+        try:
+            if target.shape != t.shape:
+                raise TypeError
+            np.copyto(t, target)
+        except (AttributeError, TypeError, ValueError):
+            t[:] = self._numbers(target, self.target_size, self.target_name)
+        self._commit(staging, velocity, acceleration)
+
+    def _commit(self, staging: tuple[np.ndarray, ...], velocity, acceleration) -> None:
+        """Stage the feed-forwards next to the staged target, check everything once, copy it where
+        the kernel reads it (nothing when anything is refused)."""
         t, v, a, stage, live = staging
         copyto = np.copyto
         try:
-            self._stage_target(target, t)
             if velocity is None:
                 v.fill(0.0)
             elif velocity.shape != v.shape:
@@ -174,7 +185,8 @@ class Task(Contributor):
             else:
                 copyto(a, acceleration)
         except (AttributeError, TypeError, ValueError):
-            self._stage_converted(target, velocity, acceleration)
+            v[:] = np.zeros(self.dim) if velocity is None else self._numbers(velocity, self.dim, "velocity")
+            a[:] = np.zeros(self.dim) if acceleration is None else self._numbers(acceleration, self.dim, "acceleration")
         if not stage.dot(stage) < _INF:
             self._refuse_non_finite()
         self._check_target(t)
@@ -182,17 +194,6 @@ class Task(Contributor):
 
     #: What the target is called in error messages (``"position"``, ``"rotation"``, ...).
     target_name = "target"
-
-    def _stage_target(self, target, into: np.ndarray) -> None:
-        """Copy ``target`` into the staging view ``into`` (target_size,) when it has the expected
-        numpy shape, else raise ``TypeError`` (then :meth:`_convert_target` converts it)."""
-        if target.shape != into.shape:
-            raise TypeError
-        np.copyto(into, target)
-
-    def _convert_target(self, target) -> np.ndarray:
-        """``target`` as target parameters (target_size,), or an InputError naming the task."""
-        return self._numbers(target, self.target_size, self.target_name)
 
     def _check_target(self, target: np.ndarray) -> None:
         """Raise an :class:`~wbc.errors.InputError` naming the task when the staged ``target``
@@ -210,17 +211,6 @@ class Task(Contributor):
         stage = np.zeros(ts + 2 * d)
         self._staging = (stage[:ts], stage[ts : ts + d], stage[ts + d :], stage, self._params[: ts + 2 * d])
         return self._staging
-
-    def _stage_converted(self, target, velocity, acceleration) -> None:
-        """The slow path of :meth:`set_target_parameters`: each argument converted or refused."""
-        t, v, a, _, _ = self._staging or self._make_staging()
-        converted = [
-            self._convert_target(target),
-            np.zeros(self.dim) if velocity is None else self._numbers(velocity, self.dim, "velocity"),
-            np.zeros(self.dim) if acceleration is None else self._numbers(acceleration, self.dim, "acceleration"),
-        ]
-        for into, value in zip((t, v, a), converted):
-            into[:] = value
 
     def _numbers(self, value, n: int, what: str) -> np.ndarray:
         """``value`` as (n,) floats, or an InputError naming the task and ``what``."""
