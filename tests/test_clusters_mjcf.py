@@ -17,7 +17,7 @@ import wbc
 from tests.cluster_cases import evaluate
 from tests.helpers import TOL_PIN, assert_close
 from wbc.algorithms import dynamics as D
-from wbc.codegen import cluster_kernels as ck
+from wbc.codegen import cluster_functions as ck
 from wbc.robots import synthetic
 
 mujoco = pytest.importorskip("mujoco")

@@ -696,7 +696,8 @@ class MujocoSim:
         timestep: integration step, s (MuJoCo's semi-implicit Euler: ``v += dt a; q ⊕= dt v``).
         floor: add a floor plane at z = 0 (default: for floating-base models).
         position_limits: joint ranges from the model's finite position limits.
-        torque_limits: clamp actuator commands to the model's effort limits.
+        torque_limits: clamp actuator commands to the model's effort limits (the URDF's ``effort``;
+            default), as a real robot's drives do; ``False``: apply any torque.
         contact: contact settings of soles and floor.
 
     Raises:
@@ -718,7 +719,7 @@ class MujocoSim:
         timestep: float = 1e-3,
         floor: bool | None = None,
         position_limits: bool = True,
-        torque_limits: bool = False,
+        torque_limits: bool = True,
         contact: ContactParameters = ContactParameters(),
         loops: LoopParameters = LoopParameters(),
     ) -> None:
