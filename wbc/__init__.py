@@ -3,26 +3,25 @@
 Exact rigid-body dynamics written once against CasADi, compiled to C for the control loop,
 checked against Pinocchio. See the README for the tour and ``docs/`` for the architecture.
 
-The numeric API (numpy in, numpy out) is re-exported here from :mod:`wbc.numeric`; the same
-functions on CasADi symbols are in :mod:`wbc.symbolic`.
+The numeric API (numpy in, numpy out, compiled on first use) is re-exported here from
+:mod:`wbc.numeric`; :mod:`wbc.eager` has the same functions evaluated without compiling (one-off
+queries), :mod:`wbc.symbolic` the same on CasADi symbols.
 """
 
 from __future__ import annotations
 
-from . import codegen, control, errors, model, numeric, symbolic
-from .algorithms.clusters.numeric import cluster_aba, cluster_delassus, cluster_input_matrix, cluster_rnea
+from . import codegen, control, eager, errors, model, numeric, symbolic
 from .algorithms.constraints import LinkConstraint, PointConstraint, WeldConstraint
 from .algorithms.delassus import DelassusMethod
 from .algorithms.iim import InputMatrixMethod
 from .algorithms.kinematics import ReferenceFrame
 from .algorithms.workspace import Workspace
-from .codegen import kernels
 from .control import *  # the names of wbc.control.__all__
 from .control.limits import *  # (in wbc.control.__all__ too; named for the type checkers)
 from .errors import *  # the names of wbc.errors.__all__
 from .model import *  # the names of wbc.model.__all__
 from .model import checks
-from .numeric import *  # the names of wbc.numeric.__all__ (the same on CasADi symbols in wbc.symbolic)
+from .numeric import *  # the names of wbc.numeric.__all__ (uncompiled in wbc.eager, symbolic in wbc.symbolic)
 
 __version__ = "0.1.0"
 
@@ -30,13 +29,9 @@ __version__ = "0.1.0"
 __all__ = [
     "checks",
     "codegen",
-    "kernels",
+    "eager",
     "numeric",
     "symbolic",
-    "cluster_rnea",
-    "cluster_aba",
-    "cluster_delassus",
-    "cluster_input_matrix",
     "ReferenceFrame",
     "Workspace",
     "PointConstraint",
