@@ -88,6 +88,7 @@ class CompiledShortcut:
         layout: the layout.
         p, m: actuator and force variables of the layout (``n = p + m``).
         u: (n,) the minimizer of the last call (overwritten by the next).
+        working: (n_c,) bool, the rows :meth:`reduce` takes.
         Cu: (n_c,) the products ``C u`` of the last call.
         d: (n_c,) the right-hand sides of ``C u ≤ d`` (the kernel's, or their gathered rows).
         gathered: whether it runs on gathered copies of the kernel's outputs (a layout with inactive
@@ -149,6 +150,9 @@ class CompiledShortcut:
         self.h = np.zeros(nc)
         self.y0 = np.zeros(p)
         self._y = np.zeros(p)
+        self.working = np.zeros(nc, dtype=bool)  # the rows reduce() takes
+        arrays = (self.working, self.rows, self.M, self.h, self.y0, self._y)
+        self._addresses = tuple(a.ctypes.data for a in arrays)  # computed once: .ctypes costs a microsecond
         self._outputs = (A, b, A_eq, b_eq, G, d)  # keeps the buffers the struct points into alive
         data = ShortcutData()
         for name, value in zip(_INTS, (k, p, m, nc, g_rows.size, c0, c1 - c0, b_rows.size, self._traced.size, 0, 0, 0)):
@@ -276,25 +280,23 @@ class CompiledShortcut:
         return self._library.command(self._ref)
 
     # ----------------------------------------------------------------------------- binding rows
-    def reduce(self, working: np.ndarray, tolerance: float) -> int:
-        """After a call that found ``u`` finite: the QP in the actuators ``x`` on the rows ``working``
-        ((n_c,) bool, one byte each) in least-distance form, from the call's factor ``H = L Lᵀ``:
+    def reduce(self, tolerance: float) -> int:
+        """After a call that found ``u`` finite: the QP in the actuators ``x`` on the rows marked in
+        :attr:`working` ((n_c,) bool, one byte each) in least-distance form, from the call's factor ``H = L Lᵀ``:
         with ``y = Lᵀx``, ``min ½‖y‖² − y0ᵀy`` s.t. ``M y ≤ h``, ``M_r = (L⁻¹G_rᵀ)ᵀ``,
         ``G_r = c_x − c_f X_x``, ``h_r = d_r − tolerance − c_f X_b`` (``c`` a row of ``C``).
 
         Returns the number ``r`` of working rows: :attr:`rows` ``[:r]`` are their indices,
         :attr:`M` ``[:r]``, :attr:`h` ``[:r]`` and :attr:`y0` the problem."""
-        return self._library.reduce(
-            self._ref, working.ctypes.data, tolerance, self.rows.ctypes.data, self.M.ctypes.data,
-            self.h.ctypes.data, self.y0.ctypes.data,
-        )  # fmt: skip
+        a_working, a_rows, a_M, a_h, a_y0, _ = self._addresses
+        return self._library.reduce(self._ref, a_working, tolerance, a_rows, a_M, a_h, a_y0)
 
     def expand(self, y: np.ndarray) -> int:
         """``u`` from a least-distance answer ``y`` (p,) of :meth:`reduce` (``x = L⁻ᵀy``, the forces
         from the equalities) into :attr:`u`, then ``C u ≤ d`` into :attr:`Cu`: ``FEASIBLE``,
         ``INFEASIBLE`` or ``FAILED`` (not finite)."""
         np.copyto(self._y, y)
-        return self._library.expand(self._ref, self._y.ctypes.data)
+        return self._library.expand(self._ref, self._addresses[5])
 
 
 class Gathers:

@@ -123,7 +123,9 @@ class OneCall(Strategy):
 
     def attempt(self, step: Step) -> Command | None:
         fast = self.fast
-        code = NOT_VECTORS if self._objects is None else self._objects(step.q, step.v)
+        code = step.code  # the plan may have run the C call already (its common case)
+        if code == -1:
+            code = NOT_VECTORS if self._objects is None else self._objects(step.q, step.v)
         if code == NOT_VECTORS:  # anything else: converted (or refused, naming the culprit)
             self.state.load(step.q, step.v)
             code = fast.step()
@@ -190,9 +192,7 @@ class WorkingSet(Strategy):
     ) -> None:
         self.fast, self.solver, self.tolerance, self.writer = fast, solver, tolerance, writer
         self.max_rounds = max_rounds
-        nc = fast.Cu.size
-        self.working = np.zeros(nc, dtype=bool)  # one byte per row, read in C
-        self.active = np.zeros(nc, dtype=bool)  # rows active at the last binding step's answer
+        self.active = np.zeros(fast.Cu.size, dtype=bool)  # rows active at the last binding step's answer
 
     def attempt(self, step: Step) -> Command | None:
         if step.code != INFEASIBLE:
@@ -213,12 +213,12 @@ class WorkingSet(Strategy):
     def solve(self) -> np.ndarray | None:
         """The QP's solution ``u`` (n,) (a view of the shortcut's), or None (the solver failed, or the
         set stopped growing while a row still fails: the full QP then runs)."""
-        fast, working, active = self.fast, self.working, self.active
+        fast, working, active = self.fast, self.fast.working, self.active
         d, Cu = fast.d, fast.Cu
         np.greater(Cu, d, out=working)
         working |= active
         for _ in range(self.max_rounds):
-            r = fast.reduce(working, self.tolerance)
+            r = fast.reduce(self.tolerance)
             rows = fast.rows[:r]
             answer = self.solver.least_distance(fast.M[:r], fast.h[:r], fast.y0, active[rows])
             if answer is None:
@@ -295,8 +295,13 @@ class StepPlan:
 
     def __init__(self, layout: Layout, strategies: list[Strategy], shortcut: CompiledShortcut | None) -> None:
         self.layout, self.strategies, self.shortcut = layout, tuple(strategies), shortcut
-        self.one_call = isinstance(strategies[0], OneCall)
+        first = strategies[0]
+        self.one_call = isinstance(first, OneCall)
         self._step = Step()
+        # the one-call unit's common case, taken first: its C call reading q and v, then its command
+        self._objects = first._objects if isinstance(first, OneCall) else None
+        if isinstance(first, OneCall):
+            self._out, self._from_block = first.fast.out, first.writer.from_block
 
     def reset(self, q: Any, v: Any, t_start: float) -> Step:
         """The plan's :class:`Step`, reset for a new step at ``(q, v)``."""
@@ -307,7 +312,15 @@ class StepPlan:
     def run(self, q: Any, v: Any, t_start: float) -> Command:
         """The command of one step at ``(q, v)``."""
         step = self._step
-        step.reset(q, v, t_start)
+        objects = self._objects
+        if objects is not None:
+            code = objects(q, v)
+            if code == FEASIBLE:
+                return self._from_block(self._out, t_start)
+            step.reset(q, v, t_start)
+            step.code = code  # OneCall carries on from it
+        else:
+            step.reset(q, v, t_start)
         for strategy in self.strategies:
             command = strategy.attempt(step)
             if command is not None:
