@@ -391,8 +391,9 @@ class WholeBodyController(NotCopyable):
         if len(layout.levels) == 1 and solver.try_unconstrained:
             fast = CompiledShortcut.build(layout, outputs)
         if fast is not None and self._attach(layout, fast, writer):
-            units.append(OneCall(fast, self._state, writer))
-        units.append(Evaluation(self._state, self.kernel.run))
+            units.append(OneCall(fast, self._state, writer))  # it runs the kernel (or raises)
+        else:
+            units.append(Evaluation(self._state, self.kernel.run))
         if fast is not None:
             if not fast.attached:
                 units.append(Shortcut(fast, reg, writer))

@@ -282,8 +282,8 @@ int wbc_step(wbc_shortcut_data *s) {
  * M y <= h over the rows of C u <= d marked in `working` (written to `rows`; their count returned),
  * where y0 = L^-1 g, M_r = (L^-1 G_r^T)^T, G_r = c_x - c_f X_x, h_r = d_r - tol - c_f X_b (c the row
  * of C). M is (nr, p) row-major. */
-int wbc_reduce(wbc_shortcut_data *s, const unsigned char *working, double tol, int64_t *rows, double *M, double *h,
-               double *y0) {
+int wbc_reduce(wbc_shortcut_data *s, const unsigned char *working, int64_t *rows, double *M, double *h, double *y0,
+               double tol) {
     const int p = s->p, m = s->m, n = s->p + s->m;
     const double *H = s->H, *X = s->X;
     int nr = 0;

@@ -151,8 +151,6 @@ class CompiledShortcut:
         self.y0 = np.zeros(p)
         self._y = np.zeros(p)
         self.working = np.zeros(nc, dtype=bool)  # the rows reduce() takes
-        arrays = (self.working, self.rows, self.M, self.h, self.y0, self._y)
-        self._addresses = tuple(a.ctypes.data for a in arrays)  # computed once: .ctypes costs a microsecond
         self._outputs = (A, b, A_eq, b_eq, G, d)  # keeps the buffers the struct points into alive
         data = ShortcutData()
         for name, value in zip(_INTS, (k, p, m, nc, g_rows.size, c0, c1 - c0, b_rows.size, self._traced.size, 0, 0, 0)):
@@ -168,8 +166,12 @@ class CompiledShortcut:
         for name, address in zip(("dgemm", "dgemv", "dsyrk", "dpotrf", "dpotrs"), routine_addresses()):
             setattr(data, name, address)
         data.vector_type = id(np.ndarray)  # only exact ndarrays are read in C (not masked arrays)
-        self._data = data
+        self.data = self._data = data  # read by the strategies: t_kernel, t_qp
         self._ref = ctypes.addressof(data)
+        # the binding step's routines, their buffers bound once (ndarray.ctypes costs a microsecond)
+        arrays = (self.working, self.rows, self.M, self.h, self.y0)
+        self._reduce = functools.partial(library.reduce, self._ref, *(a.ctypes.data for a in arrays))
+        self._expand = functools.partial(library.expand, self._ref, self._y.ctypes.data)
         self.attached = False
         self.out = np.zeros(0)
         self.step: Callable[[], int] = self._not_attached
@@ -282,21 +284,21 @@ class CompiledShortcut:
     # ----------------------------------------------------------------------------- binding rows
     def reduce(self, tolerance: float) -> int:
         """After a call that found ``u`` finite: the QP in the actuators ``x`` on the rows marked in
-        :attr:`working` ((n_c,) bool, one byte each) in least-distance form, from the call's factor ``H = L Lᵀ``:
-        with ``y = Lᵀx``, ``min ½‖y‖² − y0ᵀy`` s.t. ``M y ≤ h``, ``M_r = (L⁻¹G_rᵀ)ᵀ``,
+        :attr:`working` ((n_c,) bool, one byte each) in least-distance form, from the call's factor
+        ``H = L Lᵀ``: with ``y = Lᵀx``, ``min ½‖y‖² − y0ᵀy`` s.t. ``M y ≤ h``, ``M_r = (L⁻¹G_rᵀ)ᵀ``,
         ``G_r = c_x − c_f X_x``, ``h_r = d_r − tolerance − c_f X_b`` (``c`` a row of ``C``).
 
         Returns the number ``r`` of working rows: :attr:`rows` ``[:r]`` are their indices,
-        :attr:`M` ``[:r]``, :attr:`h` ``[:r]`` and :attr:`y0` the problem."""
-        a_working, a_rows, a_M, a_h, a_y0, _ = self._addresses
-        return self._library.reduce(self._ref, a_working, tolerance, a_rows, a_M, a_h, a_y0)
+        :attr:`M` ``[:r]``, :attr:`h` ``[:r]`` and :attr:`y0` the problem. (Bound to the C routine in
+        ``__init__``: no Python frame per call.)"""
+        return self._reduce(tolerance)
 
     def expand(self, y: np.ndarray) -> int:
         """``u`` from a least-distance answer ``y`` (p,) of :meth:`reduce` (``x = L⁻ᵀy``, the forces
         from the equalities) into :attr:`u`, then ``C u ≤ d`` into :attr:`Cu`: ``FEASIBLE``,
         ``INFEASIBLE`` or ``FAILED`` (not finite)."""
         np.copyto(self._y, y)
-        return self._library.expand(self._ref, self._addresses[5])
+        return self._expand()
 
 
 class Gathers:

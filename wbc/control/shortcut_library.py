@@ -154,7 +154,7 @@ def _load(path: Path) -> Library:
     for function in functions:
         function.argtypes = [_P]  # the struct's address (the cheapest conversion ctypes makes)
         function.restype = ctypes.c_int
-    functions[4].argtypes = [_P, _P, ctypes.c_double, _P, _P, _P, _P]
+    functions[4].argtypes = [_P, _P, _P, _P, _P, _P, ctypes.c_double]
     functions[5].argtypes = [_P, _P]
     step_objects = None
     try:  # with the GIL held: it reads q and v through the buffer protocol

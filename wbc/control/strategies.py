@@ -136,14 +136,10 @@ class OneCall(Strategy):
             raise InputError("q or v is not finite, or a quaternion of q is not of unit norm")
         if code == KERNEL_FAILED:
             raise InputError("the control kernel failed at this state")
-        kernel_us, shortcut_us = fast.timings
-        end = _clock() - 1e-6 * shortcut_us
-        step.evaluated, step.kernel, step.code, step.shortcut_us = (
-            True,
-            (end - 1e-6 * kernel_us, end),
-            code,
-            shortcut_us,
-        )
+        data = fast.data  # INFEASIBLE or FAILED: the kernel's outputs are this state's
+        end = _clock() - 1e-6 * data.t_qp
+        step.evaluated, step.kernel = True, (end - 1e-6 * data.t_kernel, end)
+        step.code, step.shortcut_us = code, data.t_qp
         return None
 
 
@@ -202,12 +198,12 @@ class WorkingSet(Strategy):
         if u is None:
             return None
         fast = self.fast
-        qp_us = step.shortcut_us + (_clock() - t0) * 1e6
         if fast.attached:
             if fast.command(u) != FEASIBLE:
                 return None
-            fast.out[-2:] = (fast.timings[0], 0.0)
-            return self.writer.from_block(fast.out, step.t_start, qp_us)
+            out = fast.out
+            out[-2], out[-1] = fast.data.t_kernel, 0.0
+            return self.writer.from_block(out, step.t_start, step.shortcut_us + (_clock() - t0) * 1e6)
         return self.writer.from_x(u.copy(), step.t_start, step.kernel)
 
     def solve(self) -> np.ndarray | None:
