@@ -97,6 +97,7 @@ class CommandWriter:
         self._error_rows = list(error_rows)
         self._contacts = [(c, structure.variables[c.name], schedule.state(c.name)) for c in contacts]
         self._block: tuple | None = None
+        self.block: np.ndarray | None = None  # the last one-call command's block (the schedule reads it)
 
     def block_layout(self, n: int, nv: int, n_errors: int, n_contacts: int) -> None:
         """Where the one-call step's block holds each part (``n`` variables, ``nv`` velocities, the task
@@ -106,7 +107,7 @@ class CommandWriter:
         errors = [(name, slice(o + r.start, o + r.stop)) for name, r in self._error_rows]
         forces = [(c.name, self.layout.variables[c.name]) for c, _, _ in self._contacts]
         at = o + n_errors
-        self.schedule.normal_forces_at(range(at, at + n_contacts))
+        self._normal_at = range(at, at + n_contacts)
         self._block = (n, self.layout.n_tau, o, errors, forces, at + n_contacts)
 
     def from_block(self, out: np.ndarray, t_start: float, t_qp: float | None = None) -> Command:
@@ -121,12 +122,15 @@ class CommandWriter:
         forces = {}
         for name, columns in forces_at:
             forces[name] = block[columns]
-        self.schedule.defer_normal_forces(block)
         tau = block[:p]
         self.last.tau = tau
         t_kernel, t_shortcut = block[tail:].tolist()
         timings = {"kernel": t_kernel, "qp": t_shortcut if t_qp is None else t_qp, "total": (_clock() - t_start) * 1e6}
-        return Command(tau, forces, block[n:o], errors, StepStatus.OPTIMAL, _NO_CONFLICT, timings, block[:n], None)
+        command = Command(tau, forces, block[n:o], errors, StepStatus.OPTIMAL, _NO_CONFLICT, timings, block[:n], None)
+        self.block = block  # the contacts' normal forces, read by the schedule when needed
+        if self.schedule.following is not self:
+            self.schedule.follow(self, self._normal_at)
+        return command
 
     def from_x(
         self,

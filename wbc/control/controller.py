@@ -368,7 +368,7 @@ class WholeBodyController(NotCopyable):
                         for _ in range(10):
                             plan.strategies[0].attempt(plan.reset(q0, v0, 0.0))
         self._last.tau = None  # forget the warm-up's commands
-        self._schedule.discard_deferred()
+        self._schedule.forget()
 
     def _activation(self) -> tuple[bool, ...]:
         """Which contributors that can switch are active now."""
