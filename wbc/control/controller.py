@@ -66,6 +66,7 @@ from .strategies import (
     Evaluation,
     FullQP,
     Hierarchy,
+    Minimizer,
     OneCall,
     Shortcut,
     State,
@@ -398,9 +399,11 @@ class WholeBodyController(NotCopyable):
             if not fast.attached:
                 units.append(Shortcut(fast, reg, writer))
             units.append(WorkingSet(fast, solver, self._tolerance, writer))
+        elif len(layout.levels) == 1 and solver.try_unconstrained:  # no compiled shortcut for this layout
+            units.append(Minimizer(solver, layout, outputs, reg, writer))
         if len(layout.levels) > 1:
             units.append(Hierarchy(LexicographicSolver(solver, self.fallback), layout, outputs, reg, writer))
-        units.append(FullQP(self.fallback, solver, layout, outputs, reg, writer, False if fast is not None else None))
+        units.append(FullQP(self.fallback, solver, layout, outputs, reg, writer))
         return StepPlan(layout, units, fast)
 
     def _attach(self, layout: Layout, fast: CompiledShortcut, writer: CommandWriter) -> bool:

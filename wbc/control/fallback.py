@@ -70,12 +70,12 @@ class FallbackPolicy:
         self.feasibility_tolerance = checks.positive(feasibility_tolerance, "feasibility_tolerance")
         self.max_diagnosis_solves = int(max_diagnosis_solves)
 
-    def solve(self, problem: QPProblem, solver: QPSolver, shortcut: bool | None = False) -> Outcome:
-        """Solve ``problem`` as posed, else diagnose and solve it with soft equalities; ``shortcut``:
-        whether the solver first tries the minimizer under the equalities (None: as it says)."""
+    def solve(self, problem: QPProblem, solver: QPSolver) -> Outcome:
+        """Solve ``problem`` as posed, else diagnose and solve it with soft equalities (the minimizer
+        under the equalities was tried before: the step's units)."""
         if not problem.is_finite():
             return Outcome(None, StepStatus.ZERO_TORQUE, failure=Failure.NON_FINITE)  # the caller picks the command
-        x = self.accepted(problem, solver, shortcut=shortcut)
+        x = self.accepted(problem, solver, shortcut=False)
         if x is not None:
             return Outcome(x, StepStatus.OPTIMAL)
         conflict = self.diagnose(problem, solver)

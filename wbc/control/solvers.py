@@ -100,7 +100,7 @@ class QPSolver:
     def solve(self, problem: QPProblem, shortcut: bool | None = None) -> QPSolution:
         """Solve ``problem``; ``shortcut`` overrides ``try_unconstrained`` for this call."""
         if self.try_unconstrained if shortcut is None else shortcut:
-            x = equality_constrained_least_squares(problem.A, problem.b, problem.r, problem.A_eq, problem.b_eq)
+            x = self.minimizer(problem.A, problem.b, problem.r, problem.A_eq, problem.b_eq)
             if x is not None and feasible(
                 x, problem.G, problem.h, problem.lb, problem.ub, self.unconstrained_tolerance
             ):
@@ -112,6 +112,13 @@ class QPSolver:
             x = sol.x * inv
             sol.x = elimination.recover(x) if elimination is not None else x
         return sol
+
+    @staticmethod
+    def minimizer(A, b, r, A_eq, b_eq) -> np.ndarray | None:
+        """The minimizer of ``½‖A u − b‖² + ½ Σ rᵢuᵢ²`` under ``A_eq u = b_eq`` alone (inequalities
+        ignored), the first reduction of :meth:`solve`
+        (:func:`~wbc.control.qp.equality_constrained_least_squares`); None if singular."""
+        return equality_constrained_least_squares(A, b, r, A_eq, b_eq)
 
     def solve_as_posed(self, problem: QPProblem) -> QPSolution:
         """The backend on ``problem`` as given: no shortcut, no elimination of the equalities, no

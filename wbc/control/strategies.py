@@ -8,7 +8,8 @@ contributors), the units tried in order; each :meth:`Strategy.attempt` returns t
    (the common step: every contact's layout, a compiled kernel);
 2. :class:`Evaluation` — otherwise the input checks and the kernel (not an answer: the stage the
    units below read);
-3. :class:`Shortcut` — the compiled shortcut on the layout's gathered rows and columns (a lifted foot);
+3. :class:`Shortcut` — the compiled shortcut on the layout's gathered rows and columns (a lifted foot),
+   or :class:`Minimizer` where the compiled shortcut does not apply (the solver's numpy minimizer);
 4. :class:`WorkingSet` — after either shortcut found a row of ``C u ≤ d`` broken (an inequality binds):
    the QP on a working set of rows in least-distance form, warm-started with the rows active at the
    previous binding step (:meth:`~wbc.control.solvers.QPSolver.least_distance`);
@@ -17,9 +18,9 @@ contributors), the units tried in order; each :meth:`Strategy.attempt` returns t
 6. :class:`FullQP` — the QP as posed, then the fallback (:class:`~wbc.control.fallback.FallbackPolicy`):
    always answers.
 
-A layout gets the units that apply to it (:func:`plan`): a weighted layout whose equalities are the
-contacts' own rows gets 1 (or 2 and 3), 4 and 6; a layout with priority levels 2, 5 and 6; any other
-2 and 6 (whose solver then tries the minimizer under the equalities first, in numpy).
+A layout gets the units that apply to it (``WholeBodyController._make_plan``): a weighted layout
+whose equalities are the contacts' own rows gets 1 (or 2 and 3), 4 and 6; a layout with priority
+levels 2, 5 and 6; any other weighted one 2, the Minimizer and 6.
 
 The working set (4): the rows violated at the minimizer, and the rows active at the previous binding
 step's answer, grown by the rows violated at each answer until none is. The answer of the QP in the
@@ -53,6 +54,7 @@ __all__ = [
     "Shortcut",
     "WorkingSet",
     "Hierarchy",
+    "Minimizer",
     "FullQP",
     "StepPlan",
     "State",
@@ -173,6 +175,29 @@ class Shortcut(Strategy):
         return None
 
 
+class Minimizer(Strategy):
+    """The minimizer under the equalities alone where the compiled shortcut does not apply (general
+    equalities such as corner contacts, no contact at all, no C compiler), as the solver computes it
+    (:meth:`~wbc.control.solvers.QPSolver.minimizer`, numpy), on views of the layout's rows; kept when
+    it satisfies every inequality and bound (one product ``C u ≤ d``)."""
+
+    def __init__(
+        self, solver: QPSolver, layout: Layout, outputs: StepOutputs, regularization: float, writer: CommandWriter
+    ) -> None:
+        self.solver, self.layout, self.outputs, self.regularization, self.writer = (
+            solver, layout, outputs, regularization, writer,
+        )  # fmt: skip
+
+    def attempt(self, step: Step) -> Command | None:
+        layout, outputs = self.layout, self.outputs
+        A, b, A_eq, b_eq, _, _, _ = layout.select(outputs)
+        r = self.regularization * np.einsum("ij,ij->j", A, A) + 1e-12
+        x = self.solver.minimizer(A, b, r, A_eq, b_eq)
+        if x is None or not layout.feasible(x, outputs):
+            return None
+        return self.writer.from_x(x, step.t_start, step.kernel)
+
+
 class WorkingSet(Strategy):
     """A binding step's QP on a growing working set of rows, warm-started (module docstring).
 
@@ -251,12 +276,7 @@ class Hierarchy(Strategy):
 
 class FullQP(Strategy):
     """The step's QP as posed (:meth:`~wbc.control.builder.Layout.problem`), solved by the fallback
-    policy (which diagnoses and softens an infeasible one): always answers.
-
-    Args:
-        shortcut: whether the solver first tries the minimizer under the equalities (None: as the
-            solver says; False when a unit before found it breaks a row).
-    """
+    policy (which diagnoses and softens an infeasible one): always answers."""
 
     def __init__(
         self,
@@ -266,14 +286,13 @@ class FullQP(Strategy):
         outputs: StepOutputs,
         regularization: float,
         writer: CommandWriter,
-        shortcut: bool | None,
     ) -> None:
         self.fallback, self.solver, self.layout, self.outputs = fallback, solver, layout, outputs
-        self.regularization, self.writer, self.shortcut = regularization, writer, shortcut
+        self.regularization, self.writer = regularization, writer
 
     def attempt(self, step: Step) -> Command:
         problem = self.layout.problem(self.outputs, self.regularization)
-        outcome = self.fallback.solve(problem, self.solver, self.shortcut)
+        outcome = self.fallback.solve(problem, self.solver)
         return self.writer.from_x(
             outcome.x, step.t_start, step.kernel, outcome.status, outcome.conflict, outcome.failure
         )
