@@ -15,6 +15,8 @@ from .algorithms.constraints import LinkConstraint, PointConstraint, WeldConstra
 from .algorithms.delassus import DelassusMethod
 from .algorithms.iim import InputMatrixMethod
 from .algorithms.kinematics import ReferenceFrame
+from .algorithms.maximal import MaximalMethod
+from .algorithms.maximal.numeric import MaximalDynamics, maximal_forward_dynamics
 from .algorithms.workspace import Workspace
 from .codegen import kernels
 from .control import (
@@ -113,6 +115,10 @@ __all__ = [
     "cluster_aba",
     "cluster_delassus",
     "cluster_input_matrix",
+    # maximal-coordinate dynamics (trees and cluster models; reactions)
+    "maximal_forward_dynamics",
+    "MaximalMethod",
+    "MaximalDynamics",
     # numeric API (wbc.numeric; the same names on CasADi symbols in wbc.symbolic)
     "ReferenceFrame",
     "Workspace",

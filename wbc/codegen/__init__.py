@@ -8,13 +8,13 @@ then loaded and evaluated through ``Function.buffer()`` into preallocated numpy 
 (:mod:`.kernel`). :mod:`.index` finds a kernel by a fingerprint of what it is traced from
 (:mod:`.fingerprint`), without tracing. :mod:`.kernels` has
 ready-made traced functions for the classical algorithms, :mod:`.cluster_kernels` for clustered
-models (loops and transmissions). :mod:`.batch` evaluates a compiled kernel over a batch of
-states per call, in parallel threads (:class:`BatchKernel`).
+models (loops and transmissions), :mod:`.maximal_kernels` for maximal-coordinate dynamics.
+:mod:`.batch` evaluates a compiled kernel over a batch of states per call, in parallel threads (:class:`BatchKernel`).
 """
 
 from __future__ import annotations
 
-from . import cluster_kernels, kernels
+from . import cluster_kernels, kernels, maximal_kernels
 from .batch import BatchKernel, available_threads
 from .cache import DEFAULT_FLAGS, cache_dir, find_compiler
 from .kernel import Kernel, compile_function
@@ -33,4 +33,5 @@ __all__ = [
     "DEFAULT_FLAGS",
     "kernels",
     "cluster_kernels",
+    "maximal_kernels",
 ]
