@@ -235,7 +235,11 @@ def loop_rows(cm: ClusterModel, kin: TreeKinematics) -> list[LoopRows]:
                 row += 1
             else:
                 out.append(closure_rows(tree, kin, constraint, a0))
-                row += 3 * (2 if constraint.kind is ClosureKind.WELD else 1) if constraint.rows is None else len(constraint.rows)
+                row += (
+                    3 * (2 if constraint.kind is ClosureKind.WELD else 1)
+                    if constraint.rows is None
+                    else len(constraint.rows)
+                )
         if coupled:
             out.append(coupling_rows(tree, kin, c.joints, K[coupled, :], Kd_yd[coupled, 0], a0))
     return out
