@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import casadi as ca
 
-from ...spatial.algebra import act_force, act_inv_motion
+from ...spatial.algebra import Matrix, act_force, act_inv_motion
 from .system import MaximalSystem
 
 __all__ = ["kkt_offsets", "kkt_matrix", "dense_solve"]
@@ -71,7 +71,7 @@ def kkt_matrix(system: MaximalSystem):
     return A, r
 
 
-def dense_solve(system: MaximalSystem) -> tuple[list, list, object]:
+def dense_solve(system: MaximalSystem) -> tuple[list, list, Matrix]:
     """The KKT system by one general linear solve.
 
     Returns:

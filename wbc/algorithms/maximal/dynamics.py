@@ -31,6 +31,7 @@ import numpy as np
 from ...errors import ModelError
 from ...model.clusters import ClusterModel
 from ...model.model import Model
+from ...spatial.algebra import Matrix
 from ..clusters.kinematics import ClusterKinematics
 from ..kinematics import TreeKinematics
 from .dense import dense_solve
@@ -58,16 +59,16 @@ class MaximalResult(NamedTuple):
         closure_wrenches: (n_closures, 6).
     """
 
-    qdd: object
-    joint_wrenches: object
-    closure_wrenches: object
+    qdd: Matrix
+    joint_wrenches: Matrix
+    closure_wrenches: Matrix
 
 
 def _tree(model: Model | ClusterModel) -> Model:
     return model.tree if isinstance(model, ClusterModel) else model
 
 
-def maximal_system(model: Model | ClusterModel, q, v, tau, fext: Mapping[int, object] | None = None) -> MaximalSystem:
+def maximal_system(model: Model | ClusterModel, q, v, tau, fext: Mapping[int, Matrix] | None = None) -> MaximalSystem:
     """The KKT system of ``model`` at ``(q, v)`` with generalized forces ``tau`` (nv, 1).
 
     For a cluster model ``q`` is the spanning configuration ``y`` and ``v``, ``tau`` are independent;
@@ -96,7 +97,7 @@ def maximal_dynamics(
     q,
     v,
     tau,
-    fext: Mapping[int, object] | None = None,
+    fext: Mapping[int, Matrix] | None = None,
     method: MaximalMethod = MaximalMethod.RECURSIVE,
 ) -> MaximalResult:
     """Forward dynamics in maximal coordinates and the reactions (see the module docstring).
@@ -113,7 +114,7 @@ def maximal_dynamics(
     tree = system.model
     n = tree.njoints
     ydd = ca.vertcat(*[system.joint_acceleration(i, a) for i in range(1, n)]) if n > 1 else ca.DM.zeros(0, 1)
-    coupling_tau: dict[int, object] = {}
+    coupling_tau: dict[int, Matrix] = {}
     closures = []
     offset = 0
     for blk in system.loops:
@@ -126,8 +127,5 @@ def maximal_dynamics(
             coupling_tau[j] = coupling_tau[j] + t if j in coupling_tau else t
     wrenches = ca.vertcat(*[system.joint_wrench(i, mu[i], coupling_tau.get(i)).T for i in range(1, n)])
     closure_wrenches = ca.vertcat(*closures) if closures else ca.DM.zeros(0, 6)
-    if isinstance(model, ClusterModel):
-        qdd = ydd[np.asarray(model.independent_v_indices).tolist(), 0]
-    else:
-        qdd = ydd
+    qdd = ydd[np.asarray(model.independent_v_indices).tolist(), 0] if isinstance(model, ClusterModel) else ydd
     return MaximalResult(qdd, wrenches if n > 1 else ca.DM.zeros(0, 6), closure_wrenches)

@@ -17,7 +17,7 @@ from ...errors import InputError
 from ...model import checks
 from ...model.clusters import ClusterModel
 from ...model.model import Model
-from ...spatial.algebra import act_force
+from ...spatial.algebra import Matrix, act_force
 from .dynamics import MaximalMethod, maximal_dynamics
 
 __all__ = ["MaximalDynamics", "maximal_forward_dynamics", "LOOP_TOLERANCE"]
@@ -63,12 +63,12 @@ def _configuration(model: Model | ClusterModel, q) -> np.ndarray:
     return checks.configuration(model, q)
 
 
-def _external(tree: Model, fext: Mapping[str, object] | None) -> dict[int, object] | None:
+def _external(tree: Model, fext: Mapping[str, Matrix] | None) -> dict[int, Matrix] | None:
     if not fext:
         return None
     if not isinstance(fext, Mapping):
         raise InputError("fext must be a mapping {frame name: wrench (6,)}")
-    out: dict[int, object] = {}
+    out: dict[int, Matrix] = {}
     for name, wrench in fext.items():
         frame = tree.frames[tree.frame_id(name)]
         w = act_force(frame.placement, ca.DM(checks.vector(wrench, 6, f"fext[{name!r}]").reshape(6, 1)))
@@ -82,7 +82,7 @@ def maximal_forward_dynamics(
     q,
     v,
     tau,
-    fext: Mapping[str, object] | None = None,
+    fext: Mapping[str, Matrix] | None = None,
     reactions: bool = False,
     method: MaximalMethod = MaximalMethod.RECURSIVE,
 ) -> np.ndarray | MaximalDynamics:

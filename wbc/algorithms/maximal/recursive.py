@@ -43,7 +43,7 @@ import dataclasses
 import casadi as ca
 import numpy as np
 
-from ...spatial.algebra import act_force, act_inertia, act_inv_motion, symmetric
+from ...spatial.algebra import Matrix, act_force, act_inertia, act_inv_motion, symmetric
 from ..linalg import ldlt, ldlt_solve, spd_inverse
 from .system import MaximalSystem
 
@@ -166,7 +166,7 @@ def _apply_rows(system: MaximalSystem, a: list):
     return ca.vertcat(*parts)
 
 
-def recursive_solve(system: MaximalSystem) -> tuple[list, list, object]:
+def recursive_solve(system: MaximalSystem) -> tuple[list, list, Matrix]:
     """The whole KKT system by the recursion (and the loops' Schur complement).
 
     Returns:

@@ -49,7 +49,7 @@ import numpy as np
 
 from ...model.clusters import ClosureKind, ClusterModel, JointCoupling, LoopClosure, PolynomialCoupling
 from ...model.model import Model
-from ...spatial.algebra import SE3, act_force, act_inv_motion, compose, cross_force, cross_motion
+from ...spatial.algebra import SE3, Matrix, act_force, act_inv_motion, compose, cross_force, cross_motion
 from ...spatial.lie import skew
 from ..dynamics import gravity_acceleration
 from ..kinematics import TreeKinematics
@@ -72,11 +72,11 @@ class LoopRows:
         joint_columns: for couplings, ``{tree joint: K[:, j] (k, 1)}`` (their generalized forces).
     """
 
-    terms: tuple[tuple[int, object], ...]
-    rhs: object
+    terms: tuple[tuple[int, Matrix], ...]
+    rhs: Matrix
     closure: LoopClosure | None = None
-    frame_b: tuple[int, object] | None = None
-    joint_columns: Mapping[int, object] | None = None
+    frame_b: tuple[int, Matrix] | None = None
+    joint_columns: Mapping[int, Matrix] | None = None
 
     @property
     def size(self) -> int:
@@ -99,7 +99,7 @@ class MaximalSystem:
     """
 
     def __init__(
-        self, tree: Model, kin: TreeKinematics, tau, fext: Mapping[int, object] | None, loops: Sequence[LoopRows] = ()
+        self, tree: Model, kin: TreeKinematics, tau, fext: Mapping[int, Matrix] | None, loops: Sequence[LoopRows] = ()
     ) -> None:
         n = tree.njoints
         self.model = tree
@@ -143,7 +143,7 @@ class MaximalSystem:
 
 
 # ------------------------------------------------------------------------------------- loop rows
-def _frame_twist(kin: TreeKinematics, frame) -> object:
+def _frame_twist(kin: TreeKinematics, frame) -> Matrix:
     if frame.joint == 0:
         return ca.DM.zeros(6, 1)
     return act_inv_motion(frame.placement, kin.velocities[frame.joint])
@@ -153,7 +153,7 @@ def _frame_placement(kin: TreeKinematics, frame) -> SE3:
     return compose(kin.oMi[frame.joint], frame.placement)
 
 
-def _body_rows(frame, coef) -> tuple[int, object]:
+def _body_rows(frame, coef) -> tuple[int, Matrix]:
     """Rows ``coef`` (k, 6) on a frame's local acceleration as rows on its body's acceleration."""
     return frame.joint, act_force(frame.placement, coef.T).T
 
@@ -193,7 +193,7 @@ def closure_rows(tree: Model, kin: TreeKinematics, closure: LoopClosure, a0) -> 
 def coupling_rows(tree: Model, kin: TreeKinematics, joints: Sequence[int], K, Kd_yd, a0) -> LoopRows:
     """Rows ``K ÿ = −K̇ẏ`` (k, len(joints)) on the joint accelerations of ``joints`` (one DoF each),
     written on body accelerations through ``ÿⱼ = Dⱼᵀ (aⱼ − Xⱼ a_λ − cⱼ)``."""
-    rows: dict[int, object] = {}
+    rows: dict[int, Matrix] = {}
     rhs = -Kd_yd
     columns = {}
     for col, j in enumerate(joints):
