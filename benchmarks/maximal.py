@@ -32,6 +32,7 @@ Usage::
     python -m benchmarks.maximal --json            # one JSON object per line
     python -m benchmarks.maximal --out out/bench_maximal   # also JSON and PNGs there
     python -m benchmarks.maximal --quick           # smoke test
+    python -m benchmarks.maximal --out DIR --replot   # redraw DIR's PNGs from its JSON
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ import pinocchio as pin
 
 import wbc
 from benchmarks import pinocchio_adapter as oracle
-from benchmarks.harness import Record, calls_per_block, interleaved_blocks, median, relative_spread
+from benchmarks.harness import Record, bind, loglog_slope, time_sides
 from wbc.algorithms.maximal.structure import Ordering, fill_in, patterns
 from wbc.codegen import Kernel, compile_function
 from wbc.codegen import cluster_kernels as ck
@@ -71,28 +72,12 @@ def _kernel(function, log: Log) -> Kernel:
     return k
 
 
-def _bind(kernel: Kernel, *args) -> Callable[[], object]:
-    for dst, src in zip(kernel.inputs, args):
-        np.copyto(dst, np.reshape(src, dst.shape))
-    return kernel.run
-
-
-def _time(sides: dict[str, Callable[[], object]], rounds: int, block_ms: float) -> dict[str, tuple[float, float]]:
-    calls = {n: calls_per_block(c, block_ms) for n, c in sides.items()}
-    samples = interleaved_blocks(sides, rounds, calls)
-    return {n: (median(s), relative_spread(s)) for n, s in samples.items()}
-
-
 def _check(what: str, ours, theirs, tol: float = 1e-8) -> float:
     ours, theirs = np.asarray(ours, float), np.asarray(theirs, float)
     err = float(np.max(np.abs(ours - theirs)) / max(1.0, float(np.max(np.abs(theirs)))))
     if err > tol:
         raise RuntimeError(f"{what}: relative difference {err:.3g}; not timing different quantities")
     return err
-
-
-def _slope(x, y) -> float:
-    return float(np.polyfit(np.log(np.asarray(x, float)), np.log(np.asarray(y, float)), 1)[0])
 
 
 def _tree_state(model: wbc.Model, seed: int = 0):
@@ -128,11 +113,11 @@ def run_scaling(settings, emit: Emit, log: Log) -> list[Record]:
                 if m == "dense" and n > settings.dense_time_max:
                     continue
                 k = _kernel(f, log)
-                sides[m] = _bind(k, q, v, t)
+                sides[m] = bind(k, q, v, t)
                 sides[m]()
                 if m != "aba":
                     _check(f"{kind} {n} {m} vs ABA", k.outputs[0], _run(functions["aba"], q, v, t))
-            times = _time(sides, settings.rounds, settings.block_ms)
+            times = time_sides(sides, settings.rounds, settings.block_ms)
             size = fill_in(model).size
             for m in functions:
                 rec = {
@@ -163,8 +148,8 @@ def run_scaling(settings, emit: Emit, log: Log) -> list[Record]:
                 "kind": "summary",
                 "case": kind,
                 "method": m,
-                "slope_ops": round(_slope([p[0] for p in upper], [p[1] for p in upper]), 2),
-                "slope_time": round(_slope([p[0] for p in timed], [p[2] for p in timed]), 2)
+                "slope_ops": round(loglog_slope([p[0] for p in upper], [p[1] for p in upper]), 2),
+                "slope_time": round(loglog_slope([p[0] for p in timed], [p[2] for p in timed]), 2)
                 if len(timed) >= 2
                 else None,
                 "fit_links": [upper[0][0], upper[-1][0]],
@@ -209,9 +194,9 @@ def run_robots(settings, emit: Emit, log: Log) -> list[Record]:
     k_react = _kernel(maximal_function(model, reactions=True), log)
     k_aba = _kernel(tk.aba_function(model), log)
     sides = {
-        "maximal": _bind(k_max, q, v, t),
-        "maximal+reactions": _bind(k_react, q, v, t),
-        "aba": _bind(k_aba, q, v, t),
+        "maximal": bind(k_max, q, v, t),
+        "maximal+reactions": bind(k_react, q, v, t),
+        "aba": bind(k_aba, q, v, t),
         "pin.aba": lambda: pin.aba(pm, pd, q, v, t),
         "pin.aba+rnea (data.f)": lambda: pin.rnea(pm, pd, q, v, pin.aba(pm, pd, q, v, t)),
     }
@@ -221,7 +206,7 @@ def run_robots(settings, emit: Emit, log: Log) -> list[Record]:
     err = max(_check("talos maximal", k_max.outputs[0], expected), _check("talos aba", k_aba.outputs[0], expected))
     pin.rnea(pm, pd, q, v, expected)
     _check("talos wrenches", k_react.outputs[1], np.array([pd.f[i].vector for i in range(1, pm.njoints)]))
-    times = _time(sides, settings.rounds, settings.block_ms)
+    times = time_sides(sides, settings.rounds, settings.block_ms)
     ops = {"maximal": k_max.n_instructions, "maximal+reactions": k_react.n_instructions, "aba": k_aba.n_instructions}
     for m in sides:
         rec = _record("talos", m, times, ops.get(m), "aba", nv=model.nv, max_error=err)
@@ -240,8 +225,8 @@ def run_robots(settings, emit: Emit, log: Log) -> list[Record]:
         k_max = _kernel(maximal_function(cm), log)
         k_react = _kernel(maximal_function(cm, reactions=True), log)
         k_caba = _kernel(ck.c_aba_function(cm), log)
-        sides = {"maximal": _bind(k_max, y, v, t), "maximal+reactions": _bind(k_react, y, v, t)}
-        sides["c-aba"] = _bind(k_caba, y, v, t)
+        sides = {"maximal": bind(k_max, y, v, t), "maximal+reactions": bind(k_react, y, v, t)}
+        sides["c-aba"] = bind(k_caba, y, v, t)
         for side in sides.values():
             side()
         err = _check(f"{label} maximal vs C-ABA", k_max.outputs[0], k_caba.outputs[0])
@@ -256,7 +241,7 @@ def run_robots(settings, emit: Emit, log: Log) -> list[Record]:
                 _check(f"{label} maximal vs constraintDynamics", k_max.outputs[0], call()[cm.independent_v_indices]),
             )
             sides["pin.constraintDynamics"] = call
-        times = _time(sides, settings.rounds, settings.block_ms)
+        times = time_sides(sides, settings.rounds, settings.block_ms)
         ops = {
             "maximal": k_max.n_instructions,
             "maximal+reactions": k_react.n_instructions,
@@ -286,7 +271,7 @@ def run_loops(settings, emit: Emit, log: Log) -> list[Record]:
         y, v, t = _cluster_state(cm)
         k_max = _kernel(maximal_function(cm), log)
         k_caba = _kernel(ck.c_aba_function(cm), log)
-        sides = {"maximal": _bind(k_max, y, v, t), "c-aba": _bind(k_caba, y, v, t)}
+        sides = {"maximal": bind(k_max, y, v, t), "c-aba": bind(k_caba, y, v, t)}
         for side in sides.values():
             side()
         err = _check(f"rod_chain {k} maximal vs C-ABA", k_max.outputs[0], k_caba.outputs[0])
@@ -300,7 +285,7 @@ def run_loops(settings, emit: Emit, log: Log) -> list[Record]:
             err, _check(f"rod_chain {k} vs constraintDynamics", k_max.outputs[0], call()[cm.independent_v_indices])
         )
         sides["pin.constraintDynamics"] = call
-        times = _time(sides, settings.rounds, settings.block_ms)
+        times = time_sides(sides, settings.rounds, settings.block_ms)
         recursive, natural = fill_in(cm, Ordering.RECURSIVE), fill_in(cm, Ordering.NATURAL)
         ops = {"maximal": k_max.n_instructions, "c-aba": k_caba.n_instructions}
         for m in sides:
@@ -421,7 +406,7 @@ def format_tables(records: Sequence[Record]) -> str:
                 f"KKT {r['kkt_size']}, fill recursive {r['fill_recursive']}, natural {r['fill_natural']}"
             )
         for r in records:
-            if r["experiment"] == "loops" and r.get("kind") == "summary":
+            if r["experiment"] == "loops" and r.get("kind") == "summary" and "ops_per_row_linear_fit" in r:
                 out.append(
                     f"  {r['method']}: {r['ops_at_0_rows']} ops without loops, about "
                     f"{r['ops_per_row_linear_fit']} more per loop row (linear fit), "
@@ -533,7 +518,11 @@ def write_outputs(records: Sequence[Record], out: Path, meta: Record, quick: boo
             A, L, labels = patterns(model, Ordering.RECURSIVE)
             img = np.zeros(A.shape + (3,))
             img[:] = 1.0
+            pivots = np.zeros(A.shape, bool)  # constraint rows' diagonal blocks: zero in A, dense in L
+            for _, start, size in labels:
+                pivots[start : start + size, start : start + size] = True
             img[L & ~A] = (0.85, 0.1, 0.1)  # fill-in
+            img[L & ~A & pivots] = (0.7, 0.7, 0.7)
             img[A] = (0.1, 0.2, 0.6)
             sym = np.swapaxes(img, 0, 1).copy()
             mask = np.triu(np.ones(A.shape, bool), 1)
@@ -547,7 +536,11 @@ def write_outputs(records: Sequence[Record], out: Path, meta: Record, quick: boo
             ax.set_title(f"{label}\nN={f.size}, nnz(KKT)={f.nnz_kkt}, fill={f.fill}", fontsize=9)
             ax.set_xticks([])
             ax.set_yticks([])
-        fig.suptitle("KKT matrix (blue) and fill-in of its factor (red), leaves-to-root order, loop rows last")
+        fig.suptitle(
+            "KKT matrix (blue), fill-in of its LDLᵀ factor (red; grey: the constraint rows' pivot blocks), "
+            "leaves-to-root order, loop rows last",
+            fontsize=10,
+        )
         fig.tight_layout()
         p = out / "maximal_fill.png"
         fig.savefig(p, dpi=110)
@@ -561,6 +554,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--json", action="store_true", help="one JSON object per line instead of tables")
     parser.add_argument("--out", type=Path, default=None, help="write DIR/bench_maximal.json and PNGs")
     parser.add_argument("--quick", action="store_true", help="smoke test: few sizes and rounds")
+    parser.add_argument("--replot", action="store_true", help="redraw the PNGs of --out from its bench_maximal.json")
     parser.add_argument("--only", default=",".join(EXPERIMENTS), help=f"comma-separated of {','.join(EXPERIMENTS)}")
     args = parser.parse_args(argv)
     args.only = [x.strip() for x in args.only.split(",") if x.strip()]
@@ -581,6 +575,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
+
+    if args.replot:
+        if args.out is None:
+            raise SystemExit("--replot needs --out DIR (holding bench_maximal.json)")
+        saved = json.loads((args.out / "bench_maximal.json").read_text())
+        print(format_tables(saved["records"]))
+        log("wrote " + ", ".join(str(p) for p in write_outputs(saved["records"], args.out, saved["meta"], args.quick)))
+        return 0
 
     def emit(rec: Record) -> None:
         if args.json:
