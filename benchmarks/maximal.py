@@ -134,15 +134,25 @@ def run_scaling(settings, emit: Emit, log: Log) -> list[Record]:
                 emit(rec)
                 records.append(rec)
             log(f"scaling: {kind} n={n}: " + ", ".join(f"{m} {ops[m]} ops" for m in ops))
+    return records + scaling_summary(records, emit)
+
+
+def scaling_summary(records: Sequence[Record], emit: Emit) -> list[Record]:
+    """Log-log slopes of ops and time against links: the upper half of the sizes for the recursion
+    and the ABA, every size from 3 links for the dense solve (it only reaches 8)."""
+    out: list[Record] = []
     for kind in ("chain", "tree"):
         for m in ("maximal", "aba", "dense"):
-            pts = sorted((r["x"], r["ops"], r["us"]) for r in records if r["case"] == kind and r["method"] == m)
-            if len(pts) < 2:
-                continue
-            upper = pts[len(pts) // 2 :] if len(pts) >= 4 else pts
+            pts = sorted(
+                (r["x"], r["ops"], r["us"])
+                for r in records
+                if r["experiment"] == "scaling" and "x" in r and r["case"] == kind and r["method"] == m
+            )
+            half = pts[len(pts) // 2 :] if len(pts) >= 4 else pts
+            upper = [p for p in pts if p[0] >= 3] if m == "dense" else half
             timed = [p for p in upper if p[2] is not None]
-            timed_all = [p for p in pts if p[2] is not None]
-            timed = timed if len(timed) >= 2 else timed_all[-2:]
+            if len(upper) < 2:
+                continue
             rec = {
                 "experiment": "scaling",
                 "kind": "summary",
@@ -156,8 +166,8 @@ def run_scaling(settings, emit: Emit, log: Log) -> list[Record]:
                 "fit_links_time": [timed[0][0], timed[-1][0]] if len(timed) >= 2 else None,
             }
             emit(rec)
-            records.append(rec)
-    return records
+            out.append(rec)
+    return out
 
 
 def _run(function, *args) -> np.ndarray:
@@ -580,8 +590,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.out is None:
             raise SystemExit("--replot needs --out DIR (holding bench_maximal.json)")
         saved = json.loads((args.out / "bench_maximal.json").read_text())
-        print(format_tables(saved["records"]))
-        log("wrote " + ", ".join(str(p) for p in write_outputs(saved["records"], args.out, saved["meta"], args.quick)))
+        records = [r for r in saved["records"] if not (r["experiment"] == "scaling" and r.get("kind") == "summary")]
+        records += scaling_summary(records, lambda rec: None)
+        print(format_tables(records))
+        log("wrote " + ", ".join(str(p) for p in write_outputs(records, args.out, saved["meta"], args.quick)))
         return 0
 
     def emit(rec: Record) -> None:

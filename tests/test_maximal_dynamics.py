@@ -42,7 +42,8 @@ from wbc.model.clusters import LoopClosure
 from wbc.robots import synthetic
 from wbc.spatial.algebra import act_force
 
-METHODS = list(wbc.MaximalMethod)
+METHODS = list(wbc.MaximalMethod)  # RECURSIVE (loops where they close), SCHUR (loops at the end), DENSE
+TREE_METHODS = [wbc.MaximalMethod.RECURSIVE, wbc.MaximalMethod.DENSE]  # SCHUR = RECURSIVE on a tree
 
 
 def _world_wrenches(model: wbc.Model, q: np.ndarray, wrenches: np.ndarray) -> np.ndarray:
@@ -58,7 +59,7 @@ def _pinocchio_world_forces(pm: pin.Model, pd: pin.Data, q: np.ndarray) -> np.nd
     return np.array([placements.oMi[i].act(pd.f[i]).vector for i in range(1, pm.njoints)])
 
 
-def _check_tree(c, n_states: int, seed: int, methods=METHODS, fext: bool = False) -> None:
+def _check_tree(c, n_states: int, seed: int, methods=TREE_METHODS, fext: bool = False) -> None:
     m, pm = c.model, c.pin_model
     pd = pm.createData()
     rng = np.random.default_rng(seed)
@@ -104,8 +105,9 @@ def test_catalog_robots_against_pinocchio(name):
 @pytest.mark.parametrize("floating_base", [True, False], ids=["floating", "fixed"])
 @pytest.mark.parametrize("seed,n", TREE_CASES)
 def test_random_trees_against_pinocchio(seed, n, floating_base):
-    """Random trees with every joint kind, with external forces on three random frames."""
-    _check_tree(tree_case(seed, n, floating_base), 4, seed=seed, fext=True)
+    """Random trees with every joint kind, with external forces on three random frames (and the
+    tree recursion of the Schur variant)."""
+    _check_tree(tree_case(seed, n, floating_base), 4, seed=seed, methods=METHODS, fext=True)
 
 
 @pytest.mark.parametrize("seed,n,floating_base", BALL_TREE_CASES)
@@ -200,7 +202,7 @@ def _check_loops(name: str, n_states: int, methods=METHODS) -> None:
 def test_loop_robots_against_c_aba_and_pinocchio(name):
     """Loops and couplings: q̈ = C-ABA = Pinocchio's KKT; closure wrenches and joint wrenches = what
     Pinocchio's RNEA needs and gives at that acceleration."""
-    _check_loops(name, 4)
+    _check_loops(name, 3)
 
 
 @pytest.mark.slow
@@ -251,10 +253,21 @@ def test_ball_joints_in_a_cluster_model():
 # ------------------------------------------------------------------------------------- structure
 def test_recursion_is_linear_and_dense_cubic():
     """Operation counts (deterministic): the recursion's per-link cost is constant along chains of
-    16 to 64 links (doubling the chain at most 2.1x the operations); the dense solve's grows faster
-    than the square of the KKT size (doubling 3 -> 6 links costs more than 5x; a cube is 8x)."""
+    16 to 64 links (doubling the chain at most 2.1x the operations); each rod of ``rod_chain`` (a
+    local loop, 3 rows) costs the recursion the same (4 rods cost 2x 2 rods, within 10 %), where one
+    Schur complement at the end costs more per rod the more rods there are (over 1.3x); the dense solve grows
+    faster than the square of the KKT size (doubling 3 -> 6 links costs more than 5x; a cube is 8x)."""
     ops = {n: maximal_kernels.maximal_function(synthetic.chain(n)).n_instructions() for n in (16, 32, 64)}
     assert ops[32] / ops[16] < 2.1 and ops[64] / ops[32] < 2.1, ops
+    for method, linear in ((wbc.MaximalMethod.RECURSIVE, True), (wbc.MaximalMethod.SCHUR, False)):
+        rods = {
+            k: maximal_kernels.maximal_function(
+                wbc.robots.transmissions.rod_chain(12, k).model, method
+            ).n_instructions()
+            for k in (0, 2, 6)
+        }
+        growth = (rods[6] - rods[0]) / (3 * (rods[2] - rods[0]))
+        assert (growth < 1.15) if linear else (growth > 1.5), (method, rods)
     dense = {
         n: maximal_kernels.maximal_function(synthetic.chain(n), wbc.MaximalMethod.DENSE).n_instructions()
         for n in (3, 6)
@@ -313,25 +326,30 @@ def test_bad_input_gets_clear_errors():
 
 def test_fill_in_of_the_kkt_factorization():
     """Trees factor without fill in the notes' order (leaves to root, body then joint); loop rows
-    fill only their own rows and columns (against the ancestors of the bodies they touch), more
-    with every rod; the naive order fills even a chain. The block sizes match the assembled KKT."""
+    fill only their own rows and columns, a constant amount per rod when each loop is eliminated
+    at its common ancestor, more and more when all come last (their fill reaches the root); the
+    naive order fills even a chain. The block sizes match the assembled KKT."""
     from wbc.algorithms.maximal import maximal_system
     from wbc.algorithms.maximal.dense import kkt_offsets
     from wbc.algorithms.maximal.structure import Ordering, fill_in, patterns
 
     for model in (synthetic.chain(10), tree_case(2, 12, True).model):
-        f = fill_in(model, Ordering.RECURSIVE)
-        assert f.fill == 0 and f.loop_fill == 0, f
+        for order in (Ordering.RECURSIVE, Ordering.SCHUR):
+            f = fill_in(model, order)
+            assert f.fill == 0 and f.loop_fill == 0, f
         assert fill_in(model, Ordering.NATURAL).fill > 0
-    fills = []
+    fills, schur = [], []
     for rods in (1, 2, 4):
         cm = wbc.robots.transmissions.rod_chain(12, rods).model
         f = fill_in(cm, Ordering.RECURSIVE)
         assert f.fill == f.loop_fill > 0, f
         fills.append(f.fill)
+        schur.append(fill_in(cm, Ordering.SCHUR).fill)
         y = cm.neutral()
         system = maximal_system(cm, ca.DM(y), ca.DM.zeros(cm.nv, 1), ca.DM.zeros(cm.nv, 1))
         assert kkt_offsets(system)[3] == f.size == 6 * (cm.tree.njoints - 1) + 5 * (cm.tree.njoints - 1) + 3 * rods
         A, L, _ = patterns(cm, Ordering.RECURSIVE)
         assert not np.any(A & ~L), "the factor keeps every nonzero of the matrix"
     assert fills[0] < fills[1] < fills[2]
+    assert fills[2] - fills[1] < 1.1 * 2 * (fills[1] - fills[0]), fills  # a rod's fill stays inside its loop
+    assert schur[2] - schur[1] > 1.5 * 2 * (schur[1] - schur[0]), schur  # loops last: it reaches the root

@@ -2,8 +2,9 @@
 
 :func:`maximal_dynamics` builds the KKT system of :mod:`.system` for a :class:`~wbc.Model` (a tree)
 or a :class:`~wbc.ClusterModel` (its spanning tree plus the loop closures and couplings of its
-clusters), solves it by the recursion (:mod:`.recursive`, ``MaximalMethod.RECURSIVE``) or the naive
-dense solve (:mod:`.dense`, ``MaximalMethod.DENSE``), and reads off
+clusters), solves it by the recursion (``MaximalMethod.RECURSIVE``: :mod:`.local`, loops eliminated where
+they close; ``MaximalMethod.SCHUR``: :mod:`.recursive`, loops by one Schur complement) or the naive dense
+solve (:mod:`.dense`, ``MaximalMethod.DENSE``), and reads off
 
 * ``qdd``: the generalized accelerations in the model's own coordinates (a tree's ``v`` layout; a
   cluster model's independent coordinates), the same as :func:`wbc.aba` / :func:`wbc.cluster_aba`;
@@ -35,6 +36,7 @@ from ...spatial.algebra import Matrix
 from ..clusters.kinematics import ClusterKinematics
 from ..kinematics import TreeKinematics
 from .dense import dense_solve
+from .local import local_solve
 from .recursive import recursive_solve
 from .system import MaximalSystem, loop_rows
 
@@ -44,8 +46,12 @@ __all__ = ["MaximalMethod", "MaximalResult", "maximal_dynamics", "maximal_system
 class MaximalMethod(enum.Enum):
     """How the maximal-coordinate KKT system is solved."""
 
-    #: The lecture notes' recursion, leaves to root (O(n)), loops by a Schur complement.
+    #: The lecture notes' recursion, leaves to root (O(n)), each loop eliminated at the common ancestor
+    #: of its bodies (:mod:`.local`): linear in bodies and local loops.
     RECURSIVE = "recursive"
+    #: The same tree recursion, all loop rows by one Schur complement at the end (:mod:`.recursive`):
+    #: ``O(n + k·n + k³)`` for ``k`` loop rows.
+    SCHUR = "schur"
     #: The whole KKT matrix in one general linear solve (O(N³)): the baseline.
     DENSE = "dense"
 
@@ -110,7 +116,8 @@ def maximal_dynamics(
         method: :class:`MaximalMethod`.
     """
     system = maximal_system(model, q, v, tau, fext)
-    a, mu, nu = (recursive_solve if method is MaximalMethod.RECURSIVE else dense_solve)(system)
+    solve = {MaximalMethod.RECURSIVE: local_solve, MaximalMethod.SCHUR: recursive_solve}.get(method, dense_solve)
+    a, mu, nu = solve(system)
     tree = system.model
     n = tree.njoints
     ydd = ca.vertcat(*[system.joint_acceleration(i, a) for i in range(1, n)]) if n > 1 else ca.DM.zeros(0, 1)

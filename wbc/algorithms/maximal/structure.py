@@ -6,11 +6,14 @@ symmetric elimination in a given order (an LDLᵀ) turns the remaining neighbour
 block into a clique; the new block entries are the *fill-in*. Counted here with dense blocks (what
 the recursion stores), from the model alone:
 
-* :attr:`Ordering.RECURSIVE`, the notes' order: leaves to root, each body then its joint, loop rows
-  last (the Schur complement of :mod:`.recursive`). A tree fills nothing (its pattern is a tree of
-  blocks, a band for a chain); each loop row block fills its rows against every ancestor of the
-  bodies it touches (bodies and joints up to the root) and against the other loop blocks: that is
-  the loss of the banded structure, ``O(k · depth + k²)`` entries;
+* :attr:`Ordering.SCHUR`, the notes' order for the tree, leaves to root, each body then its joint,
+  loop rows last (``MaximalMethod.SCHUR``). A tree fills nothing (its pattern is a tree of blocks, a
+  band for a chain); each loop row block fills its rows against every ancestor of the bodies it
+  touches (bodies and joints up to the root) and against the other loop blocks: that is the loss of
+  the banded structure, ``O(k · depth + k²)`` entries;
+* :attr:`Ordering.RECURSIVE`, the same with each loop block eliminated just before the closest
+  common ancestor of its bodies (``MaximalMethod.RECURSIVE``, :mod:`.local`): a loop fills only its
+  rows against the bodies and joints between its bodies and that ancestor, ``O(k · loop length)``;
 * :attr:`Ordering.NATURAL`, the notes' naive order: all bodies, then all joints, then loop rows.
 """
 
@@ -23,6 +26,7 @@ import numpy as np
 
 from ...model.clusters import ClusterModel, JointCoupling, LoopClosure, PolynomialCoupling
 from ...model.model import Model
+from .local import common_ancestor
 from .subspaces import constraint_subspace
 
 __all__ = ["Ordering", "BlockGraph", "FillIn", "block_graph", "fill_in", "patterns"]
@@ -32,6 +36,7 @@ class Ordering(enum.Enum):
     """An elimination order of the KKT blocks."""
 
     RECURSIVE = "recursive"
+    SCHUR = "schur"
     NATURAL = "natural"
 
 
@@ -44,13 +49,15 @@ class BlockGraph:
             of :mod:`.dense` (bodies, joints, loop blocks).
         sizes: rows of each block.
         edges: pairs ``(a, b)``, ``a < b``, of blocks with a nonzero off-diagonal block.
-        parent: for the recursive order, each body's parent body (0 for the ground).
+        parent: for the recursive orders, each body's parent body (0 for the ground).
+        homes: each loop block's closest common ancestor of its bodies (0: the ground).
     """
 
     names: tuple[tuple[str, int], ...]
     sizes: tuple[int, ...]
     edges: frozenset[tuple[int, int]]
     parent: tuple[int, ...]
+    homes: tuple[int, ...] = ()
 
     @property
     def size(self) -> int:
@@ -130,19 +137,23 @@ def block_graph(model: Model | ClusterModel) -> BlockGraph:
         for body in sorted(bodies - {0}):
             edges.add((index[("body", body)], b))
     parent = tuple(j.parent for j in tree.joints)
-    return BlockGraph(tuple(names), tuple(sizes), frozenset(edges), parent)
+    homes = tuple(common_ancestor(parent, sorted(bodies - {0})) for _, bodies in loops)
+    return BlockGraph(tuple(names), tuple(sizes), frozenset(edges), parent, homes)
 
 
 def _order(graph: BlockGraph, ordering: Ordering) -> list[int]:
     if ordering is Ordering.NATURAL:
         return list(range(len(graph.names)))
     where = {name: k for k, name in enumerate(graph.names)}
+    local = ordering is Ordering.RECURSIVE
     order = []
     for i in range(len(graph.parent) - 1, 0, -1):
+        if local:
+            order += [where[("loop", l)] for l, home in enumerate(graph.homes) if home == i]
         order.append(where[("body", i)])
         if ("joint", i) in where:
             order.append(where[("joint", i)])
-    order += [k for k, (kind, _) in enumerate(graph.names) if kind == "loop"]
+    order += [where[("loop", l)] for l, home in enumerate(graph.homes) if not local or home == 0]
     return order
 
 
