@@ -18,9 +18,11 @@ Experiments (``--only``, all by default):
   result is checked against its anchor before timing.
 * ``loops``: ``wbc.robots.transmissions.rod_chain(24, k)``, a 24-link chain braced by ``k`` rods,
   ``3k`` loop-closure rows: ops and time of the recursion, C-ABA and ``constraintDynamics``, and
-  the fill-in of the KKT factorization (recursive and natural orders, :mod:`wbc.algorithms.maximal.structure`).
-* ``fill``: sparsity plots of the KKT matrix and of its factor (recursive order) for a chain, a
-  tree, ``rod_chain(12, 3)`` and the G1 parallel ankle.
+  the fill-in of the KKT factorization (:mod:`wbc.algorithms.maximal.structure`: the recursion's order,
+  each loop at the common ancestor of its bodies; loops last, the ``SCHUR`` variant; the natural order);
+  the ``SCHUR`` variant's cost beside the recursion's.
+* ``fill``: sparsity plots of the KKT matrix and of its factor for a chain, a tree,
+  ``rod_chain(12, 3)`` (loops eliminated where they close, and last) and the G1 parallel ankle.
 
 Timing: compiled kernels through ``Kernel.run`` with their inputs bound, Pinocchio's Python calls;
 interleaved blocks (:mod:`benchmarks.harness`): a side's figure is the median of its block means,
@@ -61,7 +63,7 @@ from wbc.robots import transmissions as loops_robots
 
 Log = Callable[[str], None]
 Emit = Callable[[Record], None]
-RECURSIVE, DENSE = wbc.MaximalMethod.RECURSIVE, wbc.MaximalMethod.DENSE
+RECURSIVE, SCHUR, DENSE = wbc.MaximalMethod.RECURSIVE, wbc.MaximalMethod.SCHUR, wbc.MaximalMethod.DENSE
 
 
 def _kernel(function, log: Log) -> Kernel:
@@ -95,7 +97,8 @@ def _family(kind: str, n: int) -> wbc.Model:
     if kind == "chain":
         return synthetic.chain(n)
     kinds = [k for k in synthetic.JOINT_KINDS if k != "fixed"]  # n links, n bodies
-    return synthetic.random_tree(n, np.random.default_rng(n), kinds=kinds, branching=0.5, name=f"tree_{n}")
+    # one seed for every size: the draws are made link after link, so each tree extends the smaller ones
+    return synthetic.random_tree(n, np.random.default_rng(0), kinds=kinds, branching=0.5, name=f"tree_{n}")
 
 
 def run_scaling(settings, emit: Emit, log: Log) -> list[Record]:
@@ -280,11 +283,14 @@ def run_loops(settings, emit: Emit, log: Log) -> list[Record]:
         cm = loops_robots.rod_chain(n, k).model
         y, v, t = _cluster_state(cm)
         k_max = _kernel(maximal_function(cm), log)
+        k_schur = _kernel(maximal_function(cm, SCHUR), log)
         k_caba = _kernel(ck.c_aba_function(cm), log)
-        sides = {"maximal": bind(k_max, y, v, t), "c-aba": bind(k_caba, y, v, t)}
+        sides = {"maximal": bind(k_max, y, v, t), "maximal (schur)": bind(k_schur, y, v, t)}
+        sides["c-aba"] = bind(k_caba, y, v, t)
         for side in sides.values():
             side()
         err = _check(f"rod_chain {k} maximal vs C-ABA", k_max.outputs[0], k_caba.outputs[0])
+        err = max(err, _check(f"rod_chain {k} schur vs C-ABA", k_schur.outputs[0], k_caba.outputs[0]))
         ppm = oracle.cluster_model(cm)
         yd = cm.spanning_velocity(y, v)
         tau = np.zeros(ppm.nv)
@@ -297,7 +303,12 @@ def run_loops(settings, emit: Emit, log: Log) -> list[Record]:
         sides["pin.constraintDynamics"] = call
         times = time_sides(sides, settings.rounds, settings.block_ms)
         recursive, natural = fill_in(cm, Ordering.RECURSIVE), fill_in(cm, Ordering.NATURAL)
-        ops = {"maximal": k_max.n_instructions, "c-aba": k_caba.n_instructions}
+        schur = fill_in(cm, Ordering.SCHUR)
+        ops = {
+            "maximal": k_max.n_instructions,
+            "maximal (schur)": k_schur.n_instructions,
+            "c-aba": k_caba.n_instructions,
+        }
         for m in sides:
             rec = {
                 "experiment": "loops",
@@ -311,6 +322,7 @@ def run_loops(settings, emit: Emit, log: Log) -> list[Record]:
                 "kkt_size": recursive.size,
                 "nnz_kkt": recursive.nnz_kkt,
                 "fill_recursive": recursive.fill,
+                "fill_schur": schur.fill,
                 "fill_natural": natural.fill,
                 "nnz_factor_recursive": recursive.nnz_factor,
                 "max_error": err,
@@ -318,7 +330,7 @@ def run_loops(settings, emit: Emit, log: Log) -> list[Record]:
             emit(rec)
             records.append(rec)
         log(f"loops: {k} rods: maximal {ops['maximal']} ops, C-ABA {ops['c-aba']} ops, fill {recursive.fill}")
-    for m in ("maximal", "c-aba"):
+    for m in ("maximal", "maximal (schur)", "c-aba"):
         pts = sorted((r["x"], r["ops"]) for r in records if r["method"] == m)
         if len(pts) < 3:
             continue
@@ -340,25 +352,33 @@ def run_loops(settings, emit: Emit, log: Log) -> list[Record]:
 
 
 # ------------------------------------------------------------------------------------- fill
-def fill_cases(quick: bool) -> list[tuple[str, Any]]:
-    cases: list[tuple[str, Any]] = [
-        ("chain of 8 links", synthetic.chain(8)),
-        ("random tree of 12 links", _family("tree", 12)),
-        ("rod_chain(12, 3): 9 loop rows", loops_robots.rod_chain(12, 3).model),
+def fill_cases(quick: bool) -> list[tuple[str, Any, Ordering]]:
+    """``(label, model, ordering)`` of the sparsity plots."""
+    rods = loops_robots.rod_chain(12, 3).model
+    cases: list[tuple[str, Any, Ordering]] = [
+        ("chain of 8 links", synthetic.chain(8), Ordering.RECURSIVE),
+        ("random tree of 12 links", _family("tree", 12), Ordering.RECURSIVE),
+        ("rod_chain(12, 3), 9 loop rows,\nloops at their common ancestors", rods, Ordering.RECURSIVE),
+        ("rod_chain(12, 3), loops last (schur)", rods, Ordering.SCHUR),
     ]
     if not quick:
-        cases.append(("G1 parallel ankle (12 loop rows)", loops_robots.g1_parallel_ankle(geared=False).model))
+        g1 = loops_robots.g1_parallel_ankle(geared=False).model
+        cases.append(("G1 parallel ankle, 12 loop rows", g1, Ordering.RECURSIVE))
     return cases
 
 
 def run_fill(settings, emit: Emit, log: Log) -> list[Record]:
     records = []
-    for label, model in fill_cases(settings.quick):
+    seen = set()
+    for label, model, _ in fill_cases(settings.quick):
+        if id(model) in seen:
+            continue
+        seen.add(id(model))
         for order in Ordering:
             f = fill_in(model, order)
             rec = {
                 "experiment": "fill",
-                "case": label,
+                "case": label.split(",")[0],
                 "method": order.value,
                 "kkt_size": f.size,
                 "nnz_kkt": f.nnz_kkt,
@@ -413,7 +433,8 @@ def format_tables(records: Sequence[Record]) -> str:
         for r in lp:
             out.append(
                 f"  rows {r['x']:3d} {r['method']:24s} ops {_fmt(r['ops']):>7s} {r['us']:9.2f} µs   "
-                f"KKT {r['kkt_size']}, fill recursive {r['fill_recursive']}, natural {r['fill_natural']}"
+                f"KKT {r['kkt_size']}, fill recursive {r['fill_recursive']}, schur {r.get('fill_schur')}, "
+                f"natural {r['fill_natural']}"
             )
         for r in records:
             if r["experiment"] == "loops" and r.get("kind") == "summary" and "ops_per_row_linear_fit" in r:
@@ -477,14 +498,20 @@ def write_outputs(records: Sequence[Record], out: Path, meta: Record, quick: boo
     lp = [r for r in records if r["experiment"] == "loops" and "x" in r]
     if lp:
         fig, axes = plt.subplots(1, 3, figsize=(15, 4))
-        for m, style in (("maximal", "o-"), ("c-aba", "s-"), ("pin.constraintDynamics", "^-")):
+        for m, style in (
+            ("maximal", "o-"),
+            ("maximal (schur)", "d--"),
+            ("c-aba", "s-"),
+            ("pin.constraintDynamics", "^-"),
+        ):
             pts = sorted((r["x"], r["ops"], r["us"]) for r in lp if r["method"] == m)
             if pts and pts[0][1] is not None:
                 axes[0].plot([p[0] for p in pts], [p[1] for p in pts], style, label=m)
             axes[1].plot([p[0] for p in pts], [p[2] for p in pts], style, label=m)
-        pts = sorted({(r["x"], r["fill_recursive"], r["fill_natural"]) for r in lp})
-        axes[2].plot([p[0] for p in pts], [p[1] for p in pts], "o-", label="recursive order (loops last)")
-        axes[2].plot([p[0] for p in pts], [p[2] for p in pts], "s-", label="natural order")
+        pts = sorted({(r["x"], r["fill_recursive"], r.get("fill_schur", 0), r["fill_natural"]) for r in lp})
+        axes[2].plot([p[0] for p in pts], [p[1] for p in pts], "o-", label="recursive (loop at its common ancestor)")
+        axes[2].plot([p[0] for p in pts], [p[2] for p in pts], "d--", label="leaves to root, loops last (schur)")
+        axes[2].plot([p[0] for p in pts], [p[3] for p in pts], "s-", label="natural (bodies, joints, loops)")
         for ax, title in zip(
             axes,
             ("operations", "compiled time, µs (Pinocchio: Python call)", "fill-in of the KKT factor (entries)"),
@@ -524,8 +551,8 @@ def write_outputs(records: Sequence[Record], out: Path, meta: Record, quick: boo
     if any(r["experiment"] == "fill" for r in records):
         cases = fill_cases(quick)
         fig, axes = plt.subplots(1, len(cases), figsize=(4.2 * len(cases), 4.4), squeeze=False)
-        for ax, (label, model) in zip(axes[0], cases):
-            A, L, labels = patterns(model, Ordering.RECURSIVE)
+        for ax, (label, model, ordering) in zip(axes[0], cases):
+            A, L, labels = patterns(model, ordering)
             img = np.zeros(A.shape + (3,))
             img[:] = 1.0
             pivots = np.zeros(A.shape, bool)  # constraint rows' diagonal blocks: zero in A, dense in L
@@ -538,17 +565,17 @@ def write_outputs(records: Sequence[Record], out: Path, meta: Record, quick: boo
             mask = np.triu(np.ones(A.shape, bool), 1)
             img[mask] = sym[mask]
             ax.imshow(img, interpolation="nearest")
-            loops_start = [s for (kind, _), s, _ in labels if kind == "loop"]
-            if loops_start:
-                ax.axhline(loops_start[0] - 0.5, color="k", lw=0.5)
-                ax.axvline(loops_start[0] - 0.5, color="k", lw=0.5)
-            f = fill_in(model, Ordering.RECURSIVE)
+            for (kind, _), start, size in labels:
+                if kind == "loop":  # a thin frame around each loop block's rows and columns
+                    ax.axhspan(start - 0.5, start + size - 0.5, color="orange", alpha=0.15, lw=0)
+                    ax.axvspan(start - 0.5, start + size - 0.5, color="orange", alpha=0.15, lw=0)
+            f = fill_in(model, ordering)
             ax.set_title(f"{label}\nN={f.size}, nnz(KKT)={f.nnz_kkt}, fill={f.fill}", fontsize=9)
             ax.set_xticks([])
             ax.set_yticks([])
         fig.suptitle(
-            "KKT matrix (blue), fill-in of its LDLᵀ factor (red; grey: the constraint rows' pivot blocks), "
-            "leaves-to-root order, loop rows last",
+            "KKT matrix (blue), fill-in of its LDLᵀ factor (red; grey: the constraint rows' pivot blocks; "
+            "orange bands: loop rows), leaves-to-root order",
             fontsize=10,
         )
         fig.tight_layout()
