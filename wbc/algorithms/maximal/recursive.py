@@ -1,5 +1,6 @@
-"""The lecture notes' recursive solve of the maximal-coordinate KKT system, leaves to root, and a
-Schur complement for loop rows.
+"""The lecture notes' recursive solve of the maximal-coordinate KKT system, leaves to root, and one
+Schur complement for all loop rows (``MaximalMethod.SCHUR``; ``MaximalMethod.RECURSIVE`` runs the same
+recursion with each loop eliminated where it closes, :mod:`.local`).
 
 **Trees.** Eliminate each body and then its joint, from the leaves to the root. A body whose
 children are eliminated satisfies ``M̂ᵢ aᵢ + Tᵢ μᵢ = f̂ᵢ`` (its own joint's constraint force left), so
