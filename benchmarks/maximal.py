@@ -378,7 +378,7 @@ def run_fill(settings, emit: Emit, log: Log) -> list[Record]:
             f = fill_in(model, order)
             rec = {
                 "experiment": "fill",
-                "case": label.split(",")[0],
+                "case": " ".join(label.split()),
                 "method": order.value,
                 "kkt_size": f.size,
                 "nnz_kkt": f.nnz_kkt,
@@ -550,7 +550,7 @@ def write_outputs(records: Sequence[Record], out: Path, meta: Record, quick: boo
         written.append(p)
     if any(r["experiment"] == "fill" for r in records):
         cases = fill_cases(quick)
-        fig, axes = plt.subplots(1, len(cases), figsize=(4.2 * len(cases), 4.4), squeeze=False)
+        fig, axes = plt.subplots(1, len(cases), figsize=(4.2 * len(cases), 4.9), squeeze=False)
         for ax, (label, model, ordering) in zip(axes[0], cases):
             A, L, labels = patterns(model, ordering)
             img = np.zeros(A.shape + (3,))
@@ -578,7 +578,7 @@ def write_outputs(records: Sequence[Record], out: Path, meta: Record, quick: boo
             "orange bands: loop rows), leaves-to-root order",
             fontsize=10,
         )
-        fig.tight_layout()
+        fig.tight_layout(rect=(0, 0, 1, 0.9))
         p = out / "maximal_fill.png"
         fig.savefig(p, dpi=110)
         plt.close(fig)
