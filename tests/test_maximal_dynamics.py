@@ -239,6 +239,59 @@ def test_loops_against_constraint_dynamics(build):
             assert_close(qdd, ydd[cm.independent_v_indices], TOL_PIN, f"{cm.name} {method.value} vs constraintDynamics")
 
 
+def _grounded_four_bar() -> wbc.ClusterModel:
+    """A planar four-bar whose loop runs through the ground: crank, coupler and rocker in a chain from
+    the base, the rocker's tip pinned to a point of the base (2 rows: the plane's)."""
+    link = (
+        '<link name="{n}"><inertial><origin xyz="{c}"/><mass value="{m}"/><inertia ixx="0.001" ixy="0" '
+        'ixz="0" iyy="0.002" iyz="0" izz="0.001"/></inertial></link>'
+    )
+    joint = (
+        '<joint name="{n}" type="revolute"><parent link="{p}"/><child link="{c}"/><origin xyz="{o}"/>'
+        '<axis xyz="0 1 0"/><limit lower="-0.6" upper="0.6" effort="1" velocity="1"/></joint>'
+    )
+    frame = (
+        '<link name="{n}"/><joint name="{n}_fixed" type="fixed"><parent link="{p}"/><child link="{n}"/>'
+        '<origin xyz="{o}"/></joint>'
+    )
+    text = "".join(
+        [
+            '<robot name="grounded_four_bar"><link name="base"/>',
+            link.format(n="crank", c="0.05 0 0", m=0.5),
+            link.format(n="coupler", c="0.12 0 0", m=0.3),
+            link.format(n="rocker", c="0 0 -0.05", m=0.4),
+            joint.format(n="crank_joint", p="base", c="crank", o="0 0 0"),
+            joint.format(n="coupler_joint", p="crank", c="coupler", o="0.1 0 0"),
+            joint.format(n="rocker_joint", p="coupler", c="rocker", o="0.25 0 0"),
+            frame.format(n="rocker_tip", p="rocker", o="0 0 -0.1"),
+            frame.format(n="ground_pin", p="base", o="0.35 0 -0.1"),
+            "</robot>",
+        ]
+    )
+    closure = LoopClosure("rocker_tip", "ground_pin", wbc.ClosureKind.POINT, (0, 2))
+    cluster = wbc.Cluster("bar", ("crank_joint", "coupler_joint", "rocker_joint"), ("crank_joint",), (closure,))
+    return wbc.ClusterModel(wbc.load_urdf(text, False), (cluster,), urdf=text)
+
+
+def test_a_loop_through_the_ground():
+    """A loop closed on a frame of the ground: the recursion closes it at the ground, not at the body
+    it touches (where nothing below would hold its rows); q̈ = C-ABA = Pinocchio's KKT, and the closure
+    wrench is what Pinocchio's RNEA needs."""
+    cm = _grounded_four_bar()
+    pm = oracle.cluster_model(cm)
+    pd = pm.createData()
+    for y, v, _, tau in states(cm, 3, seed=11):
+        yd = cm.spanning_velocity(y, v)
+        ydd = oracle.kkt_forward_dynamics(pm, cm, y, yd, span_tau(cm, tau))
+        expected = np.array(C.aba(cm, ca.DM(y), ca.DM(v), ca.DM(tau))).ravel()
+        for method in METHODS:
+            r = wbc.maximal_forward_dynamics(cm, y, v, tau, reactions=True, method=method)
+            assert_close(r.qdd, expected, TOL_PIN, f"{method.value}: q̈ vs C-ABA")
+            assert_close(r.qdd, ydd[cm.independent_v_indices], TOL_PIN, f"{method.value}: q̈ vs Pinocchio's KKT")
+            tau_pin = pin.rnea(pm, pd, y, yd, ydd, _closure_forces(pm, cm, y, r.closure_wrenches))
+            assert_close(tau_pin, span_tau(cm, tau), TOL_PIN, f"{method.value}: closure wrench through RNEA")
+
+
 def test_ball_joints_in_a_cluster_model():
     """Ball joints next to loops (single-joint clusters of a cluster model)."""
     from tests.helpers import BALL_CLUSTER_CASES, ball_cluster_model

@@ -53,9 +53,10 @@ def common_ancestor(parent: tuple[int, ...], bodies: list[int]) -> int:
 
 
 def loop_homes(system: MaximalSystem) -> list[int]:
-    """``C_l`` of each loop row block: the closest common ancestor of the bodies it touches."""
+    """``C_l`` of each loop row block: the closest common ancestor of the bodies it touches, the ground
+    included (a loop through the ground closes there: below it, nothing would hold its rows)."""
     parent = system.model.parents
-    return [common_ancestor(parent, [b for b, _ in blk.terms]) for blk in system.loops]
+    return [common_ancestor(parent, [b for b, _ in blk.terms] + ([0] if blk.grounded else [])) for blk in system.loops]
 
 
 def _block(Lam: dict, rows: list[int], cols: list[int], sizes: list[int]) -> Matrix:

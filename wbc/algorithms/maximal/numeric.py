@@ -109,7 +109,8 @@ def maximal_forward_dynamics(
 
     Raises:
         InputError: a wrong size, a non-finite entry, a non-unit quaternion, an open loop, an
-            unknown method or frame.
+            unknown method or frame, or a singular KKT system (redundant loop rows, a singular
+            configuration of the mechanism).
         ModelError: joints that move no mass (``M`` singular), or a cluster model with armature.
     """
     if not isinstance(model, (Model, ClusterModel)):
@@ -122,6 +123,11 @@ def maximal_forward_dynamics(
     forces = _external(tree, fext)
     result = maximal_dynamics(model, ca.DM(q), ca.DM(v), ca.DM(tau), forces, method)
     qdd = _mat(result.qdd).reshape(-1)
+    if not np.all(np.isfinite(qdd)):
+        raise InputError(
+            f"model {model.name!r}: the maximal-coordinate KKT system is singular at this state (a loop's "
+            "constraints are redundant or the mechanism is at a singular configuration)"
+        )
     if not reactions:
         return qdd
     wrenches = _mat(result.joint_wrenches).reshape(tree.njoints - 1, 6)

@@ -137,7 +137,7 @@ def block_graph(model: Model | ClusterModel) -> BlockGraph:
         for body in sorted(bodies - {0}):
             edges.add((index[("body", body)], b))
     parent = tuple(j.parent for j in tree.joints)
-    homes = tuple(common_ancestor(parent, sorted(bodies - {0})) for _, bodies in loops)
+    homes = tuple(common_ancestor(parent, sorted(bodies)) for _, bodies in loops)  # the ground (0) included
     return BlockGraph(tuple(names), tuple(sizes), frozenset(edges), parent, homes)
 
 

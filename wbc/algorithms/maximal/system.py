@@ -70,6 +70,8 @@ class LoopRows:
         frame_b: for a closure, ``(body, coef (k, 6))`` of frame ``b``'s own acceleration (for its
             wrench in frame ``b``), else None.
         joint_columns: for couplings, ``{tree joint: K[:, j] (k, 1)}`` (their generalized forces).
+        grounded: the rows also act on the ground (a frame of the universe, a joint on the root):
+            the loop then runs through the ground, where the recursion closes it.
     """
 
     terms: tuple[tuple[int, Matrix], ...]
@@ -77,6 +79,7 @@ class LoopRows:
     closure: LoopClosure | None = None
     frame_b: tuple[int, Matrix] | None = None
     joint_columns: Mapping[int, Matrix] | None = None
+    grounded: bool = False
 
     @property
     def size(self) -> int:
@@ -187,7 +190,7 @@ def closure_rows(tree: Model, kin: TreeKinematics, closure: LoopClosure, a0) -> 
             rhs = rhs - ca.mtimes(rows, a0)
         else:
             terms.append((body, rows))
-    return LoopRows(tuple(terms), rhs, closure, (fb.joint, Cb))
+    return LoopRows(tuple(terms), rhs, closure, (fb.joint, Cb), grounded=0 in (fa.joint, fb.joint))
 
 
 def coupling_rows(tree: Model, kin: TreeKinematics, joints: Sequence[int], K, Kd_yd, a0) -> LoopRows:
@@ -196,6 +199,7 @@ def coupling_rows(tree: Model, kin: TreeKinematics, joints: Sequence[int], K, Kd
     rows: dict[int, Matrix] = {}
     rhs = -Kd_yd
     columns = {}
+    grounded = False
     for col, j in enumerate(joints):
         k = K[:, col]
         if isinstance(k, (ca.DM, ca.SX)) and k.is_zero():
@@ -209,9 +213,10 @@ def coupling_rows(tree: Model, kin: TreeKinematics, joints: Sequence[int], K, Kd
         parent_rows = -act_force(kin.liMi[j], own.T).T
         if p == 0:
             rhs = rhs - ca.mtimes(parent_rows, a0)
+            grounded = True
         else:
             rows[p] = rows[p] + parent_rows if p in rows else parent_rows
-    return LoopRows(tuple(rows.items()), rhs, None, None, columns)
+    return LoopRows(tuple(rows.items()), rhs, None, None, columns, grounded)
 
 
 def loop_rows(cm: ClusterModel, kin: TreeKinematics) -> list[LoopRows]:
