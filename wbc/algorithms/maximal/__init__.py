@@ -5,7 +5,8 @@ wrenches come with the accelerations.
 
 * :mod:`.subspaces` what each joint forbids (``T``) and its force basis (``D``);
 * :mod:`.system` the KKT system of one state, loop rows included;
-* :mod:`.recursive` the recursion and the Schur complement; :mod:`.dense` the naive solve;
+* :mod:`.local` the recursion, each loop eliminated where it closes (``RECURSIVE``); :mod:`.recursive`
+  the tree recursion with one Schur complement for all loops (``SCHUR``); :mod:`.dense` the naive solve;
 * :mod:`.dynamics` :func:`maximal_dynamics` (CasADi), :class:`MaximalMethod`;
 * :mod:`.structure` the KKT sparsity pattern and the fill-in of its factorization;
 * :mod:`.numeric` the numpy API (``wbc.maximal_forward_dynamics``).
