@@ -55,9 +55,9 @@ from benchmarks import pinocchio_adapter as oracle
 from benchmarks.harness import Record, bind, loglog_slope, time_sides
 from wbc.algorithms.maximal.structure import Ordering, fill_in, patterns
 from wbc.codegen import Kernel, compile_function
-from wbc.codegen import cluster_kernels as ck
-from wbc.codegen import kernels as tk
-from wbc.codegen.maximal_kernels import maximal_function
+from wbc.codegen import algorithm_functions as tk
+from wbc.codegen import cluster_functions as ck
+from wbc.codegen.maximal_functions import maximal_function
 from wbc.robots import synthetic
 from wbc.robots import transmissions as loops_robots
 

@@ -552,7 +552,7 @@ def mit_humanoid(gear_scale: float = 1.0) -> ClusterRobot:
 def _stand(cm: ClusterModel, y: np.ndarray, feet) -> np.ndarray:
     """Shift the free-flyer height so that the lowest sole is at z = 0."""
     y = y.copy()
-    low = min(wbc.frame_placement(cm.tree, y, f)[2, 3] for f in feet)
+    low = min(wbc.eager.frame_placement(cm.tree, y, f)[2, 3] for f in feet)
     y[2] -= low
     return y
 

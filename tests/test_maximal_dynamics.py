@@ -8,7 +8,9 @@ against independent oracles.
   to Pinocchio's spanning tree as external forces, make its RNEA give back the applied torques at
   every joint a coupling does not load, and its ``data.f`` equal the joint wrenches;
 * structure: the recursion's operation count grows linearly (the dense solve's cubically); the
-  compiled kernel equals the eager evaluation; bad input gets clear errors.
+  compiled kernel and ``wbc.maximal_forward_dynamics`` (compiled on first use) equal the eager
+  evaluation (:mod:`wbc.algorithms.maximal.eager`, which the oracle tests use: no compiling); bad
+  input gets clear errors.
 
 Every comparison: ``|a − b| <= 1e-9 · max(1, max|b|)``.
 """
@@ -37,7 +39,8 @@ from tests.helpers import (
 )
 from wbc.algorithms import clusters as C
 from wbc.algorithms.kinematics import TreeKinematics
-from wbc.codegen import maximal_kernels
+from wbc.algorithms.maximal import eager
+from wbc.codegen import maximal_functions
 from wbc.model.clusters import LoopClosure
 from wbc.robots import synthetic
 from wbc.spatial.algebra import act_force
@@ -74,7 +77,7 @@ def _check_tree(c, n_states: int, seed: int, methods=TREE_METHODS, fext: bool = 
         where = f"{c.name} state {k}"
         assert_close(wbc.aba(m, q, v, tau, forces), expected, TOL_PIN, f"{where}: wbc.aba vs Pinocchio (anchor)")
         for method in methods:
-            r = wbc.maximal_forward_dynamics(m, q, v, tau, forces, reactions=True, method=method)
+            r = eager.maximal_forward_dynamics(m, q, v, tau, forces, reactions=True, method=method)
             assert_close(r.qdd, expected, TOL_PIN, f"{where} {method.value}: q̈ vs Pinocchio aba")
             if pf is not None:
                 pin.rnea(pm, pd, q, v, r.qdd, pf)
@@ -96,7 +99,7 @@ def test_catalog_robots_against_pinocchio(name):
     c = robot_case(name)
     if wbc.checks.massless_joints(c.model):  # M is singular: both must refuse, clearly
         with pytest.raises(wbc.ModelError, match="move"):
-            wbc.maximal_forward_dynamics(c.model, wbc.neutral(c.model), np.zeros(c.model.nv), np.zeros(c.model.nv))
+            eager.maximal_forward_dynamics(c.model, wbc.neutral(c.model), np.zeros(c.model.nv), np.zeros(c.model.nv))
         return
     _check_tree(c, 3, seed=1, methods=[wbc.MaximalMethod.RECURSIVE])
     _check_tree(c, 1, seed=2, methods=[wbc.MaximalMethod.DENSE])
@@ -182,7 +185,7 @@ def _check_loops(name: str, n_states: int, methods=METHODS) -> None:
         yd = cm.spanning_velocity(y, v)
         for method in methods:
             where = f"{name} state {k} {method.value}"
-            r = wbc.maximal_forward_dynamics(cm, y, v, tau, reactions=True, method=method)
+            r = eager.maximal_forward_dynamics(cm, y, v, tau, reactions=True, method=method)
             assert_close(r.qdd, expected, TOL_PIN, f"{where}: q̈ vs C-ABA")
             ydd = oracle.kkt_forward_dynamics(pm, cm, y, yd, span_tau(cm, tau))  # the spanning ÿ, Pinocchio's KKT
             assert_close(r.qdd, ydd[cm.independent_v_indices], TOL_PIN, f"{where}: q̈ vs Pinocchio's KKT")
@@ -236,7 +239,7 @@ def test_loops_against_constraint_dynamics(build):
         prox = pin.ProximalSettings(1e-14, 1e-10, 500)  # a planar loop's void row needs μ > 0
         ydd = oracle.constraint_dynamics_call(pm, models, y, yd, span_tau(cm, tau), prox)()
         for method in METHODS:
-            qdd = wbc.maximal_forward_dynamics(cm, y, v, tau, method=method)
+            qdd = eager.maximal_forward_dynamics(cm, y, v, tau, method=method)
             assert_close(qdd, ydd[cm.independent_v_indices], TOL_PIN, f"{cm.name} {method.value} vs constraintDynamics")
 
 
@@ -286,7 +289,7 @@ def test_a_loop_through_the_ground():
         ydd = oracle.kkt_forward_dynamics(pm, cm, y, yd, span_tau(cm, tau))
         expected = np.array(C.aba(cm, ca.DM(y), ca.DM(v), ca.DM(tau))).ravel()
         for method in METHODS:
-            r = wbc.maximal_forward_dynamics(cm, y, v, tau, reactions=True, method=method)
+            r = eager.maximal_forward_dynamics(cm, y, v, tau, reactions=True, method=method)
             assert_close(r.qdd, expected, TOL_PIN, f"{method.value}: q̈ vs C-ABA")
             assert_close(r.qdd, ydd[cm.independent_v_indices], TOL_PIN, f"{method.value}: q̈ vs Pinocchio's KKT")
             tau_pin = pin.rnea(pm, pd, y, yd, ydd, _closure_forces(pm, cm, y, r.closure_wrenches))
@@ -301,7 +304,7 @@ def test_ball_joints_in_a_cluster_model():
         cm = ball_cluster_model(name, balls)
         for y, v, _, tau in states(cm, 2, seed=8):
             expected = np.array(C.aba(cm, ca.DM(y), ca.DM(v), ca.DM(tau))).ravel()
-            assert_close(wbc.maximal_forward_dynamics(cm, y, v, tau), expected, TOL_PIN, f"{cm.name} vs C-ABA")
+            assert_close(eager.maximal_forward_dynamics(cm, y, v, tau), expected, TOL_PIN, f"{cm.name} vs C-ABA")
 
 
 # ------------------------------------------------------------------------------------- structure
@@ -311,11 +314,11 @@ def test_recursion_is_linear_and_dense_cubic():
     local loop, 3 rows) costs the recursion the same (4 rods cost 2x 2 rods, within 10 %), where one
     Schur complement at the end costs more per rod the more rods there are (over 1.3x); the dense solve grows
     faster than the square of the KKT size (doubling 3 -> 6 links costs more than 5x; a cube is 8x)."""
-    ops = {n: maximal_kernels.maximal_function(synthetic.chain(n)).n_instructions() for n in (16, 32, 64)}
+    ops = {n: maximal_functions.maximal_function(synthetic.chain(n)).n_instructions() for n in (16, 32, 64)}
     assert ops[32] / ops[16] < 2.1 and ops[64] / ops[32] < 2.1, ops
     for method, linear in ((wbc.MaximalMethod.RECURSIVE, True), (wbc.MaximalMethod.SCHUR, False)):
         rods = {
-            k: maximal_kernels.maximal_function(
+            k: maximal_functions.maximal_function(
                 wbc.robots.transmissions.rod_chain(12, k).model, method
             ).n_instructions()
             for k in (0, 2, 6)
@@ -323,7 +326,7 @@ def test_recursion_is_linear_and_dense_cubic():
         growth = (rods[6] - rods[0]) / (3 * (rods[2] - rods[0]))
         assert (growth < 1.15) if linear else (growth > 1.5), (method, rods)
     dense = {
-        n: maximal_kernels.maximal_function(synthetic.chain(n), wbc.MaximalMethod.DENSE).n_instructions()
+        n: maximal_functions.maximal_function(synthetic.chain(n), wbc.MaximalMethod.DENSE).n_instructions()
         for n in (3, 6)
     }
     assert dense[6] / dense[3] > 5.0, dense
@@ -332,24 +335,61 @@ def test_recursion_is_linear_and_dense_cubic():
 def test_compiled_kernel_equals_eager(tmp_path):
     """The compiled kernel (reactions included) gives the eager API's numbers, on a loop robot."""
     cm = case("four_bar").model
-    kernel = compile_in(maximal_kernels.maximal_function(cm, reactions=True), tmp_path)
+    kernel = compile_in(maximal_functions.maximal_function(cm, reactions=True), tmp_path)
     for y, v, _, tau in states(cm, 3, seed=9):
         qdd, wrenches, closures = kernel(y, v, tau)
-        r = wbc.maximal_forward_dynamics(cm, y, v, tau, reactions=True)
+        r = eager.maximal_forward_dynamics(cm, y, v, tau, reactions=True)
         assert_close(qdd, r.qdd, 1e-12, "compiled q̈")
         assert_close(wrenches, r.joint_wrenches, 1e-12, "compiled joint wrenches")
         assert_close(closures, r.closure_wrenches, 1e-12, "compiled closure wrenches")
+
+
+def test_public_api_is_compiled_and_equals_eager():
+    """``wbc.maximal_forward_dynamics``: one compiled kernel per (model, method, reactions, forces),
+    the eager numbers to 1e-12 (tree with external forces, a loop robot), the same errors."""
+    c = tree_case(1, 6, True)
+    m = c.model
+    rng = np.random.default_rng(12)
+    q, v, _, tau = random_state(m, rng)
+    fext = {m.frames[4].name: rng.normal(size=6), m.frames[-1].name: rng.normal(size=6)}
+    for method in (wbc.MaximalMethod.RECURSIVE, wbc.MaximalMethod.SCHUR):
+        for forces in (None, fext):
+            r = wbc.maximal_forward_dynamics(m, q, v, tau, forces, reactions=True, method=method)
+            e = eager.maximal_forward_dynamics(m, q, v, tau, forces, reactions=True, method=method)
+            for got, want, what in zip(r, e, ("q̈", "joint wrenches", "closure wrenches")):
+                assert_close(got, want, 1e-12, f"compiled {method.value} {what}")
+    call = maximal_functions.compiled_call(m, wbc.MaximalMethod.RECURSIVE, False, False)
+    assert call.kernel.backend == "c"
+    assert maximal_functions.compiled_call(m, wbc.MaximalMethod.RECURSIVE, False, False) is call  # memoized
+    cm = case("four_bar").model
+    y, v, _, tau = states(cm, 1, seed=13)[0]
+    r = wbc.maximal_forward_dynamics(cm, y, v, tau, reactions=True)
+    e = eager.maximal_forward_dynamics(cm, y, v, tau, reactions=True)
+    assert_close(r.qdd, e.qdd, 1e-12, "four-bar q̈")
+    assert_close(r.closure_wrenches, e.closure_wrenches, 1e-12, "four-bar closure wrenches")
+    bad_q = q.copy()
+    bad_q[0] = np.nan
+    with pytest.raises(wbc.InputError, match="q"):
+        wbc.maximal_forward_dynamics(m, bad_q, np.zeros(m.nv), np.zeros(m.nv))
+    with pytest.raises(wbc.InputError, match="fext"):
+        wbc.maximal_forward_dynamics(m, q, np.zeros(m.nv), np.zeros(m.nv), {m.frames[4].name: np.full(6, np.nan)})
+    y_open = y.copy()
+    y_open[np.setdiff1d(np.arange(cm.tree.nq), cm.independent_q_indices)[0]] += 0.3
+    with pytest.raises(wbc.InputError, match="does not close the loops"):
+        wbc.maximal_forward_dynamics(cm, y_open, np.zeros(cm.nv), np.zeros(cm.nv))
 
 
 def test_symbolic_dense_solve_agrees():
     """The traced dense solve (CasADi's symbolic QR, what the dense baseline compiles) agrees with
     the recursion on a small floating tree."""
     c = tree_case(1, 6, True)
-    f = maximal_kernels.maximal_function(c.model, wbc.MaximalMethod.DENSE)
+    f = maximal_functions.maximal_function(c.model, wbc.MaximalMethod.DENSE)
     rng = np.random.default_rng(4)
     for _ in range(3):
         q, v, _, tau = random_state(c.model, rng)
-        assert_close(np.array(f(q, v, tau)).ravel(), wbc.maximal_forward_dynamics(c.model, q, v, tau), TOL_PIN, "dense")
+        assert_close(
+            np.array(f(q, v, tau)).ravel(), eager.maximal_forward_dynamics(c.model, q, v, tau), TOL_PIN, "dense"
+        )
 
 
 # ------------------------------------------------------------------------------------- errors
@@ -357,13 +397,13 @@ def test_bad_input_gets_clear_errors():
     m = tree_case(1, 6, False).model
     q, v, tau = wbc.neutral(m), np.zeros(m.nv), np.zeros(m.nv)
     with pytest.raises(wbc.InputError, match="method must be one of"):
-        wbc.maximal_forward_dynamics(m, q, v, tau, method="sparse")
+        eager.maximal_forward_dynamics(m, q, v, tau, method="sparse")
     with pytest.raises(wbc.InputError, match="tau"):
-        wbc.maximal_forward_dynamics(m, q, v, np.zeros(m.nv + 1))
+        eager.maximal_forward_dynamics(m, q, v, np.zeros(m.nv + 1))
     with pytest.raises(wbc.InputError, match="model must be"):
-        wbc.maximal_forward_dynamics("talos", q, v, tau)
+        eager.maximal_forward_dynamics("talos", q, v, tau)
     with pytest.raises(wbc.FrameError):
-        wbc.maximal_forward_dynamics(m, q, v, tau, fext={"nowhere": np.zeros(6)})
+        eager.maximal_forward_dynamics(m, q, v, tau, fext={"nowhere": np.zeros(6)})
     cm = case("four_bar").model
     y = cm.neutral()
     y_open = y.copy()
@@ -372,10 +412,10 @@ def test_bad_input_gets_clear_errors():
     y_open = y.copy()
     y_open[bad[0]] += 0.3
     with pytest.raises(wbc.InputError, match="does not close the loops"):
-        wbc.maximal_forward_dynamics(cm, y_open, np.zeros(cm.nv), np.zeros(cm.nv))
+        eager.maximal_forward_dynamics(cm, y_open, np.zeros(cm.nv), np.zeros(cm.nv))
     armed = case("four_bar+armature").model
     with pytest.raises(wbc.ModelError, match="armature"):
-        wbc.maximal_forward_dynamics(armed, armed.neutral(), np.zeros(armed.nv), np.zeros(armed.nv))
+        eager.maximal_forward_dynamics(armed, armed.neutral(), np.zeros(armed.nv), np.zeros(armed.nv))
 
 
 def test_fill_in_of_the_kkt_factorization():

@@ -1,8 +1,7 @@
-"""The numpy API of maximal-coordinate dynamics: ``wbc.maximal_forward_dynamics``.
-
-Numpy in, numpy out, inputs checked, evaluated eagerly on CasADi numbers (milliseconds: for a
-control loop compile :func:`wbc.codegen.maximal_kernels.maximal_function` instead, the same
-expressions traced).
+"""Maximal-coordinate dynamics evaluated without compiling: numpy in, numpy out, inputs checked,
+evaluated on CasADi numbers (a fraction of a second on a humanoid). The reference the compiled
+``wbc.maximal_forward_dynamics`` (:mod:`wbc.maximal`) is tested against, and its path for the
+dense baseline, which is never compiled.
 """
 
 from __future__ import annotations
@@ -15,15 +14,18 @@ import numpy as np
 
 from ...errors import InputError
 from ...model import checks
-from ...model.clusters import ClusterModel
+from ...model.clusters import ClusterModel, closed_configuration
 from ...model.model import Model
 from ...spatial.algebra import Matrix, act_force
 from .dynamics import MaximalMethod, maximal_dynamics
 
-__all__ = ["MaximalDynamics", "maximal_forward_dynamics", "LOOP_TOLERANCE"]
+__all__ = ["MaximalDynamics", "maximal_forward_dynamics", "split_result", "SINGULAR"]
 
-#: How far a cluster model's configuration may be from closing its loops before it is refused.
-LOOP_TOLERANCE = 1e-8
+#: The message of a singular KKT system (what a non-finite result means).
+SINGULAR = (
+    "the maximal-coordinate KKT system is singular at this state (a loop's constraints are redundant or the "
+    "mechanism is at a singular configuration)"
+)
 
 
 class MaximalDynamics(NamedTuple):
@@ -49,16 +51,11 @@ def _mat(x) -> np.ndarray:
     return np.array(ca.DM(x), dtype=float)
 
 
-def _configuration(model: Model | ClusterModel, q) -> np.ndarray:
+def configuration(model: Model | ClusterModel, q) -> np.ndarray:
+    """``q`` checked: a valid configuration of a tree that moves mass at every joint, or a spanning
+    configuration closing a cluster model's loops."""
     if isinstance(model, ClusterModel):
-        y = checks.configuration(model.tree, q, "q")
-        r = model.loop_residual(y)
-        if r.size and np.max(np.abs(r)) > LOOP_TOLERANCE:
-            raise InputError(
-                f"q does not close the loops of {model.name!r} (residual {np.max(np.abs(r)):.3g}); "
-                "use cm.spanning_configuration(q_independent)"
-            )
-        return y
+        return closed_configuration(model, q, "q")
     checks.invertible_dynamics(model, "maximal_forward_dynamics")
     return checks.configuration(model, q)
 
@@ -116,20 +113,26 @@ def maximal_forward_dynamics(
     if not isinstance(model, (Model, ClusterModel)):
         raise InputError(f"model must be a wbc.Model or a wbc.ClusterModel, got {type(model).__name__}")
     method = checks.option(MaximalMethod, method, "method")
-    q = _configuration(model, q)
+    q = configuration(model, q)
     v = checks.vector(v, model.nv, "v")
     tau = checks.vector(tau, model.nv, "tau")
     tree = model.tree if isinstance(model, ClusterModel) else model
     forces = _external(tree, fext)
     result = maximal_dynamics(model, ca.DM(q), ca.DM(v), ca.DM(tau), forces, method)
-    qdd = _mat(result.qdd).reshape(-1)
-    if not np.all(np.isfinite(qdd)):
-        raise InputError(
-            f"model {model.name!r}: the maximal-coordinate KKT system is singular at this state (a loop's "
-            "constraints are redundant or the mechanism is at a singular configuration)"
-        )
+    parts = [_mat(result.qdd).reshape(-1)]
+    if reactions:
+        parts += [_mat(result.joint_wrenches).reshape(-1), _mat(result.closure_wrenches).reshape(-1)]
+    return split_result(model, np.concatenate(parts), reactions)
+
+
+def split_result(model: Model | ClusterModel, flat: np.ndarray, reactions: bool) -> np.ndarray | MaximalDynamics:
+    """``q̈`` (nv,), or the :class:`MaximalDynamics` read from ``[q̈, joint wrenches row by row,
+    closure wrenches row by row]``; an :class:`~wbc.errors.InputError` when it is not finite."""
+    if not np.all(np.isfinite(flat)):
+        raise InputError(f"model {model.name!r}: {SINGULAR}")
+    nv = model.nv
     if not reactions:
-        return qdd
-    wrenches = _mat(result.joint_wrenches).reshape(tree.njoints - 1, 6)
-    closures = _mat(result.closure_wrenches).reshape(-1, 6)
-    return MaximalDynamics(qdd, wrenches, closures)
+        return flat[:nv]
+    tree = model.tree if isinstance(model, ClusterModel) else model
+    nw = 6 * (tree.njoints - 1)
+    return MaximalDynamics(flat[:nv], flat[nv : nv + nw].reshape(-1, 6), flat[nv + nw :].reshape(-1, 6))
