@@ -47,6 +47,7 @@ from .errors import (
     WbcError,
     WbcPerformanceWarning,
 )
+from .maximal import MaximalDynamics, MaximalMethod, maximal_forward_dynamics
 from .model import checks
 from .model.clusters import ClosureKind, Cluster, ClusterModel, JointCoupling, LoopClosure, PolynomialCoupling
 from .model.configuration import difference, integrate, neutral, normalize, random_configuration
@@ -119,6 +120,10 @@ __all__ = [
     "cluster_delassus",
     "cluster_input_matrix",
     "cluster_jacobian",
+    # maximal-coordinate dynamics (trees and cluster models; reactions)
+    "maximal_forward_dynamics",
+    "MaximalMethod",
+    "MaximalDynamics",
     # numeric API (wbc.numeric, compiled; uncompiled in wbc.eager, on CasADi symbols in wbc.symbolic)
     "ReferenceFrame",
     "Workspace",
