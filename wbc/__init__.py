@@ -19,6 +19,7 @@ from .algorithms.workspace import Workspace
 from .control import *  # the names of wbc.control.__all__
 from .control.limits import *  # (in wbc.control.__all__ too; named for the type checkers)
 from .errors import *  # the names of wbc.errors.__all__
+from .maximal import MaximalDynamics, MaximalMethod, maximal_forward_dynamics
 from .model import *  # the names of wbc.model.__all__
 from .model import checks
 from .numeric import *  # the names of wbc.numeric.__all__ (uncompiled in wbc.eager, symbolic in wbc.symbolic)
@@ -32,6 +33,9 @@ __all__ = [
     "eager",
     "numeric",
     "symbolic",
+    "maximal_forward_dynamics",
+    "MaximalMethod",
+    "MaximalDynamics",
     "ReferenceFrame",
     "Workspace",
     "PointConstraint",

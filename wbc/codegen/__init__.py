@@ -8,14 +8,15 @@ then loaded and evaluated through ``Function.buffer()`` into preallocated numpy 
 (:mod:`.kernel`). :mod:`.index` finds a kernel by a fingerprint of what it is traced from
 (:mod:`.fingerprint`), without tracing. :mod:`.algorithm_functions` has ready-made traced
 functions for the classical algorithms, :mod:`.cluster_functions` for clustered models (loops
-and transmissions). :mod:`.model_kernels` keeps the kernels of the compiled numeric API
+and transmissions), :mod:`.maximal_functions` for maximal-coordinate dynamics (and its compiled
+numeric call). :mod:`.model_kernels` keeps the kernels of the compiled numeric API
 (:mod:`wbc.numeric`) per model, :mod:`.calls` is their per-call path. :mod:`.batch` evaluates a
 compiled kernel over a batch of states per call, in parallel threads (:class:`BatchKernel`).
 """
 
 from __future__ import annotations
 
-from . import algorithm_functions, cluster_functions
+from . import algorithm_functions, cluster_functions, maximal_functions
 from .batch import BatchKernel, available_threads
 from .cache import DEFAULT_FLAGS, cache_dir, find_compiler
 from .kernel import Kernel, compile_function
@@ -34,4 +35,5 @@ __all__ = [
     "DEFAULT_FLAGS",
     "algorithm_functions",
     "cluster_functions",
+    "maximal_functions",
 ]
