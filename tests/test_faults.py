@@ -26,8 +26,8 @@ from tests.helpers import robot_case
 
 pytest.importorskip("wbc.sim.mujoco")
 
-from wbc.sim import balance  # noqa: E402
-from wbc.sim.faults import (  # noqa: E402
+from wbc.sim import balance
+from wbc.sim.faults import (
     Actuators,
     Faults,
     JointFriction,
@@ -37,9 +37,9 @@ from wbc.sim.faults import (  # noqa: E402
     Perturbation,
     SensorNoise,
 )
-from wbc.sim.injection import Actuation, Injection, Sensors, inject  # noqa: E402
-from wbc.sim.mismatch import body_inertial, controller_model  # noqa: E402
-from wbc.sim.mujoco import MujocoSim  # noqa: E402
+from wbc.sim.injection import Actuation, Injection, Sensors, inject
+from wbc.sim.mismatch import body_inertial, controller_model
+from wbc.sim.mujoco import MujocoSim
 
 
 @pytest.fixture(scope="module")
