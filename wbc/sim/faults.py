@@ -15,6 +15,10 @@ A :class:`Faults` gathers one description per kind of fault, every one off by de
                          actuated joints, which the controller's model does not have
 =======================  ==========================================================================
 
+and what the controller's side does about them, :class:`Compensation` (off by default as well): a
+low-pass filter of the measured velocities, a prediction of the state to the time the command
+applies, task gains and contact stiffness retuned.
+
 Everything random (the model's perturbation, the sensors' biases and noise) is drawn from
 generators seeded by :attr:`Faults.seed`, one independent stream per purpose, so a run is
 reproducible and the perturbed model does not depend on which other faults are on. Descriptions
@@ -38,6 +42,7 @@ from ..errors import InputError
 
 __all__ = [
     "Actuators",
+    "Compensation",
     "Faults",
     "JointFriction",
     "Latency",
@@ -134,7 +139,12 @@ class Noise:
 class SensorNoise:
     """Noise per sensor (:class:`Noise` each): joint encoders (rad or m) and their velocities
     (rad/s or m/s); the base's position (world, m), orientation (a rotation vector in the base
-    frame, rad), linear velocity (base frame, m/s) and angular velocity (base frame, rad/s)."""
+    frame, rad), linear velocity (base frame, m/s) and angular velocity (base frame, rad/s).
+
+    With ``differentiate`` the joint velocities are not measured but the backward difference of
+    the measured joint positions over one period (an encoder without a velocity sensor: its noise
+    ``σ`` becomes ``√2 σ / Δt`` on the velocity), ``joint_velocity``'s noise added on top.
+    """
 
     joint_position: Noise = Noise()
     joint_velocity: Noise = Noise()
@@ -142,15 +152,28 @@ class SensorNoise:
     base_orientation: Noise = Noise()
     base_linear_velocity: Noise = Noise()
     base_angular_velocity: Noise = Noise()
+    differentiate: bool = False
 
     def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            if not isinstance(getattr(self, f.name), Noise):
-                raise InputError(f"SensorNoise.{f.name} must be a Noise, got {getattr(self, f.name)!r}")
+        for name in _CHANNELS:
+            if not isinstance(getattr(self, name), Noise):
+                raise InputError(f"SensorNoise.{name} must be a Noise, got {getattr(self, name)!r}")
+        if not isinstance(self.differentiate, bool):
+            raise InputError(f"SensorNoise.differentiate must be a bool, got {self.differentiate!r}")
 
     @property
     def active(self) -> bool:
-        return any(getattr(self, f.name).active for f in dataclasses.fields(self))
+        return self.differentiate or any(getattr(self, name).active for name in _CHANNELS)
+
+
+_CHANNELS = (
+    "joint_position",
+    "joint_velocity",
+    "base_position",
+    "base_orientation",
+    "base_linear_velocity",
+    "base_angular_velocity",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -225,18 +248,57 @@ class JointFriction:
         return bool(self.viscous or self.coulomb or self.armature)
 
 
+@dataclasses.dataclass(frozen=True)
+class Compensation:
+    """What the controller's side does about the faults (each off by default; opt-in).
+
+    Attributes:
+        velocity_cutoff_hz: a first-order low-pass filter of the measured velocities (joints and
+            base twist), Hz (:class:`wbc.estimation.VelocityFilter`; inf: none).
+        predict: predict the measured state to the time the command applies
+            (:class:`wbc.estimation.StatePredictor`) over the state and command delays, the
+            motors' lag time constant and the filter's (all known to the robot's designer).
+        gain_scale: the tasks' stiffness multiplied by this, their damping by its square root (the
+            damping ratio kept).
+        contact_kp: the contacts' pose-feedback stiffness, 1/s² (critically damped; None: the
+            scenario's).
+    """
+
+    velocity_cutoff_hz: float = math.inf
+    predict: bool = False
+    gain_scale: float = 1.0
+    contact_kp: float | None = None
+
+    def __post_init__(self) -> None:
+        _non_negative(self, "velocity_cutoff_hz", "gain_scale")
+        if self.velocity_cutoff_hz == 0 or self.gain_scale == 0 or not math.isfinite(self.gain_scale):
+            raise InputError("Compensation: velocity_cutoff_hz and gain_scale must be positive (gain_scale finite)")
+        if not isinstance(self.predict, bool):
+            raise InputError(f"Compensation.predict must be a bool, got {self.predict!r}")
+        if self.contact_kp is not None:
+            _non_negative(self, "contact_kp")
+            _finite(self, "contact_kp")
+
+    @property
+    def active(self) -> bool:
+        filtered, retuned = math.isfinite(self.velocity_cutoff_hz), self.gain_scale != 1.0
+        return filtered or self.predict or retuned or self.contact_kp is not None
+
+
 _PARTS = {
     "model": ModelMismatch,
     "sensors": SensorNoise,
     "latency": Latency,
     "actuators": Actuators,
     "friction": JointFriction,
+    "compensation": Compensation,
 }
 
 
 @dataclasses.dataclass(frozen=True)
 class Faults:
-    """Every fault of a run (each off by default) and the seed of everything random in them.
+    """Every fault of a run (each off by default), the seed of everything random in them, and the
+    :class:`Compensation` the controller's side applies (opt-in).
 
     Example, the realistic combination of :meth:`realistic`::
 
@@ -253,6 +315,7 @@ class Faults:
     latency: Latency = Latency()
     actuators: Actuators = Actuators()
     friction: JointFriction = JointFriction()
+    compensation: Compensation = Compensation()
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -264,7 +327,7 @@ class Faults:
 
     @property
     def active(self) -> bool:
-        """Whether any fault is on (off: the scenarios run exactly as without faults)."""
+        """Whether any fault or compensation is on (off: the scenarios run exactly as without faults)."""
         return any(getattr(self, name).active for name in _PARTS)
 
     @classmethod
@@ -313,7 +376,10 @@ def _non_default(part: Any) -> dict[str, Any]:
 def _merge_part(mine: Any, theirs: Any) -> Any:
     changes = _non_default(theirs)
     if isinstance(theirs, SensorNoise):  # channel by channel, field by field
-        changes = {name: _merge_part(getattr(mine, name), noise) for name, noise in changes.items()}
+        changes = {
+            name: _merge_part(getattr(mine, name), value) if isinstance(value, Noise) else value
+            for name, value in changes.items()
+        }
     return dataclasses.replace(mine, **changes)
 
 

@@ -34,8 +34,9 @@ import numpy as np
 
 from ..control.controller import Command, WholeBodyController
 from ..errors import InputError
+from ..estimation import StatePredictor, VelocityFilter
 from ..model import checks
-from ..model.configuration import integrate
+from ..model.configuration import difference, integrate
 from ..model.model import JointType, Model
 from ..spatial.lie import exp3_quaternion, quaternion_multiply
 from .faults import Actuators, Faults, SensorNoise
@@ -63,6 +64,7 @@ class Sensors:
         delay: periods between the state and its report.
         bias_rng, noise_rng: generators of the biases (drawn here, ±bias per channel) and of the
             white noise (drawn at each report).
+        period_s: the period, s (joint velocities differentiated from positions divide by it).
 
     The noise lives in the tangent space: joint positions get ``δ`` added (a continuous or ball
     joint is moved by ``δ`` along its velocity), the base position ``δ`` in world axes, the base
@@ -76,8 +78,9 @@ class Sensors:
         delay: int,
         bias_rng: np.random.Generator,
         noise_rng: np.random.Generator,
+        period_s: float = 1e-3,
     ) -> None:
-        self.model, self.noise, self.delay = model, noise, int(delay)
+        self.model, self.noise, self.delay, self.period_s = model, noise, int(delay), float(period_s)
         self._rng = noise_rng
         nv = model.nv
         base = model.joints[1] if model.floating_base else None
@@ -113,6 +116,7 @@ class Sensors:
         self._line: collections.deque = collections.deque(maxlen=self.delay + 1)
         self._period: int | None = None
         self._last: tuple[np.ndarray, np.ndarray] | None = None
+        self._previous_q: np.ndarray | None = None  # the last reported configuration (differentiate)
 
     @property
     def bias(self) -> tuple[np.ndarray, np.ndarray]:
@@ -122,7 +126,7 @@ class Sensors:
     def reset(self) -> None:
         """Empty the delay line (the biases stay: they belong to the sensors)."""
         self._line.clear()
-        self._period, self._last = None, None
+        self._period, self._last, self._previous_q = None, None, None
 
     def measure(self, q: np.ndarray, v: np.ndarray, period: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The report ``(q, v)`` of period ``period`` given the true state ``(q, v)`` of that period.
@@ -137,6 +141,11 @@ class Sensors:
         qm, vm = self._line[0]
         if self._noisy_q:
             qm = self._perturb_configuration(qm, self._bias_q + self._std_q * self._rng.standard_normal(self.model.nv))
+        if self.noise.differentiate:
+            if self._previous_q is not None:
+                vm = vm.copy()
+                vm[self._joint_v] = difference(self.model, self._previous_q, qm)[self._joint_v] / self.period_s
+            self._previous_q = qm
         if self._noisy_v:
             vm = vm + self._bias_v + self._std_v * self._rng.standard_normal(self.model.nv)
         self._period, self._last = period, (qm, vm)
@@ -274,6 +283,13 @@ class FaultyController:
 
     def __init__(self, controller: WholeBodyController, injection: Injection) -> None:
         self._controller, self._injection = controller, injection
+        comp = injection.faults.compensation
+        if comp.gain_scale != 1.0:
+            for task in controller.tasks:
+                task.set_gains(task.kp * comp.gain_scale, task.kd * math.sqrt(comp.gain_scale))
+        if comp.contact_kp is not None:
+            for contact in controller.contacts:
+                controller.set_contact_gains(contact.name, comp.contact_kp)
 
     @property
     def inner(self) -> WholeBodyController:
@@ -284,9 +300,13 @@ class FaultyController:
         return getattr(self._controller, name)
 
     def step(self, q, v) -> Command:
-        """The controller's step on the sensors' report of the true state ``(q, v)``."""
-        qm, vm = self._injection.measure(q, v)
-        return self._controller.step(qm, vm)
+        """The controller's step on the sensors' report of the true state ``(q, v)`` (filtered and
+        predicted when the compensation says so)."""
+        qm, vm = self._injection.estimate(q, v)
+        cmd = self._controller.step(qm, vm)
+        if self._injection.predictor is not None:
+            self._injection.predictor.commanded(cmd.qdd)
+        return cmd
 
 
 # ===================================================================================== injection
@@ -313,7 +333,13 @@ class Injection:
         rng = _streams(faults.seed)
         self.model = model
         self.controller_model = controller_model(model, faults.model, rng["model"], locked)
-        self.sensors = Sensors(model, faults.sensors, faults.latency.state_periods, rng["bias"], rng["noise"])
+        dt = sim.timestep
+        self.sensors = Sensors(model, faults.sensors, faults.latency.state_periods, rng["bias"], rng["noise"], dt)
+        comp = faults.compensation
+        self.filter = None if math.isinf(comp.velocity_cutoff_hz) else VelocityFilter(comp.velocity_cutoff_hz, dt)
+        horizon = faults.latency.total_periods * dt + faults.actuators.time_constant_s
+        horizon += 0.0 if self.filter is None else self.filter.time_constant_s
+        self.predictor = StatePredictor(self.controller_model, horizon) if comp.predict else None
         acts = faults.actuators
         self.actuation = (
             Actuation(acts, faults.latency.command_periods, model.effort_limit, sim.timestep)
@@ -325,6 +351,7 @@ class Injection:
         #: the simulator stand-in (a :class:`FaultySim` with the simulator's interface)
         self.sim = cast(MujocoSim, self._faulty)
         self._estimator: MujocoSim | None = None
+        self._estimated: tuple[int, tuple[np.ndarray, np.ndarray]] | None = None
 
     def _apply_friction(self, sim: MujocoSim) -> None:
         f = self.faults.friction
@@ -337,6 +364,10 @@ class Injection:
 
     def _reset(self) -> None:
         self.sensors.reset()
+        for part in (self.filter, self.predictor):
+            if part is not None:
+                part.reset()
+        self._estimated = None
         if self.actuation is not None:
             self.actuation.reset()
 
@@ -348,6 +379,23 @@ class Injection:
     def measure(self, q, v) -> tuple[np.ndarray, np.ndarray]:
         """The sensors' report of the true state ``(q, v)`` of the current period (one per period)."""
         return self.sensors.measure(np.asarray(q, dtype=float), np.asarray(v, dtype=float), self._faulty.period)
+
+    def estimate(self, q, v) -> tuple[np.ndarray, np.ndarray]:
+        """What the controller is given of the true state ``(q, v)``: the sensors' report
+        (:meth:`measure`), its velocity filtered and the state predicted when the compensation says
+        so; filtered and predicted once per period."""
+        qm, vm = self.measure(q, v)
+        if self.filter is None and self.predictor is None:
+            return qm, vm
+        period = self._faulty.period
+        if self._estimated is not None and self._estimated[0] == period:
+            return self._estimated[1]
+        if self.filter is not None:
+            vm = self.filter(vm)
+        if self.predictor is not None:
+            qm, vm = self.predictor(qm, vm)
+        self._estimated = (period, (qm, vm))
+        return qm, vm
 
     def measured_state(self) -> tuple[np.ndarray, np.ndarray]:
         """The sensors' report of the simulator's current state (as :meth:`measure`)."""
