@@ -339,7 +339,7 @@ class Injection:
         self.filter = None if math.isinf(comp.velocity_cutoff_hz) else VelocityFilter(comp.velocity_cutoff_hz, dt)
         horizon = faults.latency.total_periods * dt + faults.actuators.time_constant_s
         horizon += 0.0 if self.filter is None else self.filter.time_constant_s
-        self.predictor = StatePredictor(self.controller_model, horizon) if comp.predict else None
+        self.predictor = StatePredictor(self.controller_model, horizon, dt) if comp.predict else None
         acts = faults.actuators
         self.actuation = (
             Actuation(acts, faults.latency.command_periods, model.effort_limit, sim.timestep)
