@@ -112,6 +112,7 @@ class Sensors:
             if n.bias:
                 bias[index] = n.bias * bias_rng.choice([-1.0, 1.0], size=len(index))
         self._noisy_q = bool(np.any(self._std_q) or np.any(self._bias_q))
+        self._noisy_orientation = noise.base_orientation.active and base is not None
         self._noisy_v = bool(np.any(self._std_v) or np.any(self._bias_v))
         self._line: collections.deque = collections.deque(maxlen=self.delay + 1)
         self._period: int | None = None
@@ -157,8 +158,9 @@ class Sensors:
         if self._base_q is not None and self._base_v is not None:
             sq, sv = self._base_q, self._base_v
             out[sq : sq + 3] += dq[sv : sv + 3]
-            quat = quaternion_multiply(q[sq + 3 : sq + 7], exp3_quaternion(dq[sv + 3 : sv + 6]))
-            out[sq + 3 : sq + 7] = np.asarray(quat, dtype=float) / np.linalg.norm(quat)
+            if self._noisy_orientation:
+                quat = quaternion_multiply(q[sq + 3 : sq + 7], exp3_quaternion(dq[sv + 3 : sv + 6]))
+                out[sq + 3 : sq + 7] = np.asarray(quat, dtype=float) / np.linalg.norm(quat)
         if self._curved:
             step = np.zeros(self.model.nv)
             for j in self._curved:
@@ -236,7 +238,8 @@ class FaultySim:
 
     def __init__(self, sim: MujocoSim, injection: Injection) -> None:
         self._sim, self._injection = sim, injection
-        self._command = np.zeros(sim.n_inputs)
+        self._n_inputs = sim.n_inputs
+        self._command = np.zeros(self._n_inputs)
         self.period = 0
 
     @property
@@ -259,7 +262,7 @@ class FaultySim:
         if actuation is None:
             self._sim.set_torques(tau)
         else:
-            self._command = checks.vector(tau, self._sim.n_inputs, "tau").copy()
+            self._command = checks.vector(tau, self._n_inputs, "tau").copy()
 
     def step(self, n: int = 1) -> None:
         """Advance ``n`` periods (simulator steps), each with the motors' torque for it."""
