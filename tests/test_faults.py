@@ -297,3 +297,22 @@ def test_latency_changes_the_run():
     nominal = _run(None, 0.1)
     late = _run(Faults(latency=Latency(command_periods=2)), 0.1)
     assert not np.array_equal(late["tau"], nominal["tau"])
+
+
+def test_differentiated_encoders_report_the_difference_of_the_measured_positions(talos):
+    model = talos.model
+    noise = SensorNoise(joint_position=Noise(std=1e-3), differentiate=True)
+    sensors = Sensors(model, noise, 1, np.random.default_rng(1), np.random.default_rng(2), period_s=1e-3)
+    rng = np.random.default_rng(0)
+    q, v = talos.spec.q0.copy(), rng.normal(size=model.nv)
+    previous = None
+    for _ in range(5):
+        qm, vm = sensors.measure(q, v)
+        np.testing.assert_array_equal(vm[0:6], v[0:6])  # the base twist is measured
+        if previous is None:
+            np.testing.assert_array_equal(vm, v)
+        else:
+            np.testing.assert_allclose(vm[6:], (qm[7:] - previous[7:]) / 1e-3, rtol=1e-12, atol=1e-9)
+        previous = qm
+        q = q.copy()
+        q[7:] += 1e-3 * v[6:]
