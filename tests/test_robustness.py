@@ -110,7 +110,8 @@ def test_fault_families_build_the_faults_they_name():
     cells = rb.study_cells("talos", rb.RobustnessSettings())
     assert len({json.dumps(dict(c.params), sort_keys=True) for c in cells}) == len(cells)
     assert {c.seed for c in cells} == {0}
-    assert [c.params["trial"] for c in cells][:2] == ["soak", "soak"]
+    trials = [(c.params["trial"], c.params["fault"]) for c in cells]
+    assert trials[0] == ("soak", "combination") and trials[-1] == ("soak", "nominal")
 
 
 @pytest.mark.slow

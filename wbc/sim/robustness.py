@@ -356,7 +356,7 @@ class RobustnessSettings:
 
     faults: Mapping[FaultKind, tuple[float, ...]] = dataclasses.field(default_factory=lambda: dict(MAGNITUDES))
     iterations: int = 6
-    length_s: float = 3.0
+    length_s: float = 2.5
     walk: bool = True
     preset: str = "forward"
     soak_s: float = 600.0
@@ -429,9 +429,16 @@ def study_cells(robot: str, settings: RobustnessSettings) -> list[Cell]:
                     "max_force_N": hi,
                 }
             )
-    # the soaks and walks take longest: first, so the workers finish together
-    order = {Trial.SOAK.value: 0, Trial.WALK.value: 1, Trial.PUSH.value: 2}
-    params.sort(key=lambda p: order[p["trial"]])
+
+    # what matters most first (an interrupted study keeps what it finished): the soak under the
+    # combination (the longest cell), the pushes, the walks, the remedies' cells, the nominal soak
+    def rank(p: dict[str, Any]) -> int:
+        if p["trial"] == Trial.SOAK.value:
+            return 0 if p["fault"] != FaultKind.NOMINAL.value else 5
+        remedy = p["remedy"] != Remedy.NONE.value
+        return (3 if remedy else 1) + (p["trial"] == Trial.WALK.value)
+
+    params.sort(key=rank)
     return [Cell(i, robot, p, s.seed) for i, p in enumerate(params)]
 
 
