@@ -32,6 +32,7 @@ import numpy as np
 
 from .. import sweep
 from ..errors import InputError
+from ..figures import save_figure
 from ..sweep import Cell, SweepResult
 from .faults import (
     Actuators,
@@ -587,13 +588,20 @@ def robustness_study(
 
 
 # ============================================================================ plots
-def _pyplot():
+def _panels(study: RobustnessStudy) -> tuple[Any, list, list[FaultKind]]:
+    """A figure with one panel per fault family of ``study`` (4 columns), the unused panels off."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    return plt
+    kinds = [_option(FaultKind, k, "fault kind") for k in study.settings.faults]
+    cols = min(4, max(1, len(kinds)))
+    rows = math.ceil(len(kinds) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.9 * rows), squeeze=False)
+    for ax in list(axes.flat)[len(kinds) :]:
+        ax.axis("off")
+    return fig, list(axes.flat), kinds
 
 
 def _axis(ax, kind: FaultKind, magnitudes: Sequence[float]) -> None:
@@ -613,14 +621,10 @@ def plot_survival(study: RobustnessStudy, path: Path | str) -> Path:
     """One panel per fault family: the largest push survived (N) lateral and forward against the
     magnitude (severity growing to the right), the bisection bracket as error bars, the nominal
     figures dashed, a red cross where the robot does not even stand."""
-    plt = _pyplot()
-    kinds = [_option(FaultKind, k, "fault kind") for k in study.settings.faults]
-    cols = min(4, max(1, len(kinds)))
-    rows = math.ceil(len(kinds) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.9 * rows), squeeze=False)
+    fig, axes, kinds = _panels(study)
     nominal = study.figures(FaultKind.NOMINAL, 0.0)
     colors = {"lateral": "tab:blue", "forward": "tab:orange"}
-    for ax, kind in zip(axes.flat, kinds):
+    for ax, kind in zip(axes, kinds):
         mags = list(study.settings.faults[kind])
         for name in DIRECTIONS:
             lo, hi, xs, falls = [], [], [], []
@@ -643,31 +647,21 @@ def plot_survival(study: RobustnessStudy, path: Path | str) -> Path:
         _axis(ax, kind, mags)
         ax.set_ylim(bottom=0)
         ax.set_ylabel("largest push survived, N", fontsize=8)
-    for ax in list(axes.flat)[len(kinds) :]:
-        ax.axis("off")
-    axes.flat[0].legend(fontsize=7, loc="lower left")
+    axes[0].legend(fontsize=7, loc="lower left")
     fig.suptitle(
         f"{study.robot}: largest 100 ms pelvis push survived standing, under each fault "
-        "(dashed: no fault; x: falls unpushed)",
+        "(dashed: no fault; x: fails unpushed)",
         fontsize=10,
     )
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, Path(path), dpi=100)
 
 
 def plot_walking(study: RobustnessStudy, path: Path | str) -> Path:
     """One panel per fault family: the walk's failed (non-optimal) control steps (bars) and its
     largest DCM error (line, right axis) against the magnitude; falls marked in red."""
-    plt = _pyplot()
-    kinds = [_option(FaultKind, k, "fault kind") for k in study.settings.faults]
-    cols = min(4, max(1, len(kinds)))
-    rows = math.ceil(len(kinds) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.9 * rows), squeeze=False)
+    fig, axes, kinds = _panels(study)
     nominal = study.figures(FaultKind.NOMINAL, 0.0).get("walk", {})
-    for ax, kind in zip(axes.flat, kinds):
+    for ax, kind in zip(axes, kinds):
         mags = list(study.settings.faults[kind])
         labels, failed, dcm, fell = [], [], [], []
         for m in mags:
@@ -694,24 +688,22 @@ def plot_walking(study: RobustnessStudy, path: Path | str) -> Path:
         for k, f in enumerate(fell):
             if f:
                 ax.text(k, 0, "fell", color="red", ha="center", va="bottom", fontsize=8)
-    for ax in list(axes.flat)[len(kinds) :]:
-        ax.axis("off")
     fig.suptitle(
         f"{study.robot} walking ({study.settings.preset}): failed control steps (bars; red: fell) and "
         "largest DCM error (dashed: no fault)",
         fontsize=10,
     )
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, Path(path), dpi=100)
 
 
 def plot_remedies(study: RobustnessStudy, path: Path | str) -> Path:
     """Grouped bars: for each configuration the remedies are judged on, the largest lateral and
     forward push survived with each remedy (the first bar: none)."""
-    plt = _pyplot()
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     remedies = [Remedy.NONE, *[_option(Remedy, r, "remedy") for r in study.settings.remedies]]
     configs = list(study.settings.remedy_faults)
     fig, axes = plt.subplots(1, len(DIRECTIONS), figsize=(7.5 * len(DIRECTIONS), 4.2), squeeze=False)
@@ -729,8 +721,4 @@ def plot_remedies(study: RobustnessStudy, path: Path | str) -> Path:
         ax.grid(axis="y", alpha=0.3)
     axes[0][0].legend(fontsize=7)
     fig.suptitle(f"{study.robot}: what each remedy does to the push margins (standing)", fontsize=10)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, Path(path), dpi=100)
