@@ -48,6 +48,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--quick", action="store_true", help="two families, short bisections, no walk, no soak")
     parser.add_argument("--no-walk", action="store_true", help="no walking cells")
+    parser.add_argument(
+        "--walk-severest",
+        action="store_true",
+        help="walk only at each family's severest magnitude (and every combination): walks take longest",
+    )
     parser.add_argument("--no-remedies", action="store_true", help="no remedy cells")
     parser.add_argument("--soak-seconds", type=float, default=None, help="simulated soak length (default 600, 0: none)")
     parser.add_argument("--seed", type=int, default=0)
@@ -65,6 +70,11 @@ def main(argv: list[str] | None = None) -> int:
         changes["faults"] = {rb.FaultKind(k): rb.MAGNITUDES[rb.FaultKind(k)] for k in args.faults}
     if args.no_walk:
         changes["walk"] = False
+    if args.walk_severest:
+        families = changes.get("faults", settings.faults)
+        changes["walk_faults"] = {
+            k: tuple(m) if k is rb.FaultKind.COMBINATION else tuple(m)[-1:] for k, m in families.items()
+        }
     if args.no_remedies:
         changes["remedies"] = ()
     if args.soak_seconds is not None:

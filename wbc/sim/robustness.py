@@ -352,6 +352,8 @@ class RobustnessSettings:
         remedy_faults: the (family, magnitude) pairs the remedies are judged on by the pushes (the
             nominal one first: no remedy may make it worse).
         remedy_walks: the pairs the remedies are judged on by the walk.
+        walk_faults: the families and magnitudes that walk (None: all of :attr:`faults`; walks
+            take longest).
         seed: every cell's seed.
     """
 
@@ -369,7 +371,8 @@ class RobustnessSettings:
         (FaultKind.STATE_DELAY, 16),
         (FaultKind.VELOCITY_NOISE, 0.3),
     )
-    remedy_walks: tuple[tuple[FaultKind, float], ...] = ((FaultKind.NOMINAL, 0.0), (FaultKind.COMBINATION, 1.0))
+    remedy_walks: tuple[tuple[FaultKind, float], ...] = ((FaultKind.COMBINATION, 1.0),)
+    walk_faults: Mapping[FaultKind, tuple[float, ...]] | None = None
     seed: int = 0
 
     @classmethod
@@ -389,8 +392,11 @@ def study_cells(robot: str, settings: RobustnessSettings) -> list[Cell]:
     """The cells of a study of ``robot`` (nominal, every fault, remedies, soak)."""
     s = settings
     configs: list[tuple[FaultKind, float, Remedy, bool]] = [(FaultKind.NOMINAL, 0.0, Remedy.NONE, s.walk)]
+    walking = s.faults if s.walk_faults is None else s.walk_faults
+    walked = {(_option(FaultKind, k, "fault kind"), float(m)) for k, ms in walking.items() for m in ms}
     for kind, magnitudes in s.faults.items():
-        configs += [(_option(FaultKind, kind, "fault kind"), float(m), Remedy.NONE, s.walk) for m in magnitudes]
+        kind = _option(FaultKind, kind, "fault kind")
+        configs += [(kind, float(m), Remedy.NONE, s.walk and (kind, float(m)) in walked) for m in magnitudes]
     walks = {(_option(FaultKind, k, "fault kind"), float(m)) for k, m in s.remedy_walks}
     for remedy in s.remedies:
         r = _option(Remedy, remedy, "remedy")
