@@ -610,93 +610,98 @@ def _panels(study: RobustnessStudy) -> tuple[Any, list, list[FaultKind]]:
     return fig, list(axes.flat), kinds
 
 
-def _axis(ax, kind: FaultKind, magnitudes: Sequence[float]) -> None:
-    positive = [m for m in magnitudes if m > 0]
-    if positive and max(positive) / min(positive) >= 9:
-        ax.set_xscale("log")
-    if kind is FaultKind.BANDWIDTH:
-        ax.invert_xaxis()  # severity grows to the right
-    if kind is FaultKind.SATURATION:
-        ax.invert_xaxis()
+def _levels(study: RobustnessStudy, kind: FaultKind, walking: bool = False) -> list[tuple[str, FaultKind, float]]:
+    """The categories of a family's panel, severity growing to the right: no fault, then its
+    magnitudes (those that walk, for the walking plot)."""
+    mags = list(study.settings.faults[kind])
+    if walking and study.settings.walk_faults is not None:
+        mags = [m for m in mags if m in study.settings.walk_faults.get(kind, ())]
+    return [("none", FaultKind.NOMINAL, 0.0)] + [(f"{m:g}", kind, float(m)) for m in mags]
+
+
+def _categories(ax, kind: FaultKind, labels: Sequence[str]) -> None:
+    ax.set_xticks(range(len(labels)), labels)
+    ax.set_xlim(-0.5, len(labels) - 0.5)
     ax.set_xlabel(f"{kind.value.replace('_', ' ')} ({UNITS[kind]})", fontsize=8)
     ax.tick_params(labelsize=7)
     ax.grid(alpha=0.3)
 
 
 def plot_survival(study: RobustnessStudy, path: Path | str) -> Path:
-    """One panel per fault family: the largest push survived (N) lateral and forward against the
-    magnitude (severity growing to the right), the bisection bracket as error bars, the nominal
-    figures dashed, a red cross where the robot does not even stand."""
+    """One panel per fault family: the largest push survived (N) lateral and forward, without the
+    fault and at each magnitude (severity growing to the right), the bisection bracket (up to the
+    smallest push that failed) as error bars; "fails" where the robot does not even stand unpushed
+    (feet slipping 1 cm or more, or falling). Same force axis on every panel."""
     fig, axes, kinds = _panels(study)
-    nominal = study.figures(FaultKind.NOMINAL, 0.0)
     colors = {"lateral": "tab:blue", "forward": "tab:orange"}
+    top = 0.0
     for ax, kind in zip(axes, kinds):
-        mags = list(study.settings.faults[kind])
+        levels = _levels(study, kind)
         for name in DIRECTIONS:
-            lo, hi, xs, falls = [], [], [], []
-            for m in mags:
-                f = study.figures(kind, m)
+            xs, lo, hi = [], [], []
+            for k, (_, fk, m) in enumerate(levels):
+                f = study.figures(fk, m)
                 if f.get(f"{name}_N") is None:
                     continue
-                xs.append(m)
+                xs.append(k)
                 lo.append(f[f"{name}_N"])
                 failed = f.get(f"{name}_failed_N")
                 hi.append((failed if failed is not None else f[f"{name}_N"]) - f[f"{name}_N"])
+                top = max(top, lo[-1] + hi[-1])
                 if not f.get("stands", True):
-                    falls.append(m)
+                    ax.text(k, 0, "fails", color="red", ha="center", va="bottom", fontsize=8)
             if xs:
                 ax.errorbar(xs, lo, yerr=[[0] * len(hi), hi], fmt="o-", color=colors[name], capsize=3, label=name)
-            for m in falls:
-                ax.plot(m, 0, "x", color="red", markersize=9)
-            if nominal.get(f"{name}_N") is not None:
-                ax.axhline(nominal[f"{name}_N"], color=colors[name], ls="--", lw=1, alpha=0.7)
-        _axis(ax, kind, mags)
-        ax.set_ylim(bottom=0)
+        _categories(ax, kind, [label for label, *_ in levels])
         ax.set_ylabel("largest push survived, N", fontsize=8)
+    for ax in axes[: len(kinds)]:
+        ax.set_ylim(0, 1.08 * top if top > 0 else 1.0)
     axes[0].legend(fontsize=7, loc="lower left")
     fig.suptitle(
-        f"{study.robot}: largest 100 ms pelvis push survived standing, under each fault "
-        "(dashed: no fault; x: fails unpushed)",
+        f"{study.robot}: largest 100 ms pelvis push survived standing (no steps), without the fault and under it",
         fontsize=10,
     )
     return save_figure(fig, Path(path), dpi=100)
 
 
 def plot_walking(study: RobustnessStudy, path: Path | str) -> Path:
-    """One panel per fault family: the walk's failed (non-optimal) control steps (bars) and its
-    largest DCM error (line, right axis) against the magnitude; falls marked in red."""
+    """One panel per fault family: the walk's failed (non-optimal) control steps (bars, red where it
+    fell) and its largest DCM error (line, right axis), without the fault and at each magnitude
+    that walked."""
     fig, axes, kinds = _panels(study)
-    nominal = study.figures(FaultKind.NOMINAL, 0.0).get("walk", {})
     for ax, kind in zip(axes, kinds):
-        mags = list(study.settings.faults[kind])
-        labels, failed, dcm, fell = [], [], [], []
-        for m in mags:
-            w = study.figures(kind, m).get("walk")
+        levels = _levels(study, kind, walking=True)
+        xs, failed, dcm, fell = [], [], [], []
+        for k, (_, fk, m) in enumerate(levels):
+            w = study.figures(fk, m).get("walk")
             if not w or "error" in w:
                 continue
-            labels.append(f"{m:g}")
+            xs.append(k)
             failed.append(w["failed_steps"])
             dcm.append(100 * w["max_dcm_error_m"])
             fell.append(w["fell"])
-        x = range(len(labels))
-        ax.bar(x, failed, color=["tab:red" if f else "tab:gray" for f in fell], alpha=0.7)
-        ax.set_xticks(list(x), labels)
+        ax.bar(xs, failed, color=["tab:red" if f else "tab:gray" for f in fell], alpha=0.7)
         ax.set_ylabel("failed steps", fontsize=8)
+        ax.set_ylim(bottom=0, top=max([*failed, 1]) * 1.2)
         twin = ax.twinx()
-        twin.plot(list(x), dcm, "o-", color="tab:blue")
-        if nominal.get("max_dcm_error_m") is not None:
-            twin.axhline(100 * nominal["max_dcm_error_m"], color="tab:blue", ls="--", lw=1)
+        twin.plot(xs, dcm, "o-", color="tab:blue")
         twin.set_ylabel("max DCM error, cm", fontsize=8, color="tab:blue")
-        twin.set_ylim(bottom=0)
+        twin.set_ylim(bottom=0, top=max([*dcm, 1.0]) * 1.2)
         twin.tick_params(labelsize=7)
-        ax.set_xlabel(f"{kind.value.replace('_', ' ')} ({UNITS[kind]})", fontsize=8)
-        ax.tick_params(labelsize=7)
-        for k, f in enumerate(fell):
-            if f:
-                ax.text(k, 0, "fell", color="red", ha="center", va="bottom", fontsize=8)
+        _categories(ax, kind, [label for label, *_ in levels])
+        for k, n, f in zip(xs, failed, fell):
+            ax.text(
+                k,
+                n,
+                f"{n}" + (" fell" if f else ""),
+                color="red" if f else "black",
+                ha="center",
+                va="bottom",
+                fontsize=8,
+            )
     fig.suptitle(
-        f"{study.robot} walking ({study.settings.preset}): failed control steps (bars; red: fell) and "
-        "largest DCM error (dashed: no fault)",
+        f"{study.robot} walking ({study.settings.preset} preset): failed control steps (bars; red: fell) and "
+        "largest DCM error (blue), without the fault and under it",
         fontsize=10,
     )
     return save_figure(fig, Path(path), dpi=100)
