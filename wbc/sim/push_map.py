@@ -372,7 +372,11 @@ def plot_standing(pm: PushMap, path: Path | str) -> Path:
 
     durations = pm.settings.durations_s
     fig, axes = plt.subplots(
-        1, len(durations), subplot_kw={"projection": "polar"}, figsize=(4.2 * len(durations), 4.6), squeeze=False
+        1,
+        len(durations),
+        subplot_kw={"projection": "polar"},
+        figsize=(max(6.0, 4.2 * len(durations)), 4.8),
+        squeeze=False,
     )
     weakest = pm.weakest()["standing"]
     for ax, d in zip(axes[0], durations):
@@ -398,7 +402,9 @@ def plot_standing(pm: PushMap, path: Path | str) -> Path:
     if axes[0][0].get_legend_handles_labels()[0]:
         axes[0][0].legend(loc="lower left", bbox_to_anchor=(-0.25, -0.18), fontsize=8)
     kind = "with recovery steps" if pm.settings.recover else "standing (no steps)"
-    fig.suptitle(f"{pm.robot}: largest pelvis push survived {kind}, by direction (0° forward, 90° left), N")
+    fig.suptitle(
+        f"{pm.robot}: largest pelvis push survived {kind},\nby direction (0° forward, 90° left), N", fontsize=11
+    )
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=110)
@@ -414,7 +420,7 @@ def plot_walking(pm: PushMap, path: Path | str) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 4.2))
+    fig, ax = plt.subplots(figsize=(9.5, 4.2))
     ok = [r for r in pm.walking.results if r.ok]
     colors = {"left": "tab:green", "right": "tab:purple"}
     if ok:
@@ -442,7 +448,7 @@ def plot_walking(pm: PushMap, path: Path | str) -> Path:
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles))
     if unique:
-        ax.legend(unique.values(), unique.keys(), fontsize=8, loc="upper right")
+        ax.legend(unique.values(), unique.keys(), fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(alpha=0.3)
     fig.tight_layout()
     path = Path(path)
