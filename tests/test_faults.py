@@ -316,3 +316,15 @@ def test_differentiated_encoders_report_the_difference_of_the_measured_positions
         previous = qm
         q = q.copy()
         q[7:] += 1e-3 * v[6:]
+
+
+def test_faults_off_reproduce_the_walk_bit_for_bit():
+    from wbc.sim.walking import Walker
+
+    runs = []
+    for faults in (None, Faults()):
+        walker = Walker("talos", faults=faults)
+        walker.walk((0.2, 0.0, 0.0), 2)
+        runs.append(walker.run(0.3, progress=False))
+    for key in ("tau", "com", "dcm", "base_z"):
+        np.testing.assert_array_equal(runs[0][key], runs[1][key], err_msg=key)
