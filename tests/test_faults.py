@@ -328,3 +328,12 @@ def test_faults_off_reproduce_the_walk_bit_for_bit():
         runs.append(walker.run(0.3, progress=False))
     for key in ("tau", "com", "dcm", "base_z"):
         np.testing.assert_array_equal(runs[0][key], runs[1][key], err_msg=key)
+
+
+def test_the_stand_ins_pass_attribute_writes_to_what_they_wrap(talos):
+    sim = _talos_sim(talos)
+    injection = Injection(Faults(latency=Latency(state_periods=1)), sim, talos.model)
+    injection.sim.clear_pushes()
+    stand_in = injection.sim
+    stand_in.contact_boxes = ()  # an attribute of the simulator: set there
+    assert sim.contact_boxes == () and "contact_boxes" not in vars(stand_in)

@@ -250,6 +250,12 @@ class FaultySim:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._sim, name)
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("_") or name == "period":
+            object.__setattr__(self, name, value)
+        else:  # the simulator's attributes are set on the simulator
+            setattr(self._sim, name, value)
+
     def reset(self, q, v=None) -> None:
         """The simulator's reset (:meth:`MujocoSim.reset`), and the delay lines and lag emptied."""
         self._sim.reset(q, v)
@@ -301,6 +307,12 @@ class FaultyController:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._controller, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("_"):
+            object.__setattr__(self, name, value)
+        else:  # the controller's settings (regularization, solver, ...) are set on the controller
+            setattr(self._controller, name, value)
 
     def step(self, q, v) -> Command:
         """The controller's step on the sensors' report of the true state ``(q, v)`` (filtered and
