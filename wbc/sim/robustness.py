@@ -371,7 +371,7 @@ class RobustnessSettings:
         (FaultKind.STATE_DELAY, 16),
         (FaultKind.VELOCITY_NOISE, 0.3),
     )
-    remedy_walks: tuple[tuple[FaultKind, float], ...] = ((FaultKind.COMBINATION, 1.0),)
+    remedy_walks: tuple[tuple[FaultKind, float], ...] = ((FaultKind.COMBINATION, 1.0), (FaultKind.COMBINATION, 2.0))
     walk_faults: Mapping[FaultKind, tuple[float, ...]] | None = None
     seed: int = 0
 
