@@ -7,7 +7,7 @@ gains) on a few of them: the largest lateral and forward 100 ms push survived st
 failed control steps, and a random-push soak under the combination; every cell on the sweep engine
 (local processes, Dask, Ray), resumable::
 
-    python demos/robustness.py --robot talos --workers 2 --out out/robustness/talos
+    python demos/robustness.py --robot talos --workers 2 --walk-at severest --out out/robustness/talos
     python demos/robustness.py --robot g1 --quick --out out/robustness/g1
     python demos/robustness.py --robot talos --faults combination state_delay --no-remedies --out out/r
 
@@ -31,6 +31,15 @@ from wbc import sweep
 from wbc.sim import robustness as rb
 
 
+def _pair(text: str) -> tuple[rb.FaultKind, float]:
+    """``KIND:MAGNITUDE`` (``combination:1``) as a (family, magnitude) pair."""
+    kind, _, magnitude = text.partition(":")
+    try:
+        return rb.FaultKind(kind), float(magnitude or 0.0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not KIND:MAGNITUDE with a known kind") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--robot", default="talos", choices=["talos", "g1"])
@@ -49,9 +58,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="two families, short bisections, no walk, no soak")
     parser.add_argument("--no-walk", action="store_true", help="no walking cells")
     parser.add_argument(
-        "--walk-severest",
-        action="store_true",
-        help="walk only at each family's severest magnitude (and every combination): walks take longest",
+        "--walk-at",
+        default="all",
+        choices=["all", "severest", "mildest"],
+        help="the magnitudes that walk: all, or each family's severest or mildest (and every combination)",
+    )
+    parser.add_argument(
+        "--remedy-faults",
+        nargs="+",
+        type=_pair,
+        default=None,
+        metavar="KIND:MAGNITUDE",
+        help="where the remedies are judged by pushes (default: rb.RobustnessSettings's)",
+    )
+    parser.add_argument(
+        "--remedy-walks", nargs="+", type=_pair, default=None, metavar="KIND:MAGNITUDE", help="... and by walks"
     )
     parser.add_argument("--no-remedies", action="store_true", help="no remedy cells")
     parser.add_argument("--soak-seconds", type=float, default=None, help="simulated soak length (default 600, 0: none)")
@@ -70,11 +91,16 @@ def main(argv: list[str] | None = None) -> int:
         changes["faults"] = {rb.FaultKind(k): rb.MAGNITUDES[rb.FaultKind(k)] for k in args.faults}
     if args.no_walk:
         changes["walk"] = False
-    if args.walk_severest:
+    if args.walk_at != "all":
         families = changes.get("faults", settings.faults)
+        pick = slice(-1, None) if args.walk_at == "severest" else slice(0, 1)
         changes["walk_faults"] = {
-            k: tuple(m) if k is rb.FaultKind.COMBINATION else tuple(m)[-1:] for k, m in families.items()
+            k: tuple(m) if k is rb.FaultKind.COMBINATION else tuple(m)[pick] for k, m in families.items()
         }
+    if args.remedy_faults is not None:
+        changes["remedy_faults"] = tuple(args.remedy_faults)
+    if args.remedy_walks is not None:
+        changes["remedy_walks"] = tuple(args.remedy_walks)
     if args.no_remedies:
         changes["remedies"] = ()
     if args.soak_seconds is not None:
