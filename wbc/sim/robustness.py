@@ -182,6 +182,7 @@ class Remedy(enum.Enum):
     FILTER_PREDICT = "filter_predict"  # both
     SOFT_CONTACTS = "soft_contacts"  # contact stabilisation 1000/s² instead of 3000/s²
     SOFT_GAINS = "soft_gains"  # task stiffness halved (damping / √2)
+    SOFT_CONTACTS_PREDICT = "soft_contacts_predict"  # both
 
 
 #: The compensation of each remedy.
@@ -192,6 +193,7 @@ REMEDIES = {
     Remedy.FILTER_PREDICT: Compensation(velocity_cutoff_hz=100.0, predict=True),
     Remedy.SOFT_CONTACTS: Compensation(contact_kp=1000.0),
     Remedy.SOFT_GAINS: Compensation(gain_scale=0.5),
+    Remedy.SOFT_CONTACTS_PREDICT: Compensation(contact_kp=1000.0, predict=True),
 }
 
 
@@ -363,7 +365,13 @@ class RobustnessSettings:
     walk: bool = True
     preset: str = "forward"
     soak_s: float = 600.0
-    remedies: tuple[Remedy, ...] = (Remedy.FILTER, Remedy.PREDICT, Remedy.SOFT_CONTACTS, Remedy.SOFT_GAINS)
+    remedies: tuple[Remedy, ...] = (
+        Remedy.FILTER,
+        Remedy.PREDICT,
+        Remedy.SOFT_CONTACTS,
+        Remedy.SOFT_GAINS,
+        Remedy.SOFT_CONTACTS_PREDICT,
+    )
     remedy_faults: tuple[tuple[FaultKind, float], ...] = (
         (FaultKind.NOMINAL, 0.0),
         (FaultKind.COMBINATION, 1.0),
