@@ -559,6 +559,7 @@ _SOAK_KEYS = (
     "n_exceptions",
     "exceptions",
     "foot_drift_max_m",
+    "foot_displacement_total_m",
     "pushes_moving_a_foot_over_1cm",
 )
 
@@ -737,7 +738,11 @@ def plot_remedies(study: RobustnessStudy, path: Path | str) -> Path:
             fontsize=7,
         )
         ax.set_ylabel(f"largest {name} push survived, N")
+        ax.set_ylim(0, 1.3 * max(ax.get_ylim()[1], 1.0))  # room for the legend above the bars
         ax.grid(axis="y", alpha=0.3)
-    axes[0][0].legend(fontsize=7)
-    fig.suptitle(f"{study.robot}: what each remedy does to the push margins (standing)", fontsize=10)
+    axes[0][0].legend(fontsize=7, ncol=3, loc="upper left")
+    fig.suptitle(
+        f"{study.robot}: the largest push survived standing, under each fault, with each remedy (0: fails unpushed)",
+        fontsize=10,
+    )
     return save_figure(fig, Path(path), dpi=100)
