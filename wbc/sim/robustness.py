@@ -515,7 +515,9 @@ class RobustnessStudy:
         for remedy in self.settings.remedies:
             remedy = _option(Remedy, remedy, "remedy")
             rows = []
-            for kind, m in self.settings.remedy_faults:
+            pushed = [(_option(FaultKind, k, "fault kind"), float(m)) for k, m in self.settings.remedy_faults]
+            walked = [(_option(FaultKind, k, "fault kind"), float(m)) for k, m in self.settings.remedy_walks]
+            for kind, m in pushed + [w for w in walked if w not in pushed]:
                 base = self.figures(kind, m)
                 f = self.figures(kind, m, remedy)
                 rows.append(
