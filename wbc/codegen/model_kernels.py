@@ -12,8 +12,9 @@ output (:func:`wbc.codegen.calls.validity`), compiled into the kernel cache and 
 fingerprint of the model, the function and its options (:mod:`wbc.codegen.index`): a later process
 loads it without tracing. It is called through :func:`wbc.codegen.calls.fast_call`.
 
-- Functions without options (``aba``, ``crba``, ...) are attributes, built by ``__getattr__`` on
-  first access and then plain attributes.
+- Functions without options (``aba``, ``crba``, ...) are plain attributes: a stand-in that builds
+  the function on its first call and puts it in its place (no ``__getattr__``: an attribute read on
+  a class with one costs every call).
 - Frame functions: one kernel per (function, frame, reference frame), in :attr:`TreeKernels.frames`
   keyed by ``(function, frame, id(reference))`` with the frame as the caller spelled it (a name or
   an index; the same kernel under both) and the reference frame by identity (enum members live
@@ -25,10 +26,15 @@ loads it without tracing. It is called through :func:`wbc.codegen.calls.fast_cal
 
 Both dictionaries keep at most :data:`MAX_KEYS` keys; beyond, the oldest key is dropped (its kernel
 comes back from the disk cache, without tracing, if it is asked for again).
+
+First use without an index entry: the function is traced, answers at once from CasADi's virtual
+machine, and is compiled in the background (:mod:`wbc.codegen.background`); the compiled call then
+replaces the virtual machine's everywhere it is stored (same results, bit for bit).
 """
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
@@ -47,9 +53,12 @@ from ..model import checks
 from ..model.clusters import LOOP_TOLERANCE, ClusterModel, closed_configuration
 from ..model.model import Model
 from ..spatial.algebra import act_force
+from . import background
+from .cache import find_compiler
 from .calls import fast_call, validity
 from .fingerprint import fingerprint
-from .index import compile_indexed
+from .index import build_indexed, find_indexed
+from .kernel import Kernel
 from .trace import trace
 
 __all__ = [
@@ -68,6 +77,7 @@ MAX_KEYS = 256
 _registry: dict[int, ModelKernels] = {}
 
 Shape = Callable[[Any], "int | tuple[int, int]"]
+Swap = Callable[[Any, Callable, Callable], None]  # (kernels, old call, new call)
 
 
 def kernels_of(model) -> ModelKernels:
@@ -158,6 +168,8 @@ _CLUSTER_FUNCTIONS: dict[str, _Function] = {
     "cluster_aba": _Function(("y", "v", "tau"), "qdd", _nv, lambda cm, y, v, tau: cluster_dynamics.aba(cm, y, v, tau)),
 }
 
+_ALL_NAMES = (*_TREE_FUNCTIONS, *_CLUSTER_FUNCTIONS)
+
 
 class ModelKernels:
     """The compiled functions of one model (see the module docstring).
@@ -169,11 +181,32 @@ class ModelKernels:
     _FUNCTIONS: ClassVar[dict[str, _Function]] = {}
     _KIND = ""  # what the model is, for messages
 
+    # the functions without options (instance attributes, see the module docstring)
+    rnea: Callable[..., np.ndarray]
+    rnea_fext: Callable[..., np.ndarray]
+    nonlinear_effects: Callable[..., np.ndarray]
+    crba: Callable[..., np.ndarray]
+    aba: Callable[..., np.ndarray]
+    aba_fext: Callable[..., np.ndarray]
+    free_acceleration: Callable[..., np.ndarray]
+    center_of_mass: Callable[..., np.ndarray]
+    com_velocity: Callable[..., np.ndarray]
+    com_jacobian: Callable[..., np.ndarray]
+    com_drift: Callable[..., np.ndarray]
+    centroidal_map: Callable[..., np.ndarray]
+    centroidal_drift: Callable[..., np.ndarray]
+    centroidal_momentum: Callable[..., np.ndarray]
+    cluster_rnea: Callable[..., np.ndarray]
+    cluster_aba: Callable[..., np.ndarray]
+
     def __init__(self, model: weakref.ref) -> None:
         self._model = model
         self._fingerprint: list[str | None] = []
+        self._lock = threading.Lock()  # the tables' writers (lookups need none)
         self.constrained: dict[tuple, Callable[..., np.ndarray]] = {}
         self.frames: dict[tuple, Callable[..., np.ndarray]] = _NotApplicable(self._KIND)
+        for name in _ALL_NAMES:
+            setattr(self, name, _FirstUse(self, name))
 
     def frame_function(self, what: str, frame, reference) -> Callable[..., np.ndarray]:
         """See :meth:`TreeKernels.frame_function`."""
@@ -190,15 +223,23 @@ class ModelKernels:
     def check_forces(self, fext: Mapping) -> None:
         """See :meth:`TreeKernels.check_forces`."""
 
-    def __getattr__(self, name: str) -> Callable[..., np.ndarray]:
-        """Builds a function without options on its first use (afterwards a plain attribute)."""
-        if name.startswith("_"):
-            raise AttributeError(name)
+    def function(self, name: str) -> Callable[..., np.ndarray]:
+        """The call of function ``name`` (without options: ``"aba"``, ``"crba"``, ...), built on
+        first use and then the plain attribute ``name``.
+
+        Raises:
+            InputError: ``name`` does not apply to this kind of model.
+        """
+        call = self.__dict__.get(name)
+        if call is not None and not isinstance(call, _FirstUse):
+            return call
         function = self._FUNCTIONS.get(name)
         if function is None:
             raise InputError(f"{name} does not apply to a {self._KIND}")
-        call = self._compile(name, function, (), name)
-        setattr(self, name, call)
+        call = self._compile(name, function, (), name, lambda k, old, new: k._swap_attribute(name, old, new))
+        with self._lock:
+            if isinstance(self.__dict__.get(name), _FirstUse):
+                setattr(self, name, call)
         return call
 
     @property
@@ -219,25 +260,58 @@ class ModelKernels:
         return []
 
     def _compile(
-        self, name: str, function: _Function, options: tuple, label: str, frame_like: object = None
+        self, name: str, function: _Function, options: tuple, label: str, swap: Swap
     ) -> Callable[..., np.ndarray]:
-        """Trace (or find by fingerprint) and compile ``function``, wrapped by :func:`fast_call`."""
+        """Find ``function`` by fingerprint, or trace it: compiled, or, while it compiles in the
+        background, CasADi's virtual machine (``swap(kernels, old, new)`` then puts the compiled
+        call in place of the virtual machine's), wrapped by :func:`fast_call`."""
         model = self.model
         tree = model.tree if isinstance(model, ClusterModel) else model  # whose configuration is the first input
         sizes = [(x, self._size(x)) for x in function.inputs]
         shape = function.shape(model)
+        validate = self._validator(function.inputs)
 
         def build(*xs):
             return [function.compute(model, *xs), validity(tree, xs, self._residuals(xs[0]), LOOP_TOLERANCE)]
 
-        def make():
-            traced = trace(f"wbc_{label}_{model.name}", sizes, build, [(function.output, shape), ("check", 1)])
-            return traced, True, True
-
         fp = self._model_fingerprint()
-        key = None if fp is None else fingerprint("wbc.numeric", name, fp, options)
-        kernel, _, _ = compile_indexed(f"numeric_{name}", key, make, lambda record: True if record is True else None)
-        return fast_call(kernel, self._validator(function.inputs))
+        index_name = f"numeric_{name}"
+        key, found = find_indexed(
+            index_name,
+            None if fp is None else fingerprint("wbc.numeric", name, fp, options),
+            lambda record: True if record is True else None,
+        )
+        if found is not None:
+            return fast_call(found[0], validate)
+        traced = trace(f"wbc_{label}_{model.name}", sizes, build, [(function.output, shape), ("check", 1)])
+        if not background.enabled() or find_compiler() is None:
+            return fast_call(build_indexed(index_name, key, traced, True), validate)
+        early = fast_call(Kernel(traced, traced, "sx-vm"), validate)
+        entry = weakref.ref(self)
+
+        def done(kernel: Kernel) -> None:
+            kernels = entry()
+            if kernels is not None:  # else the model is gone
+                swap(kernels, early, fast_call(kernel, validate))
+
+        background.submit(
+            (index_name, key or id(traced)),
+            lambda: build_indexed(index_name, key, traced, True),
+            done,
+            traced.name(),
+        )
+        return early
+
+    def _swap_attribute(self, name: str, old: Callable, new: Callable) -> None:
+        with self._lock:
+            if self.__dict__.get(name) is old:
+                setattr(self, name, new)
+
+    def _swap_in(self, table: dict, old: Callable, new: Callable) -> None:
+        with self._lock:
+            for key, value in list(table.items()):
+                if value is old:
+                    table[key] = new
 
     def _validator(self, names: tuple[str, ...]) -> Callable[..., tuple]:
         """``validate(*args)``: the arguments checked (the eager API's errors) and converted."""
@@ -249,10 +323,11 @@ class ModelKernels:
         return validate
 
     def _remember(self, table: dict, keys: Sequence, call) -> None:
-        for key in keys:
-            table[key] = call
-        while len(table) > MAX_KEYS:
-            del table[next(iter(table))]
+        with self._lock:
+            for key in keys:
+                table[key] = call
+            while len(table) > MAX_KEYS:
+                del table[next(iter(table))]
 
 
 class TreeKernels(ModelKernels):
@@ -311,6 +386,7 @@ class TreeKernels(ModelKernels):
                 _frame_function(what, index, reference),
                 (index, reference),
                 f"frame_{what}_{index}_{getattr(reference, 'name', 'none').lower()}",
+                lambda k, old, new: k._swap_in(k.frames, old, new),
             )
         keys = [canonical, (what, frame, id(reference))] if _hashable(frame) else [canonical]
         self._remember(self.frames, keys, call)
@@ -338,7 +414,13 @@ class TreeKernels(ModelKernels):
             resolved = resolve(self.model, constraints)
             if what == "delassus" and not resolved:
                 raise InputError("the Delassus matrix needs at least one constraint")
-            call = self._compile(what, _constraint_function(what, constraints, method), (method, key), what)
+            call = self._compile(
+                what,
+                _constraint_function(what, constraints, method),
+                (method, key),
+                what,
+                lambda k, old, new: k._swap_in(k.constrained, old, new),
+            )
         if canonical is not None:
             self._remember(self.constrained, _keys(canonical, what, constraints, given), call)
         return call
@@ -378,6 +460,21 @@ class TreeKernels(ModelKernels):
         if len(self._force_maps) < MAX_KEYS and _hashable(frame):
             self._force_maps[frame] = found
         return found
+
+
+class _FirstUse:
+    """The stand-in of a function without options until its first call (see the module docstring)."""
+
+    __slots__ = ("kernels", "name")
+
+    def __init__(self, kernels: ModelKernels, name: str) -> None:
+        self.kernels, self.name = weakref.ref(kernels), name
+
+    def __call__(self, *args) -> np.ndarray:
+        kernels = self.kernels()
+        if kernels is None:  # cannot happen through wbc.numeric: the caller holds the model
+            raise InputError(f"{self.name}: the model is gone")
+        return kernels.function(self.name)(*args)
 
 
 class _NotApplicable(dict):
@@ -432,7 +529,13 @@ class ClusterKernels(ModelKernels):
             resolved = resolve(cm.tree, constraints)
             if what == "cluster_delassus" and not resolved:
                 raise InputError("the Delassus matrix needs at least one constraint")
-            call = self._compile(what, _cluster_constraint_function(what, cm, resolved), (key,), what)
+            call = self._compile(
+                what,
+                _cluster_constraint_function(what, cm, resolved),
+                (key,),
+                what,
+                lambda k, old, new: k._swap_in(k.constrained, old, new),
+            )
         if canonical is not None:
             self._remember(self.constrained, _keys(canonical, what, constraints, None), call)
         return call
