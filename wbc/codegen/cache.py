@@ -44,6 +44,7 @@ from __future__ import annotations
 import dataclasses
 import errno
 import fcntl
+import functools
 import hashlib
 import itertools
 import os
@@ -64,6 +65,7 @@ from typing import Generic, TypeVar
 import casadi as ca
 
 from ..errors import CompileError, WbcPerformanceWarning, WbcSecurityWarning
+from . import memo
 from .emit import DEFAULT_PART_OPS, PARTS_PER_FILE, SplitPlan, Unsupported, writer_digest
 from .trust import PRIVATE_DIRECTORY_MODE, PUBLIC_FILE_MODE, untrusted_directory, untrusted_file
 
@@ -154,14 +156,19 @@ def _origin(directory: Path | None) -> tuple[Path, str]:
 
 
 def find_compiler() -> str | None:
-    """The C compiler to use: ``$WBC_CC`` if set (empty disables compilation), else cc / gcc / clang."""
-    env = os.environ.get("WBC_CC")
+    """The C compiler to use: ``$WBC_CC`` if set (empty disables compilation), else cc / gcc / clang
+    (looked up on ``PATH`` once per value of ``WBC_CC`` and ``PATH``)."""
+    return _find_compiler(os.environ.get("WBC_CC"), os.environ.get("PATH"))
+
+
+@functools.lru_cache(maxsize=8)
+def _find_compiler(env: str | None, path: str | None) -> str | None:
     if env is not None:
-        return shutil.which(env) if env else None
+        return shutil.which(env, path=path) if env else None
     for name in ("cc", "gcc", "clang"):
-        path = shutil.which(name)
-        if path:
-            return path
+        found = shutil.which(name, path=path)
+        if found:
+            return found
     return None
 
 
@@ -318,14 +325,29 @@ _compiler_ids: dict[str, str] = {}
 
 
 def _compiler_id(compiler: str) -> str:
+    """The compiler's path and the first line of its ``--version``: once per process, and
+    remembered across processes in the cache (:mod:`wbc.codegen.memo`, stamped with the binary's
+    resolved path, size, modification time and inode: running it costs milliseconds)."""
     if compiler not in _compiler_ids:
         try:
-            out = subprocess.run(
-                [compiler, "--version"], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
-            ).stdout
-        except (OSError, subprocess.SubprocessError, UnicodeDecodeError):
-            out = ""
-        _compiler_ids[compiler] = f"{compiler} {out.splitlines()[0] if out else ''}"
+            real = os.path.realpath(compiler)
+            st = os.stat(real)
+            stamp: str | None = f"{compiler}|{real}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}|{st.st_dev}"
+        except (OSError, ValueError):
+            stamp = None
+        place = cache_dir()
+        known = memo.recall(place, "compiler", stamp) if stamp is not None else None
+        if known is None:
+            try:
+                out = subprocess.run(
+                    [compiler, "--version"], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
+                ).stdout
+            except (OSError, subprocess.SubprocessError, UnicodeDecodeError):
+                out = ""
+            known = f"{compiler} {out.splitlines()[0] if out else ''}"
+            if stamp is not None and out:
+                memo.remember(place, "compiler", stamp, known)
+        _compiler_ids[compiler] = known
     return _compiler_ids[compiler]
 
 
