@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import functools
 import hashlib
 import importlib.util
 import os
@@ -136,9 +135,18 @@ def _state(obj) -> list[tuple[str, object]]:
     return sorted(state.items())
 
 
-@functools.cache
 def _attribute_names(cls: type) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The slot names of ``cls`` (and its bases) and, for a dataclass, its field names."""
+    known = _ATTRIBUTE_NAMES.get(cls)
+    if known is None:
+        known = _ATTRIBUTE_NAMES[cls] = _find_attribute_names(cls)
+    return known
+
+
+_ATTRIBUTE_NAMES: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+
+
+def _find_attribute_names(cls: type) -> tuple[tuple[str, ...], tuple[str, ...]]:
     slots = []
     for base in cls.__mro__:
         names = getattr(base, "__slots__", ())
