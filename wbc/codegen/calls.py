@@ -29,7 +29,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import sysconfig
-import threading
 from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
@@ -201,7 +200,7 @@ def _fast_call(kernel: Kernel, validate: Callable[..., tuple]) -> Callable[..., 
         "run": kernel.evaluate,
         "check": kernel.outputs[-1],
         "out": kernel.outputs[0],
-        "lock": threading.Lock(),
+        "lock": kernel.lock,  # shared by every Python-path call of this kernel
         "copyto": np.copyto,
         "array": np.array,
         "validate": validate,

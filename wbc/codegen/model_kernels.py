@@ -68,11 +68,15 @@ __all__ = [
     "ClusterKernels",
     "NonFiniteForces",
     "MAX_KEYS",
+    "MAX_WRENCHES",
     "LOOP_TOLERANCE",
 ]
 
 #: How many (frame, reference) or (method, constraints) keys one model keeps kernels for.
 MAX_KEYS = 256
+
+#: External forces on up to this many frames are inputs of their kernel, one per frame.
+MAX_WRENCHES = 5
 
 _registry: dict[int, ModelKernels] = {}
 
@@ -108,12 +112,16 @@ def kernels_of(model) -> ModelKernels:
 
 class _Function:
     """What one kernel computes: ``compute(model, *inputs)`` on symbols, its inputs (names whose
-    sizes :meth:`ModelKernels._size` knows) and its output (name, shape of ``model``)."""
+    sizes :meth:`ModelKernels._size` knows; ``labels`` maps some to the names errors give them)
+    and its output (name, shape of ``model``)."""
 
-    __slots__ = ("compute", "inputs", "output", "shape")
+    __slots__ = ("compute", "inputs", "labels", "output", "shape")
 
-    def __init__(self, inputs: tuple[str, ...], output: str, shape: Shape, compute: Callable) -> None:
+    def __init__(
+        self, inputs: tuple[str, ...], output: str, shape: Shape, compute: Callable, labels: Mapping[str, str] = {}
+    ) -> None:
         self.inputs, self.output, self.shape, self.compute = inputs, output, shape, compute
+        self.labels = dict(labels)
 
 
 def _nv(model) -> int:
@@ -205,6 +213,7 @@ class ModelKernels:
         self._lock = threading.Lock()  # the tables' writers (lookups need none)
         self.constrained: dict[tuple, Callable[..., np.ndarray]] = {}
         self.frames: dict[tuple, Callable[..., np.ndarray]] = _NotApplicable(self._KIND)
+        self.forces: dict[tuple, Callable[..., np.ndarray]] = {}
         for name in _ALL_NAMES:
             setattr(self, name, _FirstUse(self, name))
 
@@ -219,6 +228,10 @@ class ModelKernels:
     def body_forces(self, fext: Mapping) -> np.ndarray:
         """See :meth:`TreeKernels.body_forces`."""
         raise InputError(f"external forces do not apply to a {self._KIND}")
+
+    def force_function(self, what: str, fext: Mapping) -> Callable[..., np.ndarray]:
+        """See :meth:`TreeKernels.force_function`."""
+        raise InputError(f"{what} with external forces does not apply to a {self._KIND}")
 
     def check_forces(self, fext: Mapping) -> None:
         """See :meth:`TreeKernels.check_forces`."""
@@ -250,7 +263,7 @@ class ModelKernels:
     def _size(self, name: str) -> int | tuple[int, int]:
         raise NotImplementedError
 
-    def _validate_input(self, name: str, x) -> np.ndarray:
+    def _validate_input(self, name: str, x, label: str) -> np.ndarray:
         raise NotImplementedError
 
     def _model_fingerprint(self) -> str | None:
@@ -269,7 +282,7 @@ class ModelKernels:
         tree = model.tree if isinstance(model, ClusterModel) else model  # whose configuration is the first input
         sizes = [(x, self._size(x)) for x in function.inputs]
         shape = function.shape(model)
-        validate = self._validator(function.inputs)
+        validate = self._validator(function.inputs, function.labels)
 
         def build(*xs):
             return [function.compute(model, *xs), validity(tree, xs, self._residuals(xs[0]), LOOP_TOLERANCE)]
@@ -313,12 +326,15 @@ class ModelKernels:
                 if value is old:
                     table[key] = new
 
-    def _validator(self, names: tuple[str, ...]) -> Callable[..., tuple]:
+    def _validator(self, names: tuple[str, ...], labels: Mapping[str, str]) -> Callable[..., tuple]:
         """``validate(*args)``: the arguments checked (the eager API's errors) and converted."""
         validate_input = self._validate_input
+        named = [(name, labels.get(name, name)) for name in names]
 
         def validate(*args):
-            return tuple(validate_input(name, x) for name, x in zip(names, args))
+            if len(args) != len(named):
+                raise InputError(f"{len(named)} arguments expected ({', '.join(n for _, n in named)}), got {len(args)}")
+            return tuple(validate_input(name, x, label) for (name, label), x in zip(named, args))
 
         return validate
 
@@ -351,15 +367,19 @@ class TreeKernels(ModelKernels):
             return model.nq
         if name == "fext":
             return (6, model.njoints)
+        if name.startswith("wrench"):
+            return 6
         return model.nv
 
-    def _validate_input(self, name: str, x) -> np.ndarray:
+    def _validate_input(self, name: str, x, label: str) -> np.ndarray:
         if name == "q":
             return checks.configuration(self.model, x)
         if name == "fext":  # made by body_forces: shaped, maybe not finite
             if not np.all(np.isfinite(x)):
                 raise NonFiniteForces("fext has non-finite wrenches")
             return x
+        if name.startswith("wrench"):
+            return checks.vector(x, 6, label)
         return checks.vector(x, self.model.nv, name)
 
     def _model_fingerprint(self) -> str | None:
@@ -426,6 +446,54 @@ class TreeKernels(ModelKernels):
         return call
 
     # ----------------------------------------------------------------------------- external forces
+    def force_function(self, what: str, fext: Mapping) -> Callable[..., np.ndarray]:
+        """The call of ``what`` (``"rnea"`` or ``"aba"``) with the external forces on ``fext``'s
+        frames, in its order: ``call(q, v, a_or_tau, *fext.values())``, in :attr:`forces` under
+        ``(what, *frames)``. Up to :data:`MAX_WRENCHES` frames, one kernel per frame set taking
+        each wrench as an input; beyond, the wrenches are mapped to body forces in numpy
+        (:meth:`body_forces`) for one kernel per function.
+
+        Raises:
+            InputError: ``fext`` is not a mapping.
+            FrameError: an unknown frame name (InputError: an index out of range).
+        """
+        if not isinstance(fext, Mapping):
+            raise InputError("fext must be a mapping {frame name: wrench (6,)}")
+        model = self.model
+        frames = tuple(fext)
+        indices = tuple(checks.frame_index(model, f) for f in frames)
+        canonical = (what, *indices)
+        call = self.forces.get(canonical)
+        if call is None and len(frames) > MAX_WRENCHES:
+            call = self._mapped_forces(what, frames)
+        elif call is None:
+            call = self._compile(
+                f"{what}_wrenches",
+                _wrench_function(what, indices, tuple(model.frames[i].name for i in indices)),
+                indices,
+                f"{what}_wrenches_{len(indices)}",
+                lambda k, old, new: k._swap_in(k.forces, old, new),
+            )
+        keys = [canonical, (what, *frames)] if all(_hashable(f) for f in frames) else [canonical]
+        self._remember(self.forces, keys, call)
+        return call
+
+    def _mapped_forces(self, what: str, frames: tuple) -> Callable[..., np.ndarray]:
+        """The call of ``what`` on many frames: wrenches mapped to body forces, then one kernel."""
+        fext_function = f"{what}_fext"
+
+        def call(q, v, x, *wrenches):
+            fext = dict(zip(frames, wrenches))
+            try:
+                with np.errstate(invalid="ignore", over="ignore"):  # a non-finite wrench: named below
+                    F = self.body_forces(fext)
+                return self.function(fext_function)(q, v, x, F)
+            except NonFiniteForces:
+                self.check_forces(fext)  # names the wrench
+                raise
+
+        return call
+
     def body_forces(self, fext: Mapping) -> np.ndarray:
         """``{frame: LOCAL wrench (6,)}`` as one spatial force per body in its joint frame (6, njoints).
 
@@ -502,7 +570,7 @@ class ClusterKernels(ModelKernels):
         cm = self.model
         return cm.tree.nq if name == "y" else cm.nv
 
-    def _validate_input(self, name: str, x) -> np.ndarray:
+    def _validate_input(self, name: str, x, label: str) -> np.ndarray:
         cm = self.model
         return closed_configuration(cm, x) if name == "y" else checks.vector(x, cm.nv, name)
 
@@ -559,6 +627,26 @@ def _frame_function(what: str, index: int, reference) -> _Function:
             ("q", "v"), "velocity", _six, lambda m, q, v: Workspace(m, q, v).frame_velocity(index, reference)
         )
     return _Function(("q", "v"), "drift", _six, lambda m, q, v: Workspace(m, q, v).frame_drift(index, reference))
+
+
+def _wrench_function(what: str, indices: tuple[int, ...], frames: tuple) -> _Function:
+    """``rnea``/``aba`` with one LOCAL wrench input (6,) per frame of ``indices`` (named ``frames``
+    in errors)."""
+    wrenches = tuple(f"wrench{k}" for k in range(len(indices)))
+    labels = {w: f"fext[{frame!r}]" for w, frame in zip(wrenches, frames)}
+    if what == "rnea":
+
+        def rnea(m, q, v, a, *W):
+            ws = Workspace(m, q, v)
+            return ws.rnea(a, dict(zip(indices, W)))
+
+        return _Function(("q", "v", "a", *wrenches), "tau", _nv, rnea, labels)
+
+    def aba(m, q, v, tau, *W):
+        ws = Workspace(m, q, v)
+        return ws.aba(tau, dict(zip(indices, W)))
+
+    return _Function(("q", "v", "tau", *wrenches), "qdd", _nv, aba, labels)
 
 
 def _constraint_function(what: str, constraints, method) -> _Function:
