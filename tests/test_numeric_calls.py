@@ -12,6 +12,7 @@ answered by CasADi's virtual machine while the kernel compiles in the background
 
 from __future__ import annotations
 
+import ctypes
 import subprocess
 import threading
 import warnings
@@ -22,7 +23,7 @@ import pytest
 
 import wbc
 from tests.helpers import TOL_KERNEL, assert_close
-from wbc.codegen import background, calls, model_kernels
+from wbc.codegen import background, builtins, calls, model_kernels
 from wbc.codegen.cache import find_compiler
 from wbc.errors import CompileError
 from wbc.robots import synthetic
@@ -144,13 +145,14 @@ def test_the_c_source_compiles_without_warnings(tmp_path):
     source = resources.files("wbc.codegen").joinpath("numeric_call.c")
     out = tmp_path / "numeric_call.so"
     run = subprocess.run(
-        [find_compiler(), *calls.FLAGS, "-Wall", "-Wextra", "-Werror", str(source), "-o", str(out)],
+        [find_compiler(), *builtins.FLAGS, "-Wall", "-Wextra", "-Werror", str(source), "-o", str(out)],
         capture_output=True,
         text=True,
         check=False,
     )
     assert run.returncode == 0, run.stderr
-    assert calls._load(out) != 0
+    size = ctypes.sizeof(calls._CallData)
+    assert builtins.load(out, ("wbc_numeric_definition",), "wbc_numeric_call_size", size)[0] != 0
 
 
 # ------------------------------------------------------------------------------ background compiles

@@ -27,29 +27,22 @@ turns (the GIL on the C path, a lock on the Python path). :func:`kernel_of` give
 from __future__ import annotations
 
 import ctypes
-import functools
-import sysconfig
 from collections.abc import Callable, Sequence
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import casadi as ca
 import numpy as np
 
-from ..errors import CompileError, InputError
+from ..errors import InputError
 from ..model import checks
 from ..model.model import Model
+from . import builtins
 from .batch import entry_points
-from .cache import CacheUnavailable, cached_source_library, find_compiler
 from .kernel import Kernel
 
 __all__ = ["fast_call", "validity", "kernel_of", "compiled_path"]
 
 _INF = float("inf")
-
-#: Compiler flags of ``numeric_call.c``.
-FLAGS: tuple[str, ...] = ("-O2", "-fPIC", "-shared", "-fno-math-errno")
 
 _MAX_INPUTS = 8  # WBC_MAX_INPUTS in numeric_call.c
 _P = ctypes.c_void_p
@@ -75,50 +68,22 @@ class _CallData(ctypes.Structure):
     ]
 
 
-def _load(path: Path) -> int:
-    """The address of the method definition in the library at ``path``."""
-    try:
-        library = ctypes.PyDLL(str(path))
-        definition, size = library.wbc_numeric_definition, library.wbc_numeric_call_size
-    except (OSError, AttributeError) as e:
-        raise CompileError(f"{path}: cannot load the numeric call from it: {e}") from None
-    definition.restype, definition.argtypes = _P, []
-    size.restype, size.argtypes = ctypes.c_int, []
-    if size() != ctypes.sizeof(_CallData):
-        raise CompileError(f"{path}: the numeric call's data layout differs from wbc.codegen.calls'")
-    _loaded.append(library)  # kept for the life of the process: its functions are referenced by address
-    return int(definition() or 0)
-
-
-_loaded: list[ctypes.CDLL] = []
-
-
-@functools.cache
 def _definition() -> int | None:
-    """The address of ``numeric_call.c``'s method definition, or None when the C path is not
-    available (no compiler, no writable cache, a free-threaded CPython)."""
-    if sysconfig.get_config_var("Py_GIL_DISABLED") or find_compiler() is None:
-        return None
-    source = resources.files("wbc.codegen").joinpath("numeric_call.c").read_text()
-    try:
-        return cached_source_library("wbc_numeric_call", source, _load, flags=FLAGS) or None
-    except (CompileError, CacheUnavailable):
-        return None
-
-
-@functools.cache
-def _new_function() -> Callable[[int, tuple, None], Callable[..., np.ndarray]]:
-    new = ctypes.pythonapi.PyCFunction_NewEx
-    new.restype, new.argtypes = ctypes.py_object, [_P, ctypes.py_object, _P]
-    return new
+    """The address of ``numeric_call.c``'s method definition, or None (:mod:`.builtins`)."""
+    found = builtins.definitions(
+        "wbc.codegen",
+        "numeric_call.c",
+        "wbc_numeric_call",
+        ("wbc_numeric_definition",),
+        "wbc_numeric_call_size",
+        ctypes.sizeof(_CallData),
+    )
+    return None if found is None else found[0]
 
 
 def compiled_path(call: Callable) -> bool:
     """Whether ``call`` (from :func:`fast_call`) runs on the one-C-call path."""
-    return type(call) is _BUILTIN
-
-
-_BUILTIN = type(len)
+    return builtins.is_builtin(call)
 
 
 def validity(model: Model, inputs: Sequence, loop_residuals: Sequence = (), loop_tolerance: float = 0.0):
@@ -190,7 +155,7 @@ def _compiled_call(kernel: Kernel, validate: Callable[..., tuple]) -> Callable[.
         raise InputError(f"kernel {kernel.name}: arguments of shapes {[np.shape(x) for x in args]} for inputs {shapes}")
 
     keep = (ctypes.addressof(data), converted, kernel.outputs[0].__copy__, refuse, kernel, data, arg, res, iw, w, entry)
-    return _new_function()(definition, keep, None)
+    return builtins.new_builtin(definition, keep)
 
 
 def _fast_call(kernel: Kernel, validate: Callable[..., tuple]) -> Callable[..., np.ndarray]:
