@@ -25,6 +25,7 @@ import wbc
 from tests.helpers import TOL_KERNEL, assert_close
 from wbc.codegen import background, builtins, calls, model_kernels
 from wbc.codegen.cache import find_compiler
+from wbc.control import target_call
 from wbc.errors import CompileError
 from wbc.robots import synthetic
 
@@ -140,19 +141,25 @@ def test_results_are_new_arrays_in_the_kernels_layout(floating):
 
 
 @needs_compiler
-def test_the_c_source_compiles_without_warnings(tmp_path):
-    """``numeric_call.c`` under ``-Wall -Wextra -Werror`` (and the layout the Python side expects)."""
-    source = resources.files("wbc.codegen").joinpath("numeric_call.c")
-    out = tmp_path / "numeric_call.so"
+@pytest.mark.parametrize(
+    ("package", "source", "definition", "size_symbol", "layout"),
+    [
+        ("wbc.codegen", "numeric_call.c", "wbc_numeric_definition", "wbc_numeric_call_size", calls._CallData),
+        ("wbc.control", "target_call.c", "wbc_target_definition", "wbc_target_size", target_call._TargetData),
+    ],
+)
+def test_the_c_sources_compile_without_warnings(tmp_path, package, source, definition, size_symbol, layout):
+    """The hand-written C under ``-Wall -Wextra -Werror``, with the data layout the Python side expects."""
+    path = resources.files(package).joinpath(source)
+    out = tmp_path / "routine.so"
     run = subprocess.run(
-        [find_compiler(), *builtins.FLAGS, "-Wall", "-Wextra", "-Werror", str(source), "-o", str(out)],
+        [find_compiler(), *builtins.FLAGS, "-Wall", "-Wextra", "-Werror", str(path), "-o", str(out)],
         capture_output=True,
         text=True,
         check=False,
     )
     assert run.returncode == 0, run.stderr
-    size = ctypes.sizeof(calls._CallData)
-    assert builtins.load(out, ("wbc_numeric_definition",), "wbc_numeric_call_size", size)[0] != 0
+    assert builtins.load(out, (definition,), size_symbol, ctypes.sizeof(layout))[0] != 0
 
 
 # ------------------------------------------------------------------------------ background compiles
