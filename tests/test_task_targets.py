@@ -10,6 +10,7 @@ import pytest
 
 import wbc
 from wbc import robots, tasks
+from wbc.codegen.fingerprint import fingerprint
 from wbc.control import Task
 
 
@@ -145,6 +146,7 @@ def test_set_target_becomes_one_c_call_with_the_same_parameters(panda):
     for task, args, expected in _targets(panda.model, q, rng):
         task.set_target(*args)  # the first call: Python, then the C path is the task's own
         assert wbc.codegen.builtins.is_builtin(task.__dict__.get("set_target")), task.name
+        assert fingerprint(task) is not None  # the controller's kernel index still sees the task
         task._params[: expected.size] = -1.0
         task.set_target(*args)  # the C path
         np.testing.assert_array_equal(task._params[: expected.size], expected, err_msg=task.name)

@@ -16,6 +16,8 @@ and after the swap (``tests/test_numeric_background.py`` checks every function b
 - Shutdown: at exit the process waits for the jobs to finish (so the kernels are in the disk cache
   for the next process: a short script does not leave them uncompiled forever); :func:`wait` does
   the same at any time. A forked child restarts the jobs it inherited in its own worker.
+- The compiler processes of a background compile run niced (:data:`~wbc.codegen.cache.BACKGROUND_NICENESS`):
+  they yield the processors to the user's own threads (a control loop keeps its timing).
 - ``WBC_BACKGROUND_COMPILE=0`` turns this off: the first call compiles and waits (the behaviour
   without a C compiler is unchanged: the virtual machine, with a warning).
 """
@@ -31,7 +33,7 @@ from typing import Any
 
 from ..errors import WbcPerformanceWarning
 
-__all__ = ["enabled", "submit", "wait", "pending"]
+__all__ = ["enabled", "submit", "wait", "pending", "is_worker"]
 
 
 def enabled() -> bool:
@@ -135,6 +137,11 @@ def wait(timeout: float | None = None) -> bool:
 def pending() -> int:
     """How many compiles are queued or running."""
     return _worker.pending()
+
+
+def is_worker() -> bool:
+    """Whether the calling thread is the background compiler (its compiler processes are niced)."""
+    return threading.current_thread() is _worker.thread
 
 
 atexit.register(wait)

@@ -41,6 +41,7 @@ no permission) and lacks the kernel makes wbc compile into ``$TMPDIR/wbc-kernels
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
 import fcntl
@@ -65,7 +66,7 @@ from typing import Generic, TypeVar
 import casadi as ca
 
 from ..errors import CompileError, WbcPerformanceWarning, WbcSecurityWarning
-from . import memo
+from . import background, memo
 from .emit import DEFAULT_PART_OPS, PARTS_PER_FILE, SplitPlan, Unsupported, writer_digest
 from .trust import PRIVATE_DIRECTORY_MODE, PUBLIC_FILE_MODE, untrusted_directory, untrusted_file
 
@@ -577,27 +578,44 @@ def _compile_and_link(compiler: str, flags: Sequence[str], sources: Iterable[Pat
     files = iter(sources)
     first = next(files)
     second = next(files, None)
+    low = background.is_worker()  # a background compile: the compiler yields to the user's threads
     if second is None:
         cmd = [compiler, *flags, str(first), "-o", str(out), "-lm"]
-        _run(cmd, first.name)
+        _run(cmd, first.name, low)
         return cmd
     objects: list[Path] = []
     with ThreadPoolExecutor(max_workers=_processors()) as pool:
         futures = []
         for src in itertools.chain((first, second), files):
             objects.append(src.with_suffix(".o"))
-            futures.append(pool.submit(_run, [compiler, *flags, "-c", str(src), "-o", str(objects[-1])], src.name))
+            command = [compiler, *flags, "-c", str(src), "-o", str(objects[-1])]
+            futures.append(pool.submit(_run, command, src.name, low))
         for future in futures:
             future.result()
     cmd = [compiler, *flags, *map(str, objects), "-o", str(out), "-lm"]
-    _run(cmd, out.name)
+    _run(cmd, out.name, low)
     return cmd
 
 
-def _run(cmd: list[str], what: str) -> None:
-    proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace", stdin=subprocess.DEVNULL)
+#: How much a background compile's compiler processes are niced (POSIX priority, 0-19).
+BACKGROUND_NICENESS = 10
+
+
+def _run(cmd: list[str], what: str, low_priority: bool = False) -> None:
+    with subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        errors="replace",
+    ) as proc:
+        if low_priority:
+            with contextlib.suppress(OSError, AttributeError):
+                os.setpriority(os.PRIO_PROCESS, proc.pid, BACKGROUND_NICENESS)
+        _, stderr = proc.communicate()
     if proc.returncode != 0:
-        raise CompileError(f"compiling {what} failed ({' '.join(cmd)}):\n{proc.stderr[-4000:]}")
+        raise CompileError(f"compiling {what} failed ({' '.join(cmd)}):\n{stderr[-4000:]}")
 
 
 def _processors() -> int:

@@ -3,9 +3,10 @@
 :func:`fingerprint` hashes objects by value, recursively: numbers (exactly, by ``repr``), strings,
 enums, paths (as text), numpy arrays (dtype, shape, bytes), lists, tuples, dicts (in order), sets, slices, and the
 instances of wbc's own classes (class name and every attribute, sorted by name, cycles as
-back-references). Anything else (a class defined outside wbc, a function, a CasADi object, an
-object array) makes it answer ``None``: such a trace is not fingerprinted, it is traced. Weak
-references (a task's link to its controller) are not followed.
+back-references; a class lists derived attributes to leave out in ``_fingerprint_skip``).
+Anything else (a class defined outside wbc, a function, a CasADi object, an object array) makes
+it answer ``None``: such a trace is not fingerprinted, it is traced. Weak references (a task's
+link to its controller) are not followed.
 
 :func:`source_digest` hashes the source of wbc itself (and of ``wbc.tasks`` and ``wbc.robots``),
 so that any change of the code that traces invalidates every fingerprint; :func:`sources_unchanged`
@@ -123,8 +124,11 @@ def _digest(obj) -> str:
 
 
 def _state(obj) -> list[tuple[str, object]]:
-    """Every attribute of ``obj`` (instance dictionary and slots), sorted by name."""
+    """Every attribute of ``obj`` (instance dictionary and slots), sorted by name, but those its
+    class names in ``_fingerprint_skip`` (derived state: caches, buffers, compiled helpers)."""
     state = dict(getattr(obj, "__dict__", {}))
+    for name in getattr(type(obj), "_fingerprint_skip", ()):
+        state.pop(name, None)
     slots, fields = _attribute_names(type(obj))
     for name in slots:
         if hasattr(obj, name):

@@ -202,6 +202,9 @@ class Task(Contributor):
             self._install_target_call()
 
     # ----------------------------------------------------------------------------- set_target in C
+    #: Derived state a fingerprint of the task leaves out (the staging buffer, the compiled setter).
+    _fingerprint_skip = ("set_target", "_staging", "_views", "_unit_parts", "_target_call_tried")
+
     #: The methods a task's compiled ``set_target`` stands for: overridden outside wbc, it is not used.
     _TARGET_METHODS = (
         "set_target",
