@@ -52,7 +52,7 @@ from .pieces import Cost, Group, Kind
 from .target_call import TargetArgument, TargetLayout, target_call
 
 if TYPE_CHECKING:
-    from .context import StepContext
+    from .step_context import StepContext
 
 __all__ = ["Task", "Gain"]
 

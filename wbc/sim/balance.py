@@ -51,9 +51,12 @@ from wbc.model.model import Model
 
 from . import catalog
 from .catalog import FootKind, LeggedRobot
+from .faults import Faults
+from .injection import inject
 from .mujoco import ContactSphere, MujocoSim
 
 __all__ = [
+    "step_survived",
     "CONTACT_KP",
     "DT",
     "MAX_SLIP_M",
@@ -218,6 +221,8 @@ class Balance:
         contact_kp: the contacts' pose-feedback stiffness (1/s²); default :data:`CONTACT_KP` for
             soles, the library's default for point feet, at a 1 ms period (scaled by ``(1 ms / Δt)²``
             for a robot whose MJCF sets another time step ``Δt``: the same feedback per step).
+        faults: model errors, sensor noise, latency, actuator limits (:mod:`wbc.sim.faults`);
+            None or all off: none.
 
     Raises:
         ModelError: the robot has no feet (see :func:`wbc.sim.catalog.legged_robot`).
@@ -230,6 +235,7 @@ class Balance:
         solver: Solver | str = Solver.DAQP,
         input_matrix: InputMatrixMethod | str = InputMatrixMethod.IIM,
         contact_kp: float | None = None,
+        faults: Faults | None = None,
     ) -> None:
         self.spec = spec = catalog.legged_robot(robot, "balance")
         self.model = model = spec.model
@@ -255,6 +261,9 @@ class Balance:
         else:
             contacts = [PointContact(f, mu=MU, kp=kp) for f in spec.feet]
         self.sim.reset(spec.q0)
+        self.faults = inject(faults, self.sim, model, dict(getattr(spec, "locked", ())))
+        if self.faults is not None:  # the controller's model and sensors, the motors (wbc.sim.injection)
+            self.sim, model = self.faults.sim, self.faults.controller_model
         tasks = catalog.tasks()
         self.com = tasks.CoMTask(weight=10.0, kp=100.0)
         self.orientation = tasks.OrientationTask(self.base, weight=1.0, kp=100.0)
@@ -268,8 +277,11 @@ class Balance:
             dt=self.dt,
         )
         self.controller.compile()
-        self.com0 = center_of_mass(self.tree, spec.q0)
-        self.orientation.set_target_from_configuration(self.tree, spec.q0)
+        if self.faults is not None:
+            self.controller = self.faults.controller(self.controller)
+        tree = model.tree if isinstance(model, ClusterModel) else model  # the controller's
+        self.com0 = center_of_mass(tree, spec.q0)
+        self.orientation.set_target_from_configuration(tree, spec.q0)
         self.posture.set_target(self.controller.within_limits(spec.q0))
         self.com.set_target(self.com0)
 
@@ -400,6 +412,15 @@ def friction_use(forces: np.ndarray) -> np.ndarray:
     return np.linalg.norm(forces[..., :2], axis=-1) / (MU * np.maximum(forces[..., 2], 1e-9))
 
 
+def step_survived(sim: MujocoSim) -> bool:
+    """One simulator step; False when the simulation diverged (the robot is taken to have fallen)."""
+    try:
+        sim.step()
+    except errors.SimulationDiverged:
+        return False
+    return True
+
+
 def apply_due_pushes(sim: MujocoSim, body: str, pending: list[Push], t: float) -> None:
     """Start, on ``body``, the pushes of ``pending`` (sorted by time) due at ``t``; removes them."""
     while pending and pending[0].time_s <= t:
@@ -486,8 +507,9 @@ def _survived(fell: bool, base_ratio: float, slip_m: float) -> bool:
     return not fell and base_ratio >= MIN_BASE_RATIO and slip_m < MAX_SLIP_M
 
 
-def push_trial(robot: str | LeggedRobot, trial: PushTrial) -> PushOutcome:
-    """Run one :class:`PushTrial` on ``robot`` (a catalog name or a :class:`LeggedRobot`).
+def push_trial(robot: str | LeggedRobot, trial: PushTrial, faults: Faults | None = None) -> PushOutcome:
+    """Run one :class:`PushTrial` on ``robot`` (a catalog name or a :class:`LeggedRobot`), under
+    ``faults`` if given (:mod:`wbc.sim.faults`).
 
     Deterministic, and a pure function of its arguments (both picklable, as is the result): a sweep
     can run each cell in its own process.
@@ -497,7 +519,7 @@ def push_trial(robot: str | LeggedRobot, trial: PushTrial) -> PushOutcome:
         from . import walking
 
         length = STEPPING_TRIAL_S if trial.length_s is None else trial.length_s
-        _, _, s = walking.stand_and_push(robot, push.force, trial.time_s, length, trial.duration_s)
+        _, _, s = walking.stand_and_push(robot, push.force, trial.time_s, length, trial.duration_s, faults=faults)
         fell, ratio, slip = s["fell"], s["min_pelvis_height_ratio"], s["max_foot_slip_m"]
         return PushOutcome(
             s["robot"],
@@ -510,7 +532,7 @@ def push_trial(robot: str | LeggedRobot, trial: PushTrial) -> PushOutcome:
             len(s["recovery_steps"]),
         )
     sc = Scenario.standing(3.0 if trial.length_s is None else trial.length_s, (push,))
-    balance = Balance(robot, sc)
+    balance = Balance(robot, sc, faults=faults)
     s = balance.summarize(balance.run(progress=False))
     ratio = s[f"min_{balance.base_name}_height_ratio"]
     return PushOutcome(
@@ -584,8 +606,9 @@ class SoakSettings:
     seed: int = 0
 
 
-def soak(robot: str | LeggedRobot, settings: SoakSettings, progress: bool = True) -> dict:
-    """Push the standing robot at random for ``settings.seconds`` simulated s, resetting it after a fall.
+def soak(robot: str | LeggedRobot, settings: SoakSettings, progress: bool = True, faults: Faults | None = None) -> dict:
+    """Push the standing robot at random for ``settings.seconds`` simulated s, resetting it after a fall
+    (under ``faults`` if given, :mod:`wbc.sim.faults`).
 
     A fall is the base below half its initial height, a diverged simulation or a controller error.
     Feet are sampled every 10 steps; a push's foot displacement is how far (horizontally) a foot
@@ -598,7 +621,7 @@ def soak(robot: str | LeggedRobot, settings: SoakSettings, progress: bool = True
         foot by more than 1 cm, the non-optimal steps by status, the steps whose torques were not
         finite (NaN count) and the exceptions.
     """
-    bal = Balance(robot, Scenario.standing(settings.seconds))
+    bal = Balance(robot, Scenario.standing(settings.seconds), faults=faults)
     sim, ctrl, spec = bal.sim, bal.controller, bal.spec
     rng = np.random.default_rng(settings.seed)
     steps = int(round(settings.seconds / DT))
@@ -663,9 +686,7 @@ def soak(robot: str | LeggedRobot, settings: SoakSettings, progress: bool = True
             recent[:] = [p for p in recent if i * DT - p[0] <= FALL_WINDOW] + [last_push]
             out["pushes"] += 1
             next_push = t_local + rng.uniform(*settings.interval)
-        try:
-            sim.step()
-        except errors.SimulationDiverged:
+        if not step_survived(sim):
             fallen(i)
             continue
         t_local += DT

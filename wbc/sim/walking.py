@@ -38,6 +38,8 @@ import wbc
 from wbc import locomotion as loco
 from wbc.sim import catalog
 from wbc.sim.catalog import LeggedRobot
+from wbc.sim.faults import Faults
+from wbc.sim.injection import inject
 from wbc.sim.mujoco import MujocoSim
 
 __all__ = [
@@ -147,6 +149,8 @@ class Walker:
         dcm_tolerance: DCM error (m) beyond which the next step is re-planned (with ``adjust``).
         clip_zmp: the CoM acceleration realizes the stabilizer's ZMP clipped to the support polygon
             (LIPM-feasible); False: the feedback law's unclipped ZMP, left to the QP's CoP limits.
+        faults: model errors, sensor noise, latency, actuator limits (:mod:`wbc.sim.faults`): the
+            controller and the CoM estimate of the stabilizer see the faulty robot.
     """
 
     def __init__(
@@ -161,6 +165,7 @@ class Walker:
         contact_kp: float = CONTACT_KP,
         dcm_tolerance: float = DCM_TOLERANCE,
         clip_zmp: bool = True,
+        faults: Faults | None = None,
     ) -> None:
         self.spec = spec = catalog.legged_robot(robot, "walk")
         self.robot = spec.name
@@ -171,6 +176,9 @@ class Walker:
         tasks = catalog.tasks()
         self.sim = MujocoSim(model, [(f, spec.sole.length, spec.sole.width) for f in spec.feet])
         self.sim.reset(spec.q0)
+        self.faults = inject(faults, self.sim, model, dict(getattr(spec, "locked", ())))
+        if self.faults is not None:  # the controller's model and sensors, the motors (wbc.sim.injection)
+            self.sim, model = self.faults.sim, self.faults.controller_model
         self.frame = {loco.Foot.LEFT: spec.feet[0], loco.Foot.RIGHT: spec.feet[1]}
         self.contacts = {
             f: wbc.SurfaceContact(frame, spec.sole.length, spec.sole.width, mu=0.7, kp=contact_kp)
@@ -192,6 +200,8 @@ class Walker:
         all_tasks = [self.com_task, self.orientation, self.posture, *self.foot_tasks.values()]
         self.controller = wbc.WholeBodyController(model, all_tasks, list(self.contacts.values()))
         self.controller.compile()
+        if self.faults is not None:
+            self.controller = self.faults.controller(self.controller)
         self.posture.set_target(self.controller.within_limits(spec.q0))
         self.weight = model.total_mass * loco.GRAVITY
         self.shape = loco.FootShape(spec.sole.length, spec.sole.width)
@@ -237,7 +247,10 @@ class Walker:
         return self.timeline
 
     def _com(self) -> tuple[np.ndarray, np.ndarray]:
-        """MuJoCo's CoM (3,) and CoM velocity (3,) at the current state."""
+        """MuJoCo's CoM (3,) and CoM velocity (3,) at the current state (with faults, the
+        controller's estimate: :meth:`wbc.sim.injection.Injection.center_of_mass`)."""
+        if self.faults is not None:
+            return self.faults.center_of_mass()
         self.sim.forward()
         m, d = self.sim.mjmodel, self.sim.mjdata
         mujoco.mj_subtreeVel(m, d)
@@ -515,6 +528,7 @@ def stand_and_push(
     duration: float = 3.0,
     push_length: float = 0.1,
     recover: bool = True,
+    faults: Faults | None = None,
 ):
     """Stand, push the pelvis with ``force`` (3,) N over ``push_length`` s at ``push_time``, recover
     by stepping when the capture point leaves the feet (unless ``recover`` is False); returns
@@ -524,7 +538,7 @@ def stand_and_push(
     clipped to the support polygon: the QP's centre-of-pressure limits bound what the feet give and
     the rest comes from the upper body's angular momentum (the hip strategy), as in the balance demo.
     """
-    walker = Walker(robot, adjust=True, k_dcm=STANDING_K_DCM, clip_zmp=False)
+    walker = Walker(robot, adjust=True, k_dcm=STANDING_K_DCM, clip_zmp=False, faults=faults)
     pushes = [(push_time, np.asarray(force, float), push_length)]
     run = walker.run(duration, pushes=pushes, recover=recover, progress=False)
     return walker, run, summarize(walker, run)
