@@ -144,12 +144,15 @@ def test_set_target_becomes_one_c_call_with_the_same_parameters(panda):
     rng = np.random.default_rng(3)
     q = wbc.random_configuration(panda.model, rng)
     for task, args, expected in _targets(panda.model, q, rng):
+        assert "set_target" not in task.__dict__
         task.set_target(*args)  # the first call: Python, then the C path is the task's own
+        by_python = task._params.copy()
+        np.testing.assert_array_equal(by_python[: expected.size], expected, err_msg=task.name)
         assert wbc.codegen.builtins.is_builtin(task.__dict__.get("set_target")), task.name
         assert fingerprint(task) is not None  # the controller's kernel index still sees the task
-        task._params[: expected.size] = -1.0
+        task._params[: expected.size] = -1.0  # the target's part (the rest: gains, untouched)
         task.set_target(*args)  # the C path
-        np.testing.assert_array_equal(task._params[: expected.size], expected, err_msg=task.name)
+        np.testing.assert_array_equal(task._params, by_python, err_msg=task.name)  # the whole buffer
 
 
 @needs_compiler
