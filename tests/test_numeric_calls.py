@@ -141,6 +141,32 @@ def test_results_are_new_arrays_in_the_kernels_layout(floating):
 
 
 @needs_compiler
+def test_threads_get_their_own_large_results():
+    """A result of more than 500 entries: numpy's own copy of it would release the GIL, and another
+    thread's call would overwrite the output half-copied; the C call fills a new array instead."""
+    model = synthetic.chain(40)  # crba: 1600 entries
+    rng = np.random.default_rng(8)
+    qs = [wbc.random_configuration(model, rng) for _ in range(4)]
+    wbc.crba(model, qs[0])
+    assert background.wait(120)
+    assert _compiled(model_kernels.kernels_of(model).crba)
+    expected = [wbc.crba(model, q) for q in qs]
+    wrong = []
+
+    def work(k):
+        for _ in range(5000):
+            if not np.array_equal(wbc.crba(model, qs[k]), expected[k]):
+                wrong.append(k)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not wrong, f"{len(wrong)} results of other threads' calls"
+
+
+@needs_compiler
 @pytest.mark.parametrize(
     ("package", "source", "definition", "size_symbol", "layout"),
     [

@@ -8,8 +8,9 @@ the validity scalar and returns a copy of the first output: no tracing, no looku
 reductions. For a compiled kernel this is **one C call** (``numeric_call.c``, next to this module,
 compiled once per machine into the kernel cache): a CPython builtin function that reads the
 arguments through the buffer protocol (float64 arrays of the inputs' exact shapes, contiguous),
-calls the kernel's generated C entry point directly and returns ``copy()`` of the output, with the
-GIL held from the first copy to the result (so concurrent calls take turns without a lock). A
+calls the kernel's generated C entry point directly and copies the output into a new array made
+before, with the GIL held and no Python code run from the first copy to the last (so concurrent
+calls take turns without a lock: numpy's ``copy()`` would release the GIL on a large array). A
 kernel in CasADi's virtual machine, a free-threaded CPython, or no compiler: the same steps in
 Python, under a lock. Finiteness and unit quaternions (and, on clustered models, closed loops) are
 checked inside the kernel, by the validity scalar: the sum of the squares of every input (not
@@ -27,6 +28,7 @@ turns (the GIL on the C path, a lock on the Python path). :func:`kernel_of` give
 from __future__ import annotations
 
 import ctypes
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -50,7 +52,7 @@ _P = ctypes.c_void_p
 
 class _CallData(ctypes.Structure):
     """``wbc_call`` of ``numeric_call.c``: the kernel's entry point, its argument, result and work
-    arrays, the validity scalar, and each input's buffer and shape."""
+    arrays, the validity scalar, the output's buffer and size, and each input's buffer and shape."""
 
     _fields_ = [
         ("eval", _P),
@@ -61,6 +63,8 @@ class _CallData(ctypes.Structure):
         ("check", _P),
         ("mem", ctypes.c_int),
         ("n_in", ctypes.c_int),
+        ("out", _P),
+        ("out_bytes", ctypes.c_ssize_t),
         ("inputs", _P * _MAX_INPUTS),
         ("rows", ctypes.c_ssize_t * _MAX_INPUTS),
         ("cols", ctypes.c_ssize_t * _MAX_INPUTS),
@@ -140,6 +144,7 @@ def _compiled_call(kernel: Kernel, validate: Callable[..., tuple]) -> Callable[.
     data.iw, data.w, data.check = iw.ctypes.data, w.ctypes.data, flat_out[-1].ctypes.data
     data.mem = ctypes.CFUNCTYPE(ctypes.c_int)(entry.checkout)() if entry.checkout else 0
     data.n_in = n
+    data.out, data.out_bytes = flat_out[0].ctypes.data, flat_out[0].nbytes
     for k, (f, x) in enumerate(zip(flat_in, kernel.inputs)):
         arg[k] = data.inputs[k] = f.ctypes.data
         shape: tuple[int, ...] = tuple(x.shape)
@@ -154,7 +159,9 @@ def _compiled_call(kernel: Kernel, validate: Callable[..., tuple]) -> Callable[.
     def refuse(*args):
         raise InputError(f"kernel {kernel.name}: arguments of shapes {[np.shape(x) for x in args]} for inputs {shapes}")
 
-    keep = (ctypes.addressof(data), converted, kernel.outputs[0].__copy__, refuse, kernel, data, arg, res, iw, w, entry)
+    output = kernel.outputs[0]
+    new = functools.partial(np.empty, output.shape, np.float64, "F")  # the result, filled in C
+    keep = (ctypes.addressof(data), converted, new, refuse, kernel, data, arg, res, iw, w, entry)
     return builtins.new_builtin(definition, keep)
 
 

@@ -2,13 +2,15 @@
  *
  * wbc_numeric_call is a CPython builtin function (METH_FASTCALL, made by PyCFunction_NewEx from
  * wbc_numeric_definition()) whose `self` is a tuple
- *     (address of a wbc_call, validate, copy of the output, refuse, ...objects kept alive)
- * Per call, with the GIL held throughout (no Python code runs between the copies into the input
- * buffers and the copy of the result, so calls from several threads take turns without a lock):
- * every argument is read through the buffer protocol and must be a float64 array, Fortran-contiguous
- * (a vector: any contiguous one), of its input's exact shape; they are copied into the kernel's
- * input buffers, the kernel's CasADi-generated C entry point is called, and when its validity scalar
- * (last output) is below infinity the result is `copy()` (a new array). Anything else (another
+ *     (address of a wbc_call, validate, new result array, refuse, ...objects kept alive)
+ * Per call: the result array is made first (`new()`: an empty array of the output's shape and
+ * layout); then, with the GIL held throughout and no Python code run (so calls from several
+ * threads take turns without a lock: numpy's own copy would release the GIL for a large array,
+ * letting another thread's call overwrite the output half-copied), every argument is read through
+ * the buffer protocol and must be a float64 array, Fortran-contiguous (a vector: any contiguous
+ * one), of its input's exact shape; they are copied into the kernel's input buffers, the kernel's
+ * CasADi-generated C entry point is called, and when its validity scalar (last output) is below
+ * infinity the output is copied into the result array, which is returned. Anything else (another
  * shape, a list, another dtype, a validity that is not finite) calls `validate(*args)`, which
  * raises the eager API's error or returns the arguments converted (a tuple of arrays that fit);
  * those are evaluated the same way without reading the validity (a finite input whose squares
@@ -36,6 +38,8 @@ typedef struct {
     const double *check; /* the validity scalar (the last output) */
     int mem;             /* the kernel's memory slot (checked out once) */
     int n_in;
+    double *out;                       /* the output buffer (the first output) */
+    intptr_t out_bytes;                /* its size */
     double *in[WBC_MAX_INPUTS];        /* the input buffers */
     intptr_t rows[WBC_MAX_INPUTS];     /* each input's shape: (rows,) or (rows, cols) */
     intptr_t cols[WBC_MAX_INPUTS];
@@ -67,8 +71,11 @@ void *PyObject_CallNoArgs(void *callable);
 void *PyObject_Vectorcall(void *callable, void *const *args, size_t nargsf, void *kwnames);
 intptr_t PyTuple_Size(void *tuple);
 void Py_DecRef(void *object);
+void PyErr_SetString(void *exception, const char *message);
+extern void *PyExc_RuntimeError;
 
 #define WBC_PYBUF_F_CONTIGUOUS_FORMAT (0x0040 | 0x0010 | 0x0008 | 0x0004)
+#define WBC_PYBUF_F_CONTIGUOUS_WRITABLE (WBC_PYBUF_F_CONTIGUOUS_FORMAT | 0x0001)
 #define WBC_METH_FASTCALL 0x0080
 
 /* Whether view is a float64 array of input k's shape. */
@@ -104,22 +111,48 @@ static int run(const wbc_call *c, void *const *args, intptr_t nargs, wbc_py_buff
     return ok;
 }
 
+/* Copies the output into result (made before the kernel ran) and returns it, or NULL (released). */
+static void *copy_out(const wbc_call *c, void *result) {
+    wbc_py_buffer view;
+    if (PyObject_GetBuffer(result, &view, WBC_PYBUF_F_CONTIGUOUS_WRITABLE) != 0) {
+        Py_DecRef(result);
+        return (void *)0;
+    }
+    const intptr_t bytes = view.len;
+    if (bytes == c->out_bytes) memcpy(view.buf, c->out, (size_t)bytes);
+    PyBuffer_Release(&view);
+    if (bytes == c->out_bytes) return result;
+    Py_DecRef(result);
+    PyErr_SetString(PyExc_RuntimeError, "wbc: a numeric call's result array is not the size of its output");
+    return (void *)0;
+}
+
 static void *wbc_numeric_call(void *self, void *const *args, intptr_t nargs) {
     const wbc_call *c = (const wbc_call *)PyLong_AsVoidPtr(PyTuple_GetItem(self, 0));
+    void *result = PyObject_CallNoArgs(PyTuple_GetItem(self, 2));
+    if (!result) return (void *)0;
     wbc_py_buffer views[WBC_MAX_INPUTS];
-    if (run(c, args, nargs, views) && *c->check < INFINITY) return PyObject_CallNoArgs(PyTuple_GetItem(self, 2));
+    if (run(c, args, nargs, views) && *c->check < INFINITY) return copy_out(c, result);
     void *converted = PyObject_Vectorcall(PyTuple_GetItem(self, 1), args, (size_t)nargs, (void *)0);
-    if (!converted) return (void *)0; /* validate raised */
+    if (!converted) { /* validate raised */
+        Py_DecRef(result);
+        return (void *)0;
+    }
     const intptr_t n = PyTuple_Size(converted);
     void *items[WBC_MAX_INPUTS];
-    void *result = (void *)0;
+    void *answer = (void *)0;
     if (n >= 0 && n <= WBC_MAX_INPUTS) {
         for (intptr_t k = 0; k < n; ++k) items[k] = PyTuple_GetItem(converted, k);
-        result = run(c, items, n, views) ? PyObject_CallNoArgs(PyTuple_GetItem(self, 2))
-                                         : PyObject_Vectorcall(PyTuple_GetItem(self, 3), items, (size_t)n, (void *)0);
+        if (run(c, items, n, views)) {
+            answer = copy_out(c, result);
+            result = (void *)0;
+        } else {
+            answer = PyObject_Vectorcall(PyTuple_GetItem(self, 3), items, (size_t)n, (void *)0);
+        }
     }
+    if (result) Py_DecRef(result);
     Py_DecRef(converted);
-    return result;
+    return answer;
 }
 
 static wbc_method_def wbc_method = {"call", (void *)wbc_numeric_call, WBC_METH_FASTCALL,
