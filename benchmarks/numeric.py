@@ -9,10 +9,15 @@ arguments a user passes (numpy arrays, frame names, constraint lists):
 * ``wbc_us``: the compiled function, ``pinocchio_us``: the equivalent Pinocchio Python call (or
   calls: ``forwardKinematics`` + ``updateFramePlacement`` for a placement), timed in interleaved
   blocks (:mod:`benchmarks.harness`), ``ratio = wbc_us / pinocchio_us``, ``noise`` its spread;
-* ``cold_s``: the first call of the function in a new process with an empty kernel cache (trace,
-  compile, load); ``hit_ms``: the first call in another new process on that cache (fingerprint,
-  index, load: nothing traced). ``setup_ms`` (function ``(process)``) is what the first function of
-  a process pays once: the digest of wbc's sources and the model's fingerprint.
+* ``cold_s``: the first call of the function, alone, in a new process with an empty kernel cache
+  (it traces and answers from CasADi's virtual machine while the kernel compiles in the
+  background); ``ready_s``: from that call until the compiled kernel is swapped in;
+  ``cold_seq_s``: the first call when every function is called in turn in one new process with an
+  empty cache (the background compiles of the earlier ones compete for the processors);
+  ``hit_ms``: the first call in another new process on that cache (fingerprint, index, load:
+  nothing traced). ``setup_ms`` (function ``(process)``) is what the first function of a process
+  pays once on top: the digest of wbc's sources (remembered in the cache), the compiler's identity
+  and the model's fingerprint.
 
 Both sides' results are compared before timing (``max_error``: relative, against Pinocchio). Not
 every Pinocchio call computes exactly what wbc's does: ``crba`` fills only the upper triangle,
@@ -272,9 +277,13 @@ def _relative(a, b) -> float:
 
 def time_cases(name: str, rounds: int, block_ms: float, log: Callable[[str], None]) -> list[Record]:
     """Eager, compiled and Pinocchio per call for robot ``name`` (compiles what the cache lacks)."""
+    from wbc.codegen import background
+
     records = []
     for case in cases_of(name):
         ours = case.wbc()  # compiled (or loaded) here
+        background.wait()  # the compiled kernel in place: timed, not CasADi's virtual machine
+        ours = case.wbc()
         eager = case.eager()
         errors = {"vs_eager": _relative(ours, eager)}
         sides = {"wbc": case.wbc}
@@ -310,24 +319,33 @@ def _seconds(call: Callable[[], Any]) -> float:
     return time.perf_counter() - t0
 
 
-def first_calls(name: str) -> Record:
-    """Seconds of each function's first call in this process (run in a new one by :func:`new_process`)."""
+def first_calls(name: str, only: str | None = None) -> Record:
+    """Seconds of each function's first call in this process (run in a new one by
+    :func:`new_process`), or, with ``only``, of that function's first call (setup included) and of
+    the wait for its compiled kernel."""
+    from wbc.codegen import background
     from wbc.codegen.fingerprint import source_digest
     from wbc.codegen.model_kernels import kernels_of
 
     cases = cases_of(name, with_pinocchio=False)
+    if only is not None:
+        case = next(c for c in cases if c.function == only)
+        first = _seconds(case.wbc)
+        return {"first_s": {only: first}, "ready_s": {only: _seconds(background.wait)}}
     t0 = time.perf_counter()
     source_digest()
     kernels_of(cases[0].model)._model_fingerprint()
     setup = time.perf_counter() - t0
-    return {"setup_s": setup, "first_s": {c.function: _seconds(c.wbc) for c in cases}}
+    first = {c.function: _seconds(c.wbc) for c in cases}
+    return {"setup_s": setup, "first_s": first, "wait_s": _seconds(background.wait)}
 
 
-def new_process(name: str, cache: Path) -> Record:
+def new_process(name: str, cache: Path, only: str | None = None) -> Record:
     """:func:`first_calls` of robot ``name`` in a new Python process on kernel cache ``cache``."""
     env = dict(os.environ, WBC_CACHE_DIR=str(cache))
+    which = [] if only is None else ["--only", only]
     out = subprocess.run(
-        [sys.executable, "-m", "benchmarks.numeric", "--first-calls", name],
+        [sys.executable, "-m", "benchmarks.numeric", "--first-calls", name, *which],
         env=env,
         capture_output=True,
         text=True,
@@ -336,20 +354,39 @@ def new_process(name: str, cache: Path) -> Record:
     return json.loads(out.strip().splitlines()[-1])
 
 
+def cold_and_hit(name: str, functions: Sequence[str], log: Callable[[str], None]) -> tuple[dict, dict, dict]:
+    """Each function's first call alone in a new process on an empty cache, every function's first
+    call in turn in one new process on an empty cache, and in another on the cache that filled."""
+    alone: dict[str, dict] = {}
+    for function in functions:
+        with tempfile.TemporaryDirectory(prefix="wbc-bench-numeric-") as tmp:
+            log(f"{name} {function}: first call alone in a new process, empty cache")
+            run = new_process(name, Path(tmp), function)
+            alone[function] = {"cold_s": run["first_s"][function], "ready_s": run["ready_s"][function]}
+    with tempfile.TemporaryDirectory(prefix="wbc-bench-numeric-") as tmp:
+        log(f"{name}: every function's first call in one new process, empty cache {tmp}")
+        sequence = new_process(name, Path(tmp))
+        log(f"{name}: first calls in a new process on that cache")
+        hit = new_process(name, Path(tmp))
+    return alone, sequence, hit
+
+
 def run(settings: argparse.Namespace, emit: Callable[[Record], None], log: Callable[[str], None]) -> list[Record]:
     records = []
     for name in settings.robots:
         timed = time_cases(name, settings.rounds, settings.block_ms, log)
         if settings.cold:
-            with tempfile.TemporaryDirectory(prefix="wbc-bench-numeric-") as tmp:
-                log(f"{name}: first calls in a new process, empty cache {tmp} (compiles every kernel)")
-                cold = new_process(name, Path(tmp))
-                log(f"{name}: first calls in a new process on that cache")
-                hit = new_process(name, Path(tmp))
+            alone, sequence, hit = cold_and_hit(name, [r["function"] for r in timed], log)
             for rec in timed:
-                rec["cold_s"] = cold["first_s"][rec["function"]]
+                rec |= alone[rec["function"]]
+                rec["cold_seq_s"] = sequence["first_s"][rec["function"]]
                 rec["hit_ms"] = hit["first_s"][rec["function"]] * 1e3
-            process = {"robot": name, "function": "(process)", "setup_ms": hit["setup_s"] * 1e3}
+            process = {
+                "robot": name,
+                "function": "(process)",
+                "setup_ms": hit["setup_s"] * 1e3,
+                "compile_all_s": sequence["wait_s"],
+            }
             emit(process)
             records.append(process)
         for rec in timed:
@@ -366,11 +403,13 @@ def _fmt(x: Any, digits: int = 2) -> str:
 
 
 def format_table(records: Sequence[Record]) -> str:
-    head = ["robot", "function", "eager µs", "wbc µs", "pinocchio µs", "ratio", "noise", "cold s", "hit ms"]
+    head = ["robot", "function", "eager µs", "wbc µs", "pinocchio µs", "ratio", "noise", "cold s", "ready s"]
+    head += ["cold seq s", "hit ms"]
     rows = [head]
     for r in records:
         if r["function"] == "(process)":
-            rows.append([r["robot"], "(process setup)", "", "", "", "", "", "", _fmt(r["setup_ms"], 1)])
+            setup = ["", "", "", "", "", "", "", _fmt(r["compile_all_s"], 1), _fmt(r["setup_ms"], 1)]
+            rows.append([r["robot"], "(process setup; all compiled)", *setup])
             continue
         rows.append(
             [
@@ -382,6 +421,8 @@ def format_table(records: Sequence[Record]) -> str:
                 _fmt(r.get("ratio")),
                 _fmt(r.get("noise")),
                 _fmt(r.get("cold_s")),
+                _fmt(r.get("ready_s"), 1),
+                _fmt(r.get("cold_seq_s")),
                 _fmt(r.get("hit_ms"), 1),
             ]
         )
@@ -404,13 +445,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--block-ms", type=float, default=20.0, help="about how long one block of calls lasts")
     parser.add_argument("--no-cold", dest="cold", action="store_false", help="skip the new processes (cold, hit)")
     parser.add_argument("--first-calls", metavar="ROBOT", help=argparse.SUPPRESS)
+    parser.add_argument("--only", metavar="FUNCTION", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.first_calls:
-        print(json.dumps(first_calls(args.first_calls)))
+        print(json.dumps(first_calls(args.first_calls, args.only)))
         return 0
 
     def log(message: str) -> None:

@@ -6,6 +6,7 @@ import casadi as ca
 import numpy as np
 
 from wbc.control.step_context import StepContext
+from wbc.control.target_call import TargetArgument, TargetLayout
 from wbc.control.task import Gain, Task
 from wbc.errors import InputError
 from wbc.model.model import Model
@@ -53,6 +54,17 @@ class CoMTask(Task):
             self._select(position, "position"),
             None if velocity is None else self._select(velocity, "velocity"),
             None if acceleration is None else self._select(acceleration, "acceleration"),
+        )
+
+    def _target_layout(self) -> TargetLayout:
+        axes = [(int(a), 0) for a in self.axes]
+        d = self.dim
+        return TargetLayout(
+            [
+                TargetArgument((3,), axes, 0),
+                TargetArgument((3,), axes, d, none_ok=True),
+                TargetArgument((3,), axes, 2 * d, none_ok=True),
+            ]
         )
 
     def set_target_from_configuration(self, model: Model, q) -> None:

@@ -9,6 +9,7 @@ import numpy as np
 
 from wbc.algorithms.constraints import PointConstraint, WeldConstraint, resolve
 from wbc.control.step_context import StepContext
+from wbc.control.target_call import TargetArgument, TargetLayout
 from wbc.control.task import Gain, Task
 from wbc.errors import InputError
 from wbc.model.model import Model
@@ -110,6 +111,19 @@ class FrameTask(_FrameTaskBase):
     def _check_target(self, target: np.ndarray) -> None:
         self._check_rotation(self._views[2])
 
+    def _target_layout(self) -> TargetLayout:
+        position = [(i, 3) for i in range(3)]
+        rotation = [(i, j) for j in range(3) for i in range(3)]  # columns
+        six = [(i, 0) for i in range(6)]
+        return TargetLayout(
+            [
+                TargetArgument((4, 4), position + rotation, 0),
+                TargetArgument((6,), six, 12, none_ok=True),
+                TargetArgument((6,), six, 18, none_ok=True),
+            ],
+            rotation=3,
+        )
+
     def set_target_from_configuration(self, model: Model, q) -> None:
         """Target the frame's placement at configuration ``q`` (nq,), at rest."""
         self.set_target(frame_placement(model, q, self.frame))
@@ -150,6 +164,9 @@ class PositionTask(_FrameTaskBase):
     def set_target(self, position, velocity=None, acceleration=None) -> None:
         """Target ``position`` (3,) m, optional ``velocity`` (3,) and ``acceleration`` (3,)."""
         self.set_target_parameters(position, velocity, acceleration)
+
+    def _target_layout(self) -> TargetLayout:
+        return self._forwarded_layout()
 
     def set_target_from_configuration(self, model: Model, q) -> None:
         """Target the point's position at configuration ``q`` (nq,), at rest."""
@@ -198,6 +215,17 @@ class OrientationTask(_FrameTaskBase):
 
     def _check_target(self, target: np.ndarray) -> None:
         self._check_rotation(self._views[1])
+
+    def _target_layout(self) -> TargetLayout:
+        three = [(i, 0) for i in range(3)]
+        return TargetLayout(
+            [
+                TargetArgument((3, 3), [(i, j) for j in range(3) for i in range(3)], 0),
+                TargetArgument((3,), three, 9, none_ok=True),
+                TargetArgument((3,), three, 12, none_ok=True),
+            ],
+            rotation=0,
+        )
 
     def set_target_from_configuration(self, model: Model, q) -> None:
         """Target the frame's orientation at configuration ``q`` (nq,), at rest."""

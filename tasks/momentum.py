@@ -6,6 +6,7 @@ import casadi as ca
 import numpy as np
 
 from wbc.control.step_context import StepContext
+from wbc.control.target_call import TargetArgument, TargetLayout
 from wbc.control.task import Gain, Task
 from wbc.model.model import Model
 
@@ -39,6 +40,12 @@ class MomentumTask(Task):
     def set_target(self, momentum=None, rate=None) -> None:
         """Target momentum ``h_ref`` (dim,), default zero, and rate feed-forward ``ḣ_ref`` (dim,)."""
         self.set_target_parameters(self._zero if momentum is None else momentum, None, rate)
+
+    def _target_layout(self) -> TargetLayout:
+        d = self.dim
+        rows = [(i, 0) for i in range(d)]
+        momentum, rate = TargetArgument((d,), rows, 0, none_ok=True), TargetArgument((d,), rows, 2 * d, none_ok=True)
+        return TargetLayout([momentum, rate])  # the velocity feed-forward stays zero
 
     @property
     def _zero(self) -> np.ndarray:

@@ -8,6 +8,7 @@ import casadi as ca
 import numpy as np
 
 from wbc.control.step_context import StepContext
+from wbc.control.target_call import TargetLayout
 from wbc.control.task import Gain, Task
 from wbc.errors import InputError
 from wbc.model import checks
@@ -80,6 +81,10 @@ class PostureTask(Task):
         staging = super()._make_staging()
         self._unit_parts = [staging[0][start:stop] for start, stop, _, _ in checks.unit_parts(self._tree)]
         return staging
+
+    def _target_layout(self) -> TargetLayout:
+        parts = [(start, stop) for start, stop, _, _ in checks.unit_parts(self._tree)]
+        return self._forwarded_layout()._replace(unit_parts=parts)
 
     def _check_target(self, target: np.ndarray) -> None:
         for part in self._unit_parts:  # quaternions and (cos, sin) pairs: unit norm

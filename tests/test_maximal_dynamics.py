@@ -39,7 +39,7 @@ from tests.helpers import (
 from wbc.algorithms import clusters as C
 from wbc.algorithms.kinematics import TreeKinematics
 from wbc.algorithms.maximal import eager
-from wbc.codegen import maximal_functions
+from wbc.codegen import calls, maximal_functions
 from wbc.model.clusters import LoopClosure
 from wbc.robots import synthetic
 from wbc.spatial.algebra import act_force
@@ -349,7 +349,7 @@ def test_public_api_is_compiled_and_equals_eager():
             for got, want, what in zip(r, e, ("q̈", "joint wrenches", "closure wrenches")):
                 assert_close(got, want, 1e-12, f"compiled {method.value} {what}")
     call = maximal_functions.compiled_call(m, wbc.MaximalMethod.RECURSIVE, False, False)
-    assert call.kernel.backend == "c"
+    assert calls.kernel_of(call).backend == "c" and calls.compiled_path(call)
     assert maximal_functions.compiled_call(m, wbc.MaximalMethod.RECURSIVE, False, False) is call  # memoized
     cm = case("four_bar").model
     y, v, _, tau = states(cm, 1, seed=13)[0]

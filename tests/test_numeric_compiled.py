@@ -23,7 +23,8 @@ import pytest
 import wbc
 from benchmarks import numeric as bench
 from tests.helpers import TOL_KERNEL, TOL_PIN, assert_close
-from wbc.codegen import model_kernels
+from wbc.codegen import background, calls, model_kernels
+from wbc.codegen.cache import find_compiler
 from wbc.robots import clustered, synthetic
 
 
@@ -46,19 +47,43 @@ def cluster_cases():
 
 @pytest.mark.parametrize("function", bench.TREE_FUNCTIONS)
 def test_compiled_equals_eager_and_pinocchio(tree_cases, function):
+    """The first call (CasADi's virtual machine while the kernel compiles, or the kernel the cache
+    had) and the compiled kernel's call, once the background compile is in."""
     case = tree_cases[function]
+    first = case.wbc()
+    assert background.wait(600)
     ours = case.wbc()
+    assert _all_compiled(case.model), f"{function}: the compiled kernel is not in place"
     assert_close(ours, case.eager(), TOL_KERNEL, f"{function} compiled vs eager")
     assert case.pinocchio is not None
     assert_close(ours, case.convert(case.pinocchio()), TOL_PIN, f"{function} vs Pinocchio")
+    assert_close(first, ours, TOL_KERNEL, f"{function} first call vs compiled")
     again = case.wbc()
     assert again is not ours and np.array_equal(again, ours)  # a new array each call, same numbers
+
+
+def _all_compiled(model) -> bool:
+    """Whether every kernel built for ``model`` so far runs as compiled C (none left in CasADi's
+    virtual machine: without a C compiler, whether none is)."""
+    kernels = model_kernels.kernels_of(model)
+    found = [getattr(kernels, name) for name in model_kernels._ALL_NAMES]
+    found = [c for c in found if not isinstance(c, model_kernels._FirstUse)]
+    for table in (kernels.frames, kernels.constrained, kernels.forces):
+        found += list(table.values())
+    backend = "c" if find_compiler() is not None else "sx-vm"
+    kernels_found = [calls.kernel_of(c) for c in found if calls.compiled_path(c) or hasattr(c, "kernel")]
+    return bool(kernels_found) and all(k.backend == backend for k in kernels_found)
 
 
 @pytest.mark.parametrize("function", bench.CLUSTER_FUNCTIONS)
 def test_cluster_functions_compiled_equal_eager(cluster_cases, function):
     case = cluster_cases[function]
-    assert_close(case.wbc(), case.eager(), TOL_KERNEL, f"{function} compiled vs eager")
+    first = case.wbc()
+    assert background.wait(600)
+    ours = case.wbc()
+    assert _all_compiled(case.model), f"{function}: the compiled kernel is not in place"
+    assert_close(ours, case.eager(), TOL_KERNEL, f"{function} compiled vs eager")
+    assert_close(first, ours, TOL_KERNEL, f"{function} first call vs compiled")
 
 
 @pytest.mark.slow
@@ -121,12 +146,13 @@ def test_kernels_are_memoized_and_freed_with_the_model():
     model = synthetic.chain(3)
     q = wbc.neutral(model)
     first = wbc.center_of_mass(model, q)
+    background.wait()  # a kernel compiling in the background is held until it is swapped in
     kernels = model_kernels.kernels_of(model)
     call = kernels.center_of_mass
     wbc.center_of_mass(model, q)
     assert kernels.center_of_mass is call  # built once
     np.testing.assert_array_equal(wbc.center_of_mass(model, q), first)
-    dead_kernel, dead_entry, dead_model = weakref.ref(call.kernel), weakref.ref(kernels), weakref.ref(model)
+    dead_kernel, dead_entry, dead_model = weakref.ref(calls.kernel_of(call)), weakref.ref(kernels), weakref.ref(model)
     del model, kernels, call
     gc.collect()
     assert dead_model() is None

@@ -10,6 +10,7 @@ import pytest
 
 import wbc
 from wbc import robots, tasks
+from wbc.codegen.fingerprint import fingerprint
 from wbc.control import Task
 
 
@@ -112,3 +113,97 @@ def test_the_custom_task_of_the_guide_tracks_its_target(panda):
     controller = wbc.WholeBodyController(panda.model, [task, tasks.PostureTask(panda.model, weight=1e-3)])
     cmd = controller.step(panda.q0, np.zeros(panda.model.nv))
     assert np.all(np.isfinite(cmd.tau))
+
+
+# ------------------------------------------------------------------------- set_target in one C call
+needs_compiler = pytest.mark.skipif(wbc.codegen.find_compiler() is None, reason="no C compiler")
+
+
+def _targets(model, q, rng):
+    """One task of each kind with a set_target call (arguments of the shapes a control loop passes)
+    and the parameters (target, ẋ_ref, ẍ_ref) that call must leave."""
+    T = wbc.frame_placement(model, q, "panda_hand")
+    v6, a6, v3, a3 = (rng.normal(size=n) for n in (6, 6, 3, 3))
+    R, p = T[0:3, 0:3], T[0:3, 3]
+    com, vn = wbc.center_of_mass(model, q), rng.normal(size=model.nv)
+    cols = R.reshape(-1, order="F")
+    return [
+        (tasks.FrameTask("panda_hand"), (T, v6, a6), np.concatenate([p, cols, v6, a6])),
+        (tasks.PositionTask("panda_hand"), (p, v3, None), np.concatenate([p, v3, np.zeros(3)])),
+        (tasks.OrientationTask("panda_hand"), (R, None, a3), np.concatenate([cols, np.zeros(3), a3])),
+        (tasks.CoMTask(), (com, v3, a3), np.concatenate([com, v3, a3])),
+        (tasks.CoMTask("xz"), (com, v3, a3), np.concatenate([com[[0, 2]], v3[[0, 2]], a3[[0, 2]]])),
+        (tasks.PostureTask(model), (q, vn), np.concatenate([q, vn, np.zeros(model.nv)])),
+        (tasks.MomentumTask(linear=True), (v6, a6), np.concatenate([v6, np.zeros(6), a6])),
+        (tasks.MomentumTask(), (None, a3), np.concatenate([np.zeros(3), np.zeros(3), a3])),
+    ]
+
+
+@needs_compiler
+def test_set_target_becomes_one_c_call_with_the_same_parameters(panda):
+    rng = np.random.default_rng(3)
+    q = wbc.random_configuration(panda.model, rng)
+    for task, args, expected in _targets(panda.model, q, rng):
+        assert "set_target" not in task.__dict__
+        task.set_target(*args)  # the first call: Python, then the C path is the task's own
+        by_python = task._params.copy()
+        np.testing.assert_array_equal(by_python[: expected.size], expected, err_msg=task.name)
+        assert wbc.codegen.builtins.is_builtin(task.__dict__.get("set_target")), task.name
+        assert fingerprint(task) is not None  # the controller's kernel index still sees the task
+        task._params[: expected.size] = -1.0  # the target's part (the rest: gains, untouched)
+        task.set_target(*args)  # the C path
+        np.testing.assert_array_equal(task._params, by_python, err_msg=task.name)  # the whole buffer
+
+
+@needs_compiler
+def test_the_c_set_target_hands_unusual_arguments_back(panda):
+    q = panda.q0
+    task = tasks.FrameTask("panda_hand")
+    T = wbc.frame_placement(panda.model, q, "panda_hand")
+    task.set_target(T)
+    assert wbc.codegen.builtins.is_builtin(task.__dict__.get("set_target"))
+    expected = np.concatenate([T[0:3, 3], T[0:3, 0:3].reshape(-1, order="F")])
+    for placement in (np.asfortranarray(T), T.tolist(), np.ascontiguousarray(T.T).T, T.astype(np.float32)):
+        task._params[:12] = 0.0
+        task.set_target(placement)
+        np.testing.assert_allclose(task.target, expected, atol=1e-7)
+    task.set_target(T, velocity=np.ones(6))  # keywords: the Python method
+    np.testing.assert_array_equal(task._params[12:18], np.ones(6))
+    before = task._params.copy()
+    bad = T.copy()
+    bad[0:3, 0:3] *= 1.01
+    for args, match in (
+        ((bad,), "rotation matrix"),
+        ((T, np.full(6, np.nan)), r"velocity must be finite"),
+        ((T, np.zeros(5)), r"velocity must be 6 numbers"),
+        ((np.eye(3),), r"placement must be a \(4, 4\)"),
+    ):
+        with pytest.raises(wbc.InputError, match=match):
+            task.set_target(*args)
+        np.testing.assert_array_equal(task._params, before)  # all or nothing
+    with pytest.raises(TypeError):
+        task.set_target(T, None, None, None)
+
+
+def test_a_subclass_overriding_set_target_keeps_its_own():
+    class Offset(tasks.PositionTask):
+        def set_target(self, position, velocity=None, acceleration=None):
+            super().set_target(np.asarray(position) + 1.0, velocity, acceleration)
+
+    task = Offset("x")
+    for _ in range(2):
+        task.set_target(np.zeros(3))
+        np.testing.assert_array_equal(task.target, np.ones(3))
+    assert "set_target" not in task.__dict__
+
+
+def test_a_copied_task_has_its_own_targets():
+    import copy
+
+    task = tasks.PositionTask("x")
+    task.set_target(np.zeros(3))
+    twin = copy.deepcopy(task)
+    twin.set_target(np.ones(3))
+    twin.set_target(np.full(3, 2.0))
+    np.testing.assert_array_equal(task.target, np.zeros(3))
+    np.testing.assert_array_equal(twin.target, np.full(3, 2.0))

@@ -35,7 +35,7 @@ from .algorithms.constraints import Constraint
 from .algorithms.delassus import DelassusMethod
 from .algorithms.iim import InputMatrixMethod
 from .algorithms.kinematics import ReferenceFrame
-from .codegen.model_kernels import NonFiniteForces, _registry, kernels_of
+from .codegen.model_kernels import _registry, kernels_of
 from .model.clusters import ClusterModel
 from .model.model import Model
 
@@ -76,11 +76,7 @@ def rnea(model: Model, q, v, a, fext: ExternalForces = None) -> np.ndarray:
     kernels = _registry.get(id(model)) or kernels_of(model)
     if not fext:
         return kernels.rnea(q, v, a)
-    try:
-        return kernels.rnea_fext(q, v, a, kernels.body_forces(fext))
-    except NonFiniteForces:
-        kernels.check_forces(fext)  # names the wrench
-        raise
+    return _with_forces(kernels, "rnea", q, v, a, fext)
 
 
 def nonlinear_effects(model: Model, q, v) -> np.ndarray:
@@ -98,11 +94,20 @@ def aba(model: Model, q, v, tau, fext: ExternalForces = None) -> np.ndarray:
     kernels = _registry.get(id(model)) or kernels_of(model)
     if not fext:
         return kernels.aba(q, v, tau)
-    try:
-        return kernels.aba_fext(q, v, tau, kernels.body_forces(fext))
-    except NonFiniteForces:
-        kernels.check_forces(fext)  # names the wrench
-        raise
+    return _with_forces(kernels, "aba", q, v, tau, fext)
+
+
+def _with_forces(kernels, what: str, q, v, x, fext) -> np.ndarray:
+    """``what`` with external forces: one kernel per set of frames, the wrenches its inputs."""
+    if type(fext) is dict:
+        key = (what, *fext)
+        try:
+            call = kernels.forces[key]
+        except (KeyError, TypeError):
+            call = kernels.force_function(what, fext)
+        return call(q, v, x, *fext.values())
+    call = kernels.force_function(what, fext)  # checks that it is a mapping
+    return call(q, v, x, *fext.values())
 
 
 def free_acceleration(model: Model, q, v) -> np.ndarray:

@@ -291,9 +291,9 @@ class TreeKinematics:
                 Ic = I[3:6, 3:6] - mass[i] * (float((c.T @ c)[0, 0]) * np.eye(3) - c @ c.T)  # about the CoM, local axes
                 hw = mass[i] * (ca.mtimes(R, c) + p)
                 h[i] = hw
-                I0[i] = ca.mtimes(ca.mtimes(R, Ic), R.T) + ca.mtimes(skew(hw), skew(hw).T) / mass[i]
+                I0[i] = _symmetric(ca.mtimes(ca.mtimes(R, Ic), R.T) + ca.mtimes(skew(hw), skew(hw).T) / mass[i])
             else:
-                I0[i] = ca.mtimes(ca.mtimes(R, I[3:6, 3:6]), R.T)
+                I0[i] = _symmetric(ca.mtimes(ca.mtimes(R, I[3:6, 3:6]), R.T))
         for i in range(m.njoints - 1, 0, -1):
             j = m.joints[i].parent
             mass[j] += mass[i]
@@ -328,3 +328,9 @@ class TreeKinematics:
             if np.any(m.inertias[i]):
                 h = h + act_force(self.oMi[i], ca.mtimes(m.inertias[i], self.velocities[i]))
         return self._to_com(h)
+
+
+def _symmetric(X):
+    """The symmetric matrix of ``X``'s upper triangle: the lower one is never computed (traced,
+    its operations are dropped)."""
+    return ca.triu2symm(ca.triu(X))

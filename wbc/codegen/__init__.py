@@ -10,13 +10,14 @@ then loaded and evaluated through ``Function.buffer()`` into preallocated numpy 
 functions for the classical algorithms, :mod:`.cluster_functions` for clustered models (loops
 and transmissions), :mod:`.maximal_functions` for maximal-coordinate dynamics (and its compiled
 numeric call). :mod:`.model_kernels` keeps the kernels of the compiled numeric API
-(:mod:`wbc.numeric`) per model, :mod:`.calls` is their per-call path. :mod:`.batch` evaluates a
+(:mod:`wbc.numeric`) per model (first calls answered by CasADi's VM while :mod:`.background`
+compiles), :mod:`.calls` is their per-call path (one C call, :mod:`.builtins`). :mod:`.batch` evaluates a
 compiled kernel over a batch of states per call, in parallel threads (:class:`BatchKernel`).
 """
 
 from __future__ import annotations
 
-from . import algorithm_functions, cluster_functions, maximal_functions
+from . import algorithm_functions, background, cluster_functions, maximal_functions
 from .batch import BatchKernel, available_threads
 from .cache import DEFAULT_FLAGS, cache_dir, find_compiler
 from .kernel import Kernel, compile_function
@@ -36,4 +37,5 @@ __all__ = [
     "algorithm_functions",
     "cluster_functions",
     "maximal_functions",
+    "background",
 ]

@@ -84,7 +84,7 @@ def _driver() -> ctypes._CDLL | None:  # type: ignore[name-defined]
         return None
 
 
-class _Entry(NamedTuple):
+class EntryPoints(NamedTuple):
     """A kernel's C entry points: ``eval``, ``checkout`` and ``release`` addresses (0: absent),
     the work sizes ``(arg, res, iw, w)``, and the library holding them (kept alive)."""
 
@@ -95,7 +95,7 @@ class _Entry(NamedTuple):
     library: ctypes.CDLL
 
 
-def _entry(kernel: Kernel) -> _Entry | None:
+def entry_points(kernel: Kernel) -> EntryPoints | None:
     """``kernel``'s generated C entry points, or None when it is not a compiled library with
     CasADi's C interface and wbc's number types (double, long long)."""
     if kernel.backend != "c" or kernel.library is None:
@@ -119,7 +119,7 @@ def _entry(kernel: Kernel) -> _Entry | None:
         return None
     checkout = getattr(library, f"{name}_checkout", None)
     release = getattr(library, f"{name}_release", None)
-    return _Entry(
+    return EntryPoints(
         ctypes.cast(function, _P).value or 0,
         0 if checkout is None else ctypes.cast(checkout, _P).value or 0,
         0 if release is None else ctypes.cast(release, _P).value or 0,
@@ -157,7 +157,7 @@ class BatchKernel:
         self.output_shapes = [tuple(s) for s in kernel.output_shapes]
         self._nnz_in = [int(np.prod(s)) for s in self.input_shapes]
         self._nnz_out = [int(np.prod(s)) for s in self.output_shapes]
-        entry = _entry(kernel)
+        entry = entry_points(kernel)
         driver = _driver() if entry is not None else None
         self._c = entry if driver is not None else None
         self._run = driver.wbc_batch if driver is not None else None

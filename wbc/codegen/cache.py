@@ -41,9 +41,11 @@ no permission) and lacks the kernel makes wbc compile into ``$TMPDIR/wbc-kernels
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
 import fcntl
+import functools
 import hashlib
 import itertools
 import os
@@ -64,6 +66,7 @@ from typing import Generic, TypeVar
 import casadi as ca
 
 from ..errors import CompileError, WbcPerformanceWarning, WbcSecurityWarning
+from . import background, memo
 from .emit import DEFAULT_PART_OPS, PARTS_PER_FILE, SplitPlan, Unsupported, writer_digest
 from .trust import PRIVATE_DIRECTORY_MODE, PUBLIC_FILE_MODE, untrusted_directory, untrusted_file
 
@@ -154,14 +157,19 @@ def _origin(directory: Path | None) -> tuple[Path, str]:
 
 
 def find_compiler() -> str | None:
-    """The C compiler to use: ``$WBC_CC`` if set (empty disables compilation), else cc / gcc / clang."""
-    env = os.environ.get("WBC_CC")
+    """The C compiler to use: ``$WBC_CC`` if set (empty disables compilation), else cc / gcc / clang
+    (looked up on ``PATH`` once per value of ``WBC_CC`` and ``PATH``)."""
+    return _find_compiler(os.environ.get("WBC_CC"), os.environ.get("PATH"))
+
+
+@functools.lru_cache(maxsize=8)
+def _find_compiler(env: str | None, path: str | None) -> str | None:
     if env is not None:
-        return shutil.which(env) if env else None
+        return shutil.which(env, path=path) if env else None
     for name in ("cc", "gcc", "clang"):
-        path = shutil.which(name)
-        if path:
-            return path
+        found = shutil.which(name, path=path)
+        if found:
+            return found
     return None
 
 
@@ -318,14 +326,29 @@ _compiler_ids: dict[str, str] = {}
 
 
 def _compiler_id(compiler: str) -> str:
+    """The compiler's path and the first line of its ``--version``: once per process, and
+    remembered across processes in the cache (:mod:`wbc.codegen.memo`, stamped with the binary's
+    resolved path, size, modification time and inode: running it costs milliseconds)."""
     if compiler not in _compiler_ids:
         try:
-            out = subprocess.run(
-                [compiler, "--version"], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
-            ).stdout
-        except (OSError, subprocess.SubprocessError, UnicodeDecodeError):
-            out = ""
-        _compiler_ids[compiler] = f"{compiler} {out.splitlines()[0] if out else ''}"
+            real = os.path.realpath(compiler)
+            st = os.stat(real)
+            stamp: str | None = f"{compiler}|{real}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}|{st.st_dev}"
+        except (OSError, ValueError):
+            stamp = None
+        place = cache_dir()
+        known = memo.recall(place, "compiler", stamp) if stamp is not None else None
+        if known is None:
+            try:
+                out = subprocess.run(
+                    [compiler, "--version"], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
+                ).stdout
+            except (OSError, subprocess.SubprocessError, UnicodeDecodeError):
+                out = ""
+            known = f"{compiler} {out.splitlines()[0] if out else ''}"
+            if stamp is not None and out:
+                memo.remember(place, "compiler", stamp, known)
+        _compiler_ids[compiler] = known
     return _compiler_ids[compiler]
 
 
@@ -555,27 +578,44 @@ def _compile_and_link(compiler: str, flags: Sequence[str], sources: Iterable[Pat
     files = iter(sources)
     first = next(files)
     second = next(files, None)
+    low = background.is_worker()  # a background compile: the compiler yields to the user's threads
     if second is None:
         cmd = [compiler, *flags, str(first), "-o", str(out), "-lm"]
-        _run(cmd, first.name)
+        _run(cmd, first.name, low)
         return cmd
     objects: list[Path] = []
     with ThreadPoolExecutor(max_workers=_processors()) as pool:
         futures = []
         for src in itertools.chain((first, second), files):
             objects.append(src.with_suffix(".o"))
-            futures.append(pool.submit(_run, [compiler, *flags, "-c", str(src), "-o", str(objects[-1])], src.name))
+            command = [compiler, *flags, "-c", str(src), "-o", str(objects[-1])]
+            futures.append(pool.submit(_run, command, src.name, low))
         for future in futures:
             future.result()
     cmd = [compiler, *flags, *map(str, objects), "-o", str(out), "-lm"]
-    _run(cmd, out.name)
+    _run(cmd, out.name, low)
     return cmd
 
 
-def _run(cmd: list[str], what: str) -> None:
-    proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace", stdin=subprocess.DEVNULL)
+#: How much a background compile's compiler processes are niced (POSIX priority, 0-19).
+BACKGROUND_NICENESS = 10
+
+
+def _run(cmd: list[str], what: str, low_priority: bool = False) -> None:
+    with subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        errors="replace",
+    ) as proc:
+        if low_priority:
+            with contextlib.suppress(OSError, AttributeError):
+                os.setpriority(os.PRIO_PROCESS, proc.pid, BACKGROUND_NICENESS)
+        _, stderr = proc.communicate()
     if proc.returncode != 0:
-        raise CompileError(f"compiling {what} failed ({' '.join(cmd)}):\n{proc.stderr[-4000:]}")
+        raise CompileError(f"compiling {what} failed ({' '.join(cmd)}):\n{stderr[-4000:]}")
 
 
 def _processors() -> int:

@@ -2,10 +2,17 @@
 a copy of the result out.
 
 :func:`fast_call` wraps a :class:`~wbc.codegen.kernel.Kernel` whose last output is a validity
-scalar (:func:`validity`) into a plain Python function of the kernel's inputs. Per call it compares
-each argument's shape with its input's, copies it into the input buffer, evaluates the kernel,
-reads the validity scalar and returns a copy of the first output: no tracing, no lookups, no
-numpy reductions. Finiteness and unit quaternions (and, on clustered models, closed loops) are
+scalar (:func:`validity`) into a function of the kernel's inputs. Per call it compares each
+argument's shape with its input's, copies it into the input buffer, evaluates the kernel, reads
+the validity scalar and returns a copy of the first output: no tracing, no lookups, no numpy
+reductions. For a compiled kernel this is **one C call** (``numeric_call.c``, next to this module,
+compiled once per machine into the kernel cache): a CPython builtin function that reads the
+arguments through the buffer protocol (float64 arrays of the inputs' exact shapes, contiguous),
+calls the kernel's generated C entry point directly and copies the output into a new array made
+before, with the GIL held and no Python code run from the first copy to the last (so concurrent
+calls take turns without a lock: numpy's ``copy()`` would release the GIL on a large array). A
+kernel in CasADi's virtual machine, a free-threaded CPython, or no compiler: the same steps in
+Python, under a lock. Finiteness and unit quaternions (and, on clustered models, closed loops) are
 checked inside the kernel, by the validity scalar: the sum of the squares of every input (not
 finite when an input is not, or overflows) plus ``inf`` for each unit part (quaternion, (cos, sin)
 pair) whose norm is off 1 by more than :data:`wbc.checks.UNIT_TOLERANCE` and each loop residual
@@ -14,26 +21,73 @@ not cast, a validity that is not finite) goes to the function's ``validate``, wh
 arguments or raises the error the eager API raises (naming the argument); a validity that was not
 finite only because of an overflow then returns the computed result.
 
-The buffers are shared by every call of one function on one model: a lock makes concurrent calls
-from several threads take turns.
+The buffers are shared by every call of one function on one model: calls from several threads take
+turns (the GIL on the C path, a lock on the Python path). :func:`kernel_of` gives a call's kernel.
 """
 
 from __future__ import annotations
 
-import threading
+import ctypes
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import casadi as ca
 import numpy as np
 
+from ..errors import InputError
 from ..model import checks
 from ..model.model import Model
+from . import builtins
+from .batch import entry_points
 from .kernel import Kernel
 
-__all__ = ["fast_call", "validity"]
+__all__ = ["fast_call", "validity", "kernel_of", "compiled_path"]
 
 _INF = float("inf")
+
+_MAX_INPUTS = 8  # WBC_MAX_INPUTS in numeric_call.c
+_P = ctypes.c_void_p
+
+
+class _CallData(ctypes.Structure):
+    """``wbc_call`` of ``numeric_call.c``: the kernel's entry point, its argument, result and work
+    arrays, the validity scalar, the output's buffer and size, and each input's buffer and shape."""
+
+    _fields_ = [
+        ("eval", _P),
+        ("arg", _P),
+        ("res", _P),
+        ("iw", _P),
+        ("w", _P),
+        ("check", _P),
+        ("mem", ctypes.c_int),
+        ("n_in", ctypes.c_int),
+        ("out", _P),
+        ("out_bytes", ctypes.c_ssize_t),
+        ("inputs", _P * _MAX_INPUTS),
+        ("rows", ctypes.c_ssize_t * _MAX_INPUTS),
+        ("cols", ctypes.c_ssize_t * _MAX_INPUTS),
+        ("ndim", ctypes.c_int * _MAX_INPUTS),
+    ]
+
+
+def _definition() -> int | None:
+    """The address of ``numeric_call.c``'s method definition, or None (:mod:`.builtins`)."""
+    found = builtins.definitions(
+        "wbc.codegen",
+        "numeric_call.c",
+        "wbc_numeric_call",
+        ("wbc_numeric_definition",),
+        "wbc_numeric_call_size",
+        ctypes.sizeof(_CallData),
+    )
+    return None if found is None else found[0]
+
+
+def compiled_path(call: Callable) -> bool:
+    """Whether ``call`` (from :func:`fast_call`) runs on the one-C-call path."""
+    return builtins.is_builtin(call)
 
 
 def validity(model: Model, inputs: Sequence, loop_residuals: Sequence = (), loop_tolerance: float = 0.0):
@@ -55,10 +109,60 @@ def validity(model: Model, inputs: Sequence, loop_residuals: Sequence = (), loop
 def fast_call(kernel: Kernel, validate: Callable[..., tuple]) -> Callable[..., np.ndarray]:
     """A function of ``kernel``'s inputs returning a copy of its first output (see the module
     docstring). ``validate(*args)`` returns the arguments as arrays of the inputs' shapes or raises.
-    The function's ``kernel`` attribute is ``kernel`` (which must live as long as its buffers)."""
-    call = _fast_call(kernel, validate)
-    call.kernel = kernel  # type: ignore[attr-defined]
+    The function keeps ``kernel`` alive (:func:`kernel_of`)."""
+    call = _compiled_call(kernel, validate)
+    if call is None:
+        call = _fast_call(kernel, validate)
+        call.kernel = kernel  # type: ignore[attr-defined]
     return call
+
+
+def kernel_of(call: Callable) -> Kernel:
+    """The kernel a function made by :func:`fast_call` evaluates."""
+    return call.__self__[4] if compiled_path(call) else call.kernel  # type: ignore[attr-defined]
+
+
+def _compiled_call(kernel: Kernel, validate: Callable[..., tuple]) -> Callable[..., np.ndarray] | None:
+    """The one-C-call function of ``kernel`` (``numeric_call.c``), or None when unavailable."""
+    n = len(kernel.inputs)
+    if n > _MAX_INPUTS or kernel.backend != "c":
+        return None
+    entry = entry_points(kernel)
+    definition = _definition() if entry is not None else None
+    if entry is None or definition is None:
+        return None
+    arg_size, res_size, iw_size, w_size = entry.sizes
+    arg = (_P * max(arg_size, n, 1))()
+    res = (_P * max(res_size, len(kernel.outputs), 1))()
+    iw = np.zeros(max(iw_size, 1), dtype=np.int64)
+    w = np.zeros(max(w_size, 1))
+    flat_in = [x.reshape(-1, order="F") for x in kernel.inputs]  # views of the kernel's buffers
+    flat_out = [x.reshape(-1, order="F") for x in kernel.outputs]
+    if any(f.ctypes.data != x.ctypes.data for f, x in zip(flat_in + flat_out, kernel.inputs + kernel.outputs)):
+        return None
+    data = _CallData(eval=entry.eval, arg=ctypes.addressof(arg), res=ctypes.addressof(res))
+    data.iw, data.w, data.check = iw.ctypes.data, w.ctypes.data, flat_out[-1].ctypes.data
+    data.mem = ctypes.CFUNCTYPE(ctypes.c_int)(entry.checkout)() if entry.checkout else 0
+    data.n_in = n
+    data.out, data.out_bytes = flat_out[0].ctypes.data, flat_out[0].nbytes
+    for k, (f, x) in enumerate(zip(flat_in, kernel.inputs)):
+        arg[k] = data.inputs[k] = f.ctypes.data
+        shape: tuple[int, ...] = tuple(x.shape)
+        data.rows[k], data.cols[k], data.ndim[k] = shape[0], (shape[1] if len(shape) == 2 else 1), len(shape)
+    for j, f in enumerate(flat_out):
+        res[j] = f.ctypes.data
+    shapes = [x.shape for x in kernel.inputs]
+
+    def converted(*args):
+        return tuple(np.asfortranarray(x, dtype=np.float64) for x in validate(*args))
+
+    def refuse(*args):
+        raise InputError(f"kernel {kernel.name}: arguments of shapes {[np.shape(x) for x in args]} for inputs {shapes}")
+
+    output = kernel.outputs[0]
+    new = functools.partial(np.empty, output.shape, np.float64, "F")  # the result, filled in C
+    keep = (ctypes.addressof(data), converted, new, refuse, kernel, data, arg, res, iw, w, entry)
+    return builtins.new_builtin(definition, keep)
 
 
 def _fast_call(kernel: Kernel, validate: Callable[..., tuple]) -> Callable[..., np.ndarray]:
@@ -68,7 +172,7 @@ def _fast_call(kernel: Kernel, validate: Callable[..., tuple]) -> Callable[..., 
         "run": kernel.evaluate,
         "check": kernel.outputs[-1],
         "out": kernel.outputs[0],
-        "lock": threading.Lock(),
+        "lock": kernel.lock,  # shared by every Python-path call of this kernel
         "copyto": np.copyto,
         "array": np.array,
         "validate": validate,

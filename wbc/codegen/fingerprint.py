@@ -3,9 +3,10 @@
 :func:`fingerprint` hashes objects by value, recursively: numbers (exactly, by ``repr``), strings,
 enums, paths (as text), numpy arrays (dtype, shape, bytes), lists, tuples, dicts (in order), sets, slices, and the
 instances of wbc's own classes (class name and every attribute, sorted by name, cycles as
-back-references). Anything else (a class defined outside wbc, a function, a CasADi object, an
-object array) makes it answer ``None``: such a trace is not fingerprinted, it is traced. Weak
-references (a task's link to its controller) are not followed.
+back-references; a class lists derived attributes to leave out in ``_fingerprint_skip``).
+Anything else (a class defined outside wbc, a function, a CasADi object, an object array) makes
+it answer ``None``: such a trace is not fingerprinted, it is traced. Weak references (a task's
+link to its controller) are not followed.
 
 :func:`source_digest` hashes the source of wbc itself (and of ``wbc.tasks`` and ``wbc.robots``),
 so that any change of the code that traces invalidates every fingerprint; :func:`sources_unchanged`
@@ -18,6 +19,7 @@ import dataclasses
 import enum
 import hashlib
 import importlib.util
+import os
 import platform
 import sys
 import time
@@ -27,6 +29,9 @@ from pathlib import Path, PurePath
 
 import casadi as ca
 import numpy as np
+
+from . import memo
+from .cache import cache_dir
 
 __all__ = ["fingerprint", "source_digest", "sources_unchanged"]
 
@@ -119,47 +124,88 @@ def _digest(obj) -> str:
 
 
 def _state(obj) -> list[tuple[str, object]]:
-    """Every attribute of ``obj`` (instance dictionary and slots), sorted by name."""
+    """Every attribute of ``obj`` (instance dictionary and slots), sorted by name, but those its
+    class names in ``_fingerprint_skip`` (derived state: caches, buffers, compiled helpers)."""
     state = dict(getattr(obj, "__dict__", {}))
-    for cls in type(obj).__mro__:
-        for name in getattr(cls, "__slots__", ()):
-            if name not in ("__dict__", "__weakref__") and hasattr(obj, name):
-                state[name] = getattr(obj, name)
-    if dataclasses.is_dataclass(obj):
-        for field in dataclasses.fields(obj):
-            state.setdefault(field.name, getattr(obj, field.name))
+    for name in getattr(type(obj), "_fingerprint_skip", ()):
+        state.pop(name, None)
+    slots, fields = _attribute_names(type(obj))
+    for name in slots:
+        if hasattr(obj, name):
+            state[name] = getattr(obj, name)
+    for name in fields:
+        if name not in state:
+            state[name] = getattr(obj, name)
     return sorted(state.items())
+
+
+def _attribute_names(cls: type) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The slot names of ``cls`` (and its bases) and, for a dataclass, its field names."""
+    known = _ATTRIBUTE_NAMES.get(cls)
+    if known is None:
+        known = _ATTRIBUTE_NAMES[cls] = _find_attribute_names(cls)
+    return known
+
+
+_ATTRIBUTE_NAMES: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+
+
+def _find_attribute_names(cls: type) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    slots = []
+    for base in cls.__mro__:
+        names = getattr(base, "__slots__", ())
+        for name in (names,) if isinstance(names, str) else names:
+            if name not in ("__dict__", "__weakref__"):
+                slots.append(name)
+    fields = tuple(f.name for f in dataclasses.fields(cls)) if dataclasses.is_dataclass(cls) else ()
+    return tuple(slots), fields
 
 
 _source: list[tuple[str, dict[Path, tuple[int, int]]]] = []  # computed once per process
 
 
 def _package_files() -> list[Path]:
-    files: set[Path] = set()
+    files: set[str] = set()
     for package in _PACKAGES:
         spec = importlib.util.find_spec(package)
         for location in (spec.submodule_search_locations or []) if spec is not None else []:
-            for pattern in ("*.py", "*.c"):
-                files.update(Path(location).rglob(pattern))
-    return sorted(files)
+            for root, _, names in os.walk(location):
+                files.update(os.path.join(root, n) for n in names if n.endswith((".py", ".c")))
+    return sorted(Path(f) for f in files)
 
 
 def _hash_files(files: list[Path]) -> tuple[str, dict[Path, tuple[int, int]]]:
     h = hashlib.sha256()
     stats = {}
     for path in files:
-        st = path.stat()
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            data = f.read()
         stats[path] = (st.st_mtime_ns, st.st_size)
         h.update(f"{path.name}:{st.st_size}:".encode())
-        h.update(path.read_bytes())
+        h.update(data)
     return h.hexdigest(), stats
 
 
 def source_digest() -> str:
-    """SHA-256 of wbc's source files (``*.py``, ``*.c`` of wbc, wbc.tasks, wbc.robots), read once
-    per process."""
+    """SHA-256 of wbc's source files (``*.py``, ``*.c`` of wbc, wbc.tasks, wbc.robots), once per
+    process; remembered across processes in the kernel cache (:mod:`wbc.codegen.memo`) under the
+    files' paths, sizes, modification times and inodes."""
     if not _source:
-        _source.append(_hash_files(_package_files()))
+        files = _package_files()
+        try:
+            stats = {path: os.stat(path) for path in files}
+        except OSError:
+            stats = {}
+        stamp = "\n".join(f"{p}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}|{st.st_dev}" for p, st in stats.items())
+        place = cache_dir()
+        known = memo.recall(place, "sources", stamp) if stats else None
+        if known is not None:
+            _source.append((known, {p: (st.st_mtime_ns, st.st_size) for p, st in stats.items()}))
+        else:
+            _source.append(_hash_files(files))
+            if stats:
+                memo.remember(place, "sources", stamp, _source[0][0])
     return _source[0][0]
 
 

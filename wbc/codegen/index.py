@@ -49,7 +49,7 @@ from .kernel import Kernel, compile_function
 from .trace import TracedFunction
 from .trust import PUBLIC_FILE_MODE, untrusted_directory, untrusted_file
 
-__all__ = ["compile_indexed"]
+__all__ = ["compile_indexed", "find_indexed", "build_indexed"]
 
 T = TypeVar("T")
 
@@ -86,36 +86,75 @@ def compile_indexed(
         CompileError: as :func:`~wbc.codegen.compile_function`.
     """
     compiler = compiler or find_compiler()
-    location = Path(directory) if directory is not None else None
-    key = None
-    enabled = os.environ.get("WBC_KERNEL_INDEX", "1") != "0"
-    if enabled and fingerprint is not None and compiler is not None and re.fullmatch(r"[A-Za-z0-9_]+", name):
-        h = hashlib.sha256(f"wbc index {_FORMAT}|{fingerprint}|{' '.join(flags)}|".encode())
-        h.update(_compiler_id(compiler).encode())
-        key = h.hexdigest()
-        for place in _places(location):
-            path = place / f"index-{name}-{key[:32]}.json"
-            found = _lookup(path, key)
-            if isinstance(found, str):
-                _refused(path, found)
-                continue
-            value = parse(found[1]) if found is not None else None
-            if found is None or value is None:
-                continue
-            misfit = check(found[0], value) if check is not None else None
-            if misfit is None:
-                return found[0], value, False
-            _refused(path, misfit)
+    key, found = find_indexed(
+        name, fingerprint, parse, check=check, directory=directory, flags=flags, compiler=compiler
+    )
+    if found is not None:
+        return found[0], found[1], False
     function, value, extra = make()
-    kernel = compile_function(function, directory=location, flags=flags, compiler=compiler)
+    kernel = build_indexed(name, key, function, extra, directory=directory, flags=flags, compiler=compiler)
+    return kernel, value, True
+
+
+def find_indexed(
+    name: str,
+    fingerprint: str | None,
+    parse: Callable[[Any], T | None],
+    *,
+    check: Callable[[Kernel, T], str | None] | None = None,
+    directory: Path | str | None = None,
+    flags: Sequence[str] = DEFAULT_FLAGS,
+    compiler: str | None = None,
+) -> tuple[str | None, tuple[Kernel, T] | None]:
+    """The lookup half of :func:`compile_indexed`: ``(key, (kernel, value))`` when the index
+    answers, ``(key, None)`` when not (``key`` is what :func:`build_indexed` indexes the kernel
+    under, None when nothing is indexed: no fingerprint, no compiler, ``WBC_KERNEL_INDEX=0``)."""
+    compiler = compiler or find_compiler()
+    location = Path(directory) if directory is not None else None
+    enabled = os.environ.get("WBC_KERNEL_INDEX", "1") != "0"
+    if not (enabled and fingerprint is not None and compiler is not None and re.fullmatch(r"[A-Za-z0-9_]+", name)):
+        return None, None
+    h = hashlib.sha256(f"wbc index {_FORMAT}|{fingerprint}|{' '.join(flags)}|".encode())
+    h.update(_compiler_id(compiler).encode())
+    key = h.hexdigest()
+    for place in _places(location):
+        path = place / f"index-{name}-{key[:32]}.json"
+        found = _lookup(path, key)
+        if isinstance(found, str):
+            _refused(path, found)
+            continue
+        value = parse(found[1]) if found is not None else None
+        if found is None or value is None:
+            continue
+        misfit = check(found[0], value) if check is not None else None
+        if misfit is None:
+            return key, (found[0], value)
+        _refused(path, misfit)
+    return key, None
+
+
+def build_indexed(
+    name: str,
+    key: str | None,
+    function: ca.Function,
+    extra: Any,
+    *,
+    directory: Path | str | None = None,
+    flags: Sequence[str] = DEFAULT_FLAGS,
+    compiler: str | None = None,
+) -> Kernel:
+    """The building half of :func:`compile_indexed`: ``function`` compiled (or taken from the
+    cache) and indexed under ``key`` (from :func:`find_indexed`; None: not indexed) with ``extra``."""
+    location = Path(directory) if directory is not None else None
+    kernel = compile_function(function, directory=location, flags=flags, compiler=compiler or find_compiler())
     if key is not None and kernel.backend == "c" and kernel.library is not None:
         _store(kernel, function, extra, key, kernel.library.parent / f"index-{name}-{key[:32]}.json")
-    return kernel, value, True
+    return kernel
 
 
 def _refused(path: Path, reason: str) -> None:
     warnings.warn(
-        f"the kernel index {path} is not used ({reason}); the kernel is traced again", WbcSecurityWarning, stacklevel=4
+        f"the kernel index {path} is not used ({reason}); the kernel is traced again", WbcSecurityWarning, stacklevel=5
     )
 
 

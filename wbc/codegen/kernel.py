@@ -14,6 +14,7 @@ correct, slower, with a :class:`~wbc.errors.WbcPerformanceWarning`.
 
 from __future__ import annotations
 
+import threading
 import time
 import warnings
 from collections.abc import Sequence
@@ -74,6 +75,8 @@ class Kernel:
         outputs: the output arrays.
         evaluate: the bare evaluation, a callable of no arguments returning nothing (what
             :meth:`run` calls): reads :attr:`inputs`, writes :attr:`outputs`.
+        lock: a lock for callers that share the buffers across threads (the kernel itself takes
+            none).
     """
 
     def __init__(
@@ -103,6 +106,7 @@ class Kernel:
         self._out_flat = [np.zeros(source.nnz_out(i)) for i in range(source.n_out())]
         self.inputs = [f.reshape(s, order="F") for f, s in zip(self._in_flat, in_shapes)]
         self.outputs = [f.reshape(s, order="F") for f, s in zip(self._out_flat, out_shapes)]
+        self.lock = threading.Lock()
         self._buffer, self._eval = function.buffer()
         self.evaluate = self._eval
         for i, f in enumerate(self._in_flat):

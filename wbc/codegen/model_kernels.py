@@ -12,8 +12,9 @@ output (:func:`wbc.codegen.calls.validity`), compiled into the kernel cache and 
 fingerprint of the model, the function and its options (:mod:`wbc.codegen.index`): a later process
 loads it without tracing. It is called through :func:`wbc.codegen.calls.fast_call`.
 
-- Functions without options (``aba``, ``crba``, ...) are attributes, built by ``__getattr__`` on
-  first access and then plain attributes.
+- Functions without options (``aba``, ``crba``, ...) are plain attributes: a stand-in that builds
+  the function on its first call and puts it in its place (no ``__getattr__``: an attribute read on
+  a class with one costs every call).
 - Frame functions: one kernel per (function, frame, reference frame), in :attr:`TreeKernels.frames`
   keyed by ``(function, frame, id(reference))`` with the frame as the caller spelled it (a name or
   an index; the same kernel under both) and the reference frame by identity (enum members live
@@ -25,10 +26,15 @@ loads it without tracing. It is called through :func:`wbc.codegen.calls.fast_cal
 
 Both dictionaries keep at most :data:`MAX_KEYS` keys; beyond, the oldest key is dropped (its kernel
 comes back from the disk cache, without tracing, if it is asked for again).
+
+First use without an index entry: the function is traced, answers at once from CasADi's virtual
+machine, and is compiled in the background (:mod:`wbc.codegen.background`); the compiled call then
+replaces the virtual machine's everywhere it is stored (same results, bit for bit).
 """
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
@@ -47,9 +53,12 @@ from ..model import checks
 from ..model.clusters import LOOP_TOLERANCE, ClusterModel, closed_configuration
 from ..model.model import Model
 from ..spatial.algebra import act_force
+from . import background
+from .cache import find_compiler
 from .calls import fast_call, validity
 from .fingerprint import fingerprint
-from .index import compile_indexed
+from .index import build_indexed, find_indexed
+from .kernel import Kernel
 from .trace import trace
 
 __all__ = [
@@ -59,15 +68,20 @@ __all__ = [
     "ClusterKernels",
     "NonFiniteForces",
     "MAX_KEYS",
+    "MAX_WRENCHES",
     "LOOP_TOLERANCE",
 ]
 
 #: How many (frame, reference) or (method, constraints) keys one model keeps kernels for.
 MAX_KEYS = 256
 
+#: External forces on up to this many frames are inputs of their kernel, one per frame.
+MAX_WRENCHES = 5
+
 _registry: dict[int, ModelKernels] = {}
 
 Shape = Callable[[Any], "int | tuple[int, int]"]
+Swap = Callable[[Any, Callable, Callable], None]  # (kernels, old call, new call)
 
 
 def kernels_of(model) -> ModelKernels:
@@ -98,12 +112,16 @@ def kernels_of(model) -> ModelKernels:
 
 class _Function:
     """What one kernel computes: ``compute(model, *inputs)`` on symbols, its inputs (names whose
-    sizes :meth:`ModelKernels._size` knows) and its output (name, shape of ``model``)."""
+    sizes :meth:`ModelKernels._size` knows; ``labels`` maps some to the names errors give them)
+    and its output (name, shape of ``model``)."""
 
-    __slots__ = ("compute", "inputs", "output", "shape")
+    __slots__ = ("compute", "inputs", "labels", "output", "shape")
 
-    def __init__(self, inputs: tuple[str, ...], output: str, shape: Shape, compute: Callable) -> None:
+    def __init__(
+        self, inputs: tuple[str, ...], output: str, shape: Shape, compute: Callable, labels: Mapping[str, str] = {}
+    ) -> None:
         self.inputs, self.output, self.shape, self.compute = inputs, output, shape, compute
+        self.labels = dict(labels)
 
 
 def _nv(model) -> int:
@@ -158,6 +176,8 @@ _CLUSTER_FUNCTIONS: dict[str, _Function] = {
     "cluster_aba": _Function(("y", "v", "tau"), "qdd", _nv, lambda cm, y, v, tau: cluster_dynamics.aba(cm, y, v, tau)),
 }
 
+_ALL_NAMES = (*_TREE_FUNCTIONS, *_CLUSTER_FUNCTIONS)
+
 
 class ModelKernels:
     """The compiled functions of one model (see the module docstring).
@@ -169,11 +189,33 @@ class ModelKernels:
     _FUNCTIONS: ClassVar[dict[str, _Function]] = {}
     _KIND = ""  # what the model is, for messages
 
+    # the functions without options (instance attributes, see the module docstring)
+    rnea: Callable[..., np.ndarray]
+    rnea_fext: Callable[..., np.ndarray]
+    nonlinear_effects: Callable[..., np.ndarray]
+    crba: Callable[..., np.ndarray]
+    aba: Callable[..., np.ndarray]
+    aba_fext: Callable[..., np.ndarray]
+    free_acceleration: Callable[..., np.ndarray]
+    center_of_mass: Callable[..., np.ndarray]
+    com_velocity: Callable[..., np.ndarray]
+    com_jacobian: Callable[..., np.ndarray]
+    com_drift: Callable[..., np.ndarray]
+    centroidal_map: Callable[..., np.ndarray]
+    centroidal_drift: Callable[..., np.ndarray]
+    centroidal_momentum: Callable[..., np.ndarray]
+    cluster_rnea: Callable[..., np.ndarray]
+    cluster_aba: Callable[..., np.ndarray]
+
     def __init__(self, model: weakref.ref) -> None:
         self._model = model
         self._fingerprint: list[str | None] = []
+        self._lock = threading.Lock()  # the tables' writers (lookups need none)
         self.constrained: dict[tuple, Callable[..., np.ndarray]] = {}
         self.frames: dict[tuple, Callable[..., np.ndarray]] = _NotApplicable(self._KIND)
+        self.forces: dict[tuple, Callable[..., np.ndarray]] = {}
+        for name in _ALL_NAMES:
+            setattr(self, name, _FirstUse(self, name))
 
     def frame_function(self, what: str, frame, reference) -> Callable[..., np.ndarray]:
         """See :meth:`TreeKernels.frame_function`."""
@@ -187,18 +229,30 @@ class ModelKernels:
         """See :meth:`TreeKernels.body_forces`."""
         raise InputError(f"external forces do not apply to a {self._KIND}")
 
+    def force_function(self, what: str, fext: Mapping) -> Callable[..., np.ndarray]:
+        """See :meth:`TreeKernels.force_function`."""
+        raise InputError(f"{what} with external forces does not apply to a {self._KIND}")
+
     def check_forces(self, fext: Mapping) -> None:
         """See :meth:`TreeKernels.check_forces`."""
 
-    def __getattr__(self, name: str) -> Callable[..., np.ndarray]:
-        """Builds a function without options on its first use (afterwards a plain attribute)."""
-        if name.startswith("_"):
-            raise AttributeError(name)
+    def function(self, name: str) -> Callable[..., np.ndarray]:
+        """The call of function ``name`` (without options: ``"aba"``, ``"crba"``, ...), built on
+        first use and then the plain attribute ``name``.
+
+        Raises:
+            InputError: ``name`` does not apply to this kind of model.
+        """
+        call = self.__dict__.get(name)
+        if call is not None and not isinstance(call, _FirstUse):
+            return call
         function = self._FUNCTIONS.get(name)
         if function is None:
             raise InputError(f"{name} does not apply to a {self._KIND}")
-        call = self._compile(name, function, (), name)
-        setattr(self, name, call)
+        call = self._compile(name, function, (), name, lambda k, old, new: k._swap_attribute(name, old, new))
+        with self._lock:
+            if isinstance(self.__dict__.get(name), _FirstUse):
+                setattr(self, name, call)
         return call
 
     @property
@@ -209,7 +263,7 @@ class ModelKernels:
     def _size(self, name: str) -> int | tuple[int, int]:
         raise NotImplementedError
 
-    def _validate_input(self, name: str, x) -> np.ndarray:
+    def _validate_input(self, name: str, x, label: str) -> np.ndarray:
         raise NotImplementedError
 
     def _model_fingerprint(self) -> str | None:
@@ -219,40 +273,77 @@ class ModelKernels:
         return []
 
     def _compile(
-        self, name: str, function: _Function, options: tuple, label: str, frame_like: object = None
+        self, name: str, function: _Function, options: tuple, label: str, swap: Swap
     ) -> Callable[..., np.ndarray]:
-        """Trace (or find by fingerprint) and compile ``function``, wrapped by :func:`fast_call`."""
+        """Find ``function`` by fingerprint, or trace it: compiled, or, while it compiles in the
+        background, CasADi's virtual machine (``swap(kernels, old, new)`` then puts the compiled
+        call in place of the virtual machine's), wrapped by :func:`fast_call`."""
         model = self.model
         tree = model.tree if isinstance(model, ClusterModel) else model  # whose configuration is the first input
         sizes = [(x, self._size(x)) for x in function.inputs]
         shape = function.shape(model)
+        validate = self._validator(function.inputs, function.labels)
 
         def build(*xs):
             return [function.compute(model, *xs), validity(tree, xs, self._residuals(xs[0]), LOOP_TOLERANCE)]
 
-        def make():
-            traced = trace(f"wbc_{label}_{model.name}", sizes, build, [(function.output, shape), ("check", 1)])
-            return traced, True, True
-
         fp = self._model_fingerprint()
-        key = None if fp is None else fingerprint("wbc.numeric", name, fp, options)
-        kernel, _, _ = compile_indexed(f"numeric_{name}", key, make, lambda record: True if record is True else None)
-        return fast_call(kernel, self._validator(function.inputs))
+        index_name = f"numeric_{name}"
+        key, found = find_indexed(
+            index_name,
+            None if fp is None else fingerprint("wbc.numeric", name, fp, options),
+            lambda record: True if record is True else None,
+        )
+        if found is not None:
+            return fast_call(found[0], validate)
+        traced = trace(f"wbc_{label}_{model.name}", sizes, build, [(function.output, shape), ("check", 1)])
+        if not background.enabled() or find_compiler() is None:
+            return fast_call(build_indexed(index_name, key, traced, True), validate)
+        early = fast_call(Kernel(traced, traced, "sx-vm"), validate)
+        entry = weakref.ref(self)
 
-    def _validator(self, names: tuple[str, ...]) -> Callable[..., tuple]:
+        def done(kernel: Kernel) -> None:
+            kernels = entry()
+            if kernels is not None:  # else the model is gone
+                swap(kernels, early, fast_call(kernel, validate))
+
+        background.submit(
+            (index_name, key or id(traced)),
+            lambda: build_indexed(index_name, key, traced, True),
+            done,
+            traced.name(),
+        )
+        return early
+
+    def _swap_attribute(self, name: str, old: Callable, new: Callable) -> None:
+        with self._lock:
+            if self.__dict__.get(name) is old:
+                setattr(self, name, new)
+
+    def _swap_in(self, table: dict, old: Callable, new: Callable) -> None:
+        with self._lock:
+            for key, value in list(table.items()):
+                if value is old:
+                    table[key] = new
+
+    def _validator(self, names: tuple[str, ...], labels: Mapping[str, str]) -> Callable[..., tuple]:
         """``validate(*args)``: the arguments checked (the eager API's errors) and converted."""
         validate_input = self._validate_input
+        named = [(name, labels.get(name, name)) for name in names]
 
         def validate(*args):
-            return tuple(validate_input(name, x) for name, x in zip(names, args))
+            if len(args) != len(named):
+                raise InputError(f"{len(named)} arguments expected ({', '.join(n for _, n in named)}), got {len(args)}")
+            return tuple(validate_input(name, x, label) for (name, label), x in zip(named, args))
 
         return validate
 
     def _remember(self, table: dict, keys: Sequence, call) -> None:
-        for key in keys:
-            table[key] = call
-        while len(table) > MAX_KEYS:
-            del table[next(iter(table))]
+        with self._lock:
+            for key in keys:
+                table[key] = call
+            while len(table) > MAX_KEYS:
+                del table[next(iter(table))]
 
 
 class TreeKernels(ModelKernels):
@@ -276,15 +367,19 @@ class TreeKernels(ModelKernels):
             return model.nq
         if name == "fext":
             return (6, model.njoints)
+        if name.startswith("wrench"):
+            return 6
         return model.nv
 
-    def _validate_input(self, name: str, x) -> np.ndarray:
+    def _validate_input(self, name: str, x, label: str) -> np.ndarray:
         if name == "q":
             return checks.configuration(self.model, x)
         if name == "fext":  # made by body_forces: shaped, maybe not finite
             if not np.all(np.isfinite(x)):
                 raise NonFiniteForces("fext has non-finite wrenches")
             return x
+        if name.startswith("wrench"):
+            return checks.vector(x, 6, label)
         return checks.vector(x, self.model.nv, name)
 
     def _model_fingerprint(self) -> str | None:
@@ -311,6 +406,7 @@ class TreeKernels(ModelKernels):
                 _frame_function(what, index, reference),
                 (index, reference),
                 f"frame_{what}_{index}_{getattr(reference, 'name', 'none').lower()}",
+                lambda k, old, new: k._swap_in(k.frames, old, new),
             )
         keys = [canonical, (what, frame, id(reference))] if _hashable(frame) else [canonical]
         self._remember(self.frames, keys, call)
@@ -338,12 +434,66 @@ class TreeKernels(ModelKernels):
             resolved = resolve(self.model, constraints)
             if what == "delassus" and not resolved:
                 raise InputError("the Delassus matrix needs at least one constraint")
-            call = self._compile(what, _constraint_function(what, constraints, method), (method, key), what)
+            call = self._compile(
+                what,
+                _constraint_function(what, constraints, method),
+                (method, key),
+                what,
+                lambda k, old, new: k._swap_in(k.constrained, old, new),
+            )
         if canonical is not None:
             self._remember(self.constrained, _keys(canonical, what, constraints, given), call)
         return call
 
     # ----------------------------------------------------------------------------- external forces
+    def force_function(self, what: str, fext: Mapping) -> Callable[..., np.ndarray]:
+        """The call of ``what`` (``"rnea"`` or ``"aba"``) with the external forces on ``fext``'s
+        frames, in its order: ``call(q, v, a_or_tau, *fext.values())``, in :attr:`forces` under
+        ``(what, *frames)``. Up to :data:`MAX_WRENCHES` frames, one kernel per frame set taking
+        each wrench as an input; beyond, the wrenches are mapped to body forces in numpy
+        (:meth:`body_forces`) for one kernel per function.
+
+        Raises:
+            InputError: ``fext`` is not a mapping.
+            FrameError: an unknown frame name (InputError: an index out of range).
+        """
+        if not isinstance(fext, Mapping):
+            raise InputError("fext must be a mapping {frame name: wrench (6,)}")
+        model = self.model
+        frames = tuple(fext)
+        indices = tuple(checks.frame_index(model, f) for f in frames)
+        canonical = (what, *indices)
+        call = self.forces.get(canonical)
+        if call is None and len(frames) > MAX_WRENCHES:
+            call = self._mapped_forces(what, frames)
+        elif call is None:
+            call = self._compile(
+                f"{what}_wrenches",
+                _wrench_function(what, indices, tuple(model.frames[i].name for i in indices)),
+                indices,
+                f"{what}_wrenches_{len(indices)}",
+                lambda k, old, new: k._swap_in(k.forces, old, new),
+            )
+        keys = [canonical, (what, *frames)] if all(_hashable(f) for f in frames) else [canonical]
+        self._remember(self.forces, keys, call)
+        return call
+
+    def _mapped_forces(self, what: str, frames: tuple) -> Callable[..., np.ndarray]:
+        """The call of ``what`` on many frames: wrenches mapped to body forces, then one kernel."""
+        fext_function = f"{what}_fext"
+
+        def call(q, v, x, *wrenches):
+            fext = dict(zip(frames, wrenches))
+            try:
+                with np.errstate(invalid="ignore", over="ignore"):  # a non-finite wrench: named below
+                    F = self.body_forces(fext)
+                return self.function(fext_function)(q, v, x, F)
+            except NonFiniteForces:
+                self.check_forces(fext)  # names the wrench
+                raise
+
+        return call
+
     def body_forces(self, fext: Mapping) -> np.ndarray:
         """``{frame: LOCAL wrench (6,)}`` as one spatial force per body in its joint frame (6, njoints).
 
@@ -380,6 +530,21 @@ class TreeKernels(ModelKernels):
         return found
 
 
+class _FirstUse:
+    """The stand-in of a function without options until its first call (see the module docstring)."""
+
+    __slots__ = ("kernels", "name")
+
+    def __init__(self, kernels: ModelKernels, name: str) -> None:
+        self.kernels, self.name = weakref.ref(kernels), name
+
+    def __call__(self, *args) -> np.ndarray:
+        kernels = self.kernels()
+        if kernels is None:  # cannot happen through wbc.numeric: the caller holds the model
+            raise InputError(f"{self.name}: the model is gone")
+        return kernels.function(self.name)(*args)
+
+
 class _NotApplicable(dict):
     """The frame table of a model the frame functions do not apply to: every lookup says so."""
 
@@ -405,7 +570,7 @@ class ClusterKernels(ModelKernels):
         cm = self.model
         return cm.tree.nq if name == "y" else cm.nv
 
-    def _validate_input(self, name: str, x) -> np.ndarray:
+    def _validate_input(self, name: str, x, label: str) -> np.ndarray:
         cm = self.model
         return closed_configuration(cm, x) if name == "y" else checks.vector(x, cm.nv, name)
 
@@ -432,7 +597,13 @@ class ClusterKernels(ModelKernels):
             resolved = resolve(cm.tree, constraints)
             if what == "cluster_delassus" and not resolved:
                 raise InputError("the Delassus matrix needs at least one constraint")
-            call = self._compile(what, _cluster_constraint_function(what, cm, resolved), (key,), what)
+            call = self._compile(
+                what,
+                _cluster_constraint_function(what, cm, resolved),
+                (key,),
+                what,
+                lambda k, old, new: k._swap_in(k.constrained, old, new),
+            )
         if canonical is not None:
             self._remember(self.constrained, _keys(canonical, what, constraints, None), call)
         return call
@@ -456,6 +627,26 @@ def _frame_function(what: str, index: int, reference) -> _Function:
             ("q", "v"), "velocity", _six, lambda m, q, v: Workspace(m, q, v).frame_velocity(index, reference)
         )
     return _Function(("q", "v"), "drift", _six, lambda m, q, v: Workspace(m, q, v).frame_drift(index, reference))
+
+
+def _wrench_function(what: str, indices: tuple[int, ...], frames: tuple) -> _Function:
+    """``rnea``/``aba`` with one LOCAL wrench input (6,) per frame of ``indices`` (named ``frames``
+    in errors)."""
+    wrenches = tuple(f"wrench{k}" for k in range(len(indices)))
+    labels = {w: f"fext[{frame!r}]" for w, frame in zip(wrenches, frames)}
+    if what == "rnea":
+
+        def rnea(m, q, v, a, *W):
+            ws = Workspace(m, q, v)
+            return ws.rnea(a, dict(zip(indices, W)))
+
+        return _Function(("q", "v", "a", *wrenches), "tau", _nv, rnea, labels)
+
+    def aba(m, q, v, tau, *W):
+        ws = Workspace(m, q, v)
+        return ws.aba(tau, dict(zip(indices, W)))
+
+    return _Function(("q", "v", "tau", *wrenches), "qdd", _nv, aba, labels)
 
 
 def _constraint_function(what: str, constraints, method) -> _Function:

@@ -21,8 +21,12 @@ Targets at the speed of the step: :meth:`Task.set_target_parameters` (which ever
 calls) copies the target, velocity and acceleration into a staging buffer (a shape check and a copy
 per argument), checks all of them at once for finiteness (one dot product), lets the task check the
 target (:meth:`Task._check_target`: a rotation, unit quaternions) and copies the buffer into the
-parameters the kernel reads: about a microsecond, all or nothing (a refused target leaves the task
-as it was), with an :class:`~wbc.errors.InputError` naming the task and the argument.
+parameters the kernel reads: all or nothing (a refused target leaves the task as it was), with an
+:class:`~wbc.errors.InputError` naming the task and the argument. After its first successful call,
+a task whose class describes its ``set_target`` (:meth:`Task._target_layout`) gets the same steps
+in one C call as its own ``set_target`` (:mod:`wbc.control.target_call`: under a microsecond), which
+hands anything unusual back to the Python method; a subclass overriding any of the methods
+involved keeps the Python path.
 
 Parameter layout of a task (its slice of the controller's parameter vector)::
 
@@ -41,9 +45,11 @@ import casadi as ca
 import numpy as np
 
 from ..errors import InputError, WbcError
+from ..model.checks import UNIT_TOLERANCE
 from ..model.model import Model
 from .contributor import Contributor, Runtime
 from .pieces import Cost, Group, Kind
+from .target_call import TargetArgument, TargetLayout, target_call
 
 if TYPE_CHECKING:
     from .step_context import StepContext
@@ -89,6 +95,7 @@ class Task(Contributor):
             raise InputError(f"a task name must be a non-empty string, got {self.name!r}")
         self._params_storage: np.ndarray | None = None
         self._staging: tuple[np.ndarray, ...] | None = None
+        self._target_call_tried = False
         self._owner: weakref.ref | None = None
         self._priority = 0
         self.set_gains(kp, kd)
@@ -191,6 +198,71 @@ class Task(Contributor):
             self._refuse_non_finite()
         self._check_target(t)
         copyto(live, stage)
+        if not self._target_call_tried:
+            self._install_target_call()
+
+    # ----------------------------------------------------------------------------- set_target in C
+    #: Derived state a fingerprint of the task leaves out (the staging buffer, the compiled setter).
+    _fingerprint_skip = ("set_target", "_staging", "_views", "_unit_parts", "_target_call_tried")
+
+    #: The methods a task's compiled ``set_target`` stands for: overridden outside wbc, it is not used.
+    _TARGET_METHODS = (
+        "set_target",
+        "set_target_parameters",
+        "_commit",
+        "_check_target",
+        "_convert_target",
+        "_make_staging",
+        "_target_layout",
+    )
+
+    def _target_layout(self) -> TargetLayout | None:
+        """What this class's ``set_target`` does with its positional arguments (see
+        :mod:`wbc.control.target_call`), or None (the Python path only). A class defining
+        ``set_target`` defines this too, or gets no compiled ``set_target``."""
+        return None
+
+    def _forwarded_layout(self) -> TargetLayout:
+        """The layout of a ``set_target(target, velocity=None, acceleration=None)`` that forwards
+        its arguments to :meth:`set_target_parameters`."""
+        ts, d = self.target_size, self.dim
+        return TargetLayout(
+            [
+                TargetArgument((ts,), [(i, 0) for i in range(ts)], 0),
+                TargetArgument((d,), [(i, 0) for i in range(d)], ts, none_ok=True),
+                TargetArgument((d,), [(i, 0) for i in range(d)], ts + d, none_ok=True),
+            ]
+        )
+
+    def _install_target_call(self) -> None:
+        """Make the compiled ``set_target`` this task's own (once; see the module docstring)."""
+        self._target_call_tried = True
+        cls = type(self)
+        definer = next((c for c in cls.__mro__ if "set_target" in c.__dict__), None)
+        if definer is None or "_target_layout" not in definer.__dict__:
+            return
+        for name in self._TARGET_METHODS:
+            method = getattr(cls, name, None)
+            module = getattr(method, "__module__", None) or ""
+            if method is not None and not (module == "wbc" or module.startswith("wbc.")):
+                return
+        layout = self._target_layout()
+        if layout is None or self._staging is None:
+            return
+        _, _, _, stage, live = self._staging
+        call = target_call(layout, stage, live, cls.set_target.__get__(self), UNIT_TOLERANCE)  # type: ignore[attr-defined]
+        if call is not None:
+            self.__dict__["set_target"] = call
+
+    def __getstate__(self) -> dict:
+        """Copies and pickles leave out the staging buffer (views of the parameters) and the
+        compiled ``set_target`` bound to it: they are made again on first use."""
+        state = self.__dict__.copy()
+        for name in ("set_target", "_views", "_unit_parts"):
+            state.pop(name, None)
+        state["_staging"] = None
+        state["_target_call_tried"] = False
+        return state
 
     #: What the target is called in error messages (``"position"``, ``"rotation"``, ...).
     target_name = "target"
