@@ -218,6 +218,18 @@ class Model:
         object.__setattr__(self, "gravity", _readonly(self.gravity))
         object.__setattr__(self, "inertias", tuple(_readonly(I) for I in self.inertias))
 
+    # ----------------------------------------------------------------------------- copies
+    def __reduce__(self) -> tuple[type[Model], tuple[object, ...]]:
+        """Pickled as its constructor's arguments (the name indexes are rebuilt, the checks re-run):
+        a model crosses to worker processes (Dask, Ray, multiprocessing)."""
+        return (Model, (self.name, self.joints, self.inertias, self.frames, self.actuated, self.gravity, self.source))
+
+    def __copy__(self) -> Model:
+        return self  # immutable: a copy may share everything
+
+    def __deepcopy__(self, memo: dict[int, object]) -> Model:
+        return self
+
     # ----------------------------------------------------------------------------- sizes
     @property
     def njoints(self) -> int:
