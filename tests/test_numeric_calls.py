@@ -17,6 +17,7 @@ import subprocess
 import threading
 import warnings
 from importlib import resources
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -177,9 +178,20 @@ def test_threads_get_their_own_large_results():
 def test_the_c_sources_compile_without_warnings(tmp_path, package, source, definition, size_symbol, layout):
     """The hand-written C under ``-Wall -Wextra -Werror``, with the data layout the Python side expects."""
     path = resources.files(package).joinpath(source)
+    header = Path(str(resources.files("wbc.codegen").joinpath(builtins.STABLE_ABI_HEADER)))
     out = tmp_path / "routine.so"
     run = subprocess.run(
-        [find_compiler(), *builtins.FLAGS, "-Wall", "-Wextra", "-Werror", str(path), "-o", str(out)],
+        [
+            find_compiler(),
+            *builtins.FLAGS,
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            f"-I{header.parent}",
+            str(path),
+            "-o",
+            str(out),
+        ],
         capture_output=True,
         text=True,
         check=False,

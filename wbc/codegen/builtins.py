@@ -5,8 +5,9 @@ A hand-written C source (shipped with wbc, compiled once per machine into the ke
 its ``PyMethodDef`` (a static struct: it outlives every function made from it) and the size of the
 data struct the Python side lays out with ``ctypes`` (checked on loading). :func:`new_builtin`
 makes a builtin function of a definition and a ``self`` tuple that holds the data's address and
-keeps everything the C code reads alive. The C code declares the few functions of CPython's stable
-ABI it calls, so no ``Python.h`` (often not installed) is needed.
+keeps everything the C code reads alive. The C code includes ``stable_abi.h`` (the few functions of
+CPython's stable ABI it calls, shared by the routines), so no ``Python.h`` (often not installed) is
+needed.
 
 Used by :mod:`wbc.codegen.calls` (the numeric API's calls) and :mod:`wbc.control.target_call` (the
 tasks' ``set_target``). Not available on a free-threaded CPython (those routines rely on the GIL
@@ -26,7 +27,7 @@ from pathlib import Path
 from ..errors import CompileError
 from .cache import CacheUnavailable, cached_source_library, find_compiler
 
-__all__ = ["definitions", "new_builtin", "is_builtin", "FLAGS"]
+__all__ = ["definitions", "new_builtin", "is_builtin", "with_stable_abi", "FLAGS", "STABLE_ABI_HEADER"]
 
 #: Compiler flags of the routines (small, with loops).
 FLAGS: tuple[str, ...] = ("-O2", "-fPIC", "-shared", "-fno-math-errno")
@@ -69,11 +70,25 @@ def definitions(
     library ``name`` (see the module docstring), or None when unavailable."""
     if sysconfig.get_config_var("Py_GIL_DISABLED") or find_compiler() is None:
         return None
-    source = resources.files(package).joinpath(filename).read_text()
+    source = with_stable_abi(resources.files(package).joinpath(filename).read_text())
     try:
         return cached_source_library(name, source, lambda path: load(path, symbols, size_symbol, size), flags=FLAGS)
     except (CompileError, CacheUnavailable):
         return None
+
+
+#: The header of CPython's stable ABI the routines include (``-I`` this folder to compile one by hand).
+STABLE_ABI_HEADER = "stable_abi.h"
+
+
+def with_stable_abi(source: str) -> str:
+    """``source`` with its ``#include "stable_abi.h"`` line replaced by the header's text: the kernel
+    cache compiles (and digests) one source text."""
+    header = resources.files(__package__).joinpath(STABLE_ABI_HEADER).read_text()
+    line = f'#include "{STABLE_ABI_HEADER}"'
+    if line not in source:
+        raise CompileError(f"a builtin's C source does not include {STABLE_ABI_HEADER}")
+    return source.replace(line, header, 1)
 
 
 @functools.cache

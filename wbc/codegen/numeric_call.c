@@ -16,13 +16,15 @@
  * those are evaluated the same way without reading the validity (a finite input whose squares
  * overflow is computed, not refused); `refuse(*converted)` raises if they still do not fit.
  *
- * No Python header is needed: the few functions used are declared below from CPython's stable
- * ABI (the layout of Py_buffer and PyMethodDef is part of it). Not used on a free-threaded
+ * No Python header is needed: the few functions used are declared in stable_abi.h from CPython's
+ * stable ABI (the layout of Py_buffer and PyMethodDef is part of it). Not used on a free-threaded
  * CPython (the caller keeps its locked Python path there).
  */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "stable_abi.h"
 
 #define WBC_MAX_INPUTS 8
 
@@ -46,37 +48,6 @@ typedef struct {
     int ndim[WBC_MAX_INPUTS];
 } wbc_call;
 
-/* CPython's stable ABI */
-typedef struct {
-    void *buf;
-    void *obj;
-    intptr_t len, itemsize; /* Py_ssize_t */
-    int readonly, ndim;
-    char *format;
-    intptr_t *shape, *strides, *suboffsets;
-    void *internal;
-} wbc_py_buffer;
-typedef struct {
-    const char *name;
-    void *method;
-    int flags;
-    const char *doc;
-} wbc_method_def;
-int PyObject_GetBuffer(void *obj, wbc_py_buffer *view, int flags);
-void PyBuffer_Release(wbc_py_buffer *view);
-void PyErr_Clear(void);
-void *PyTuple_GetItem(void *tuple, intptr_t index);
-void *PyLong_AsVoidPtr(void *number);
-void *PyObject_CallNoArgs(void *callable);
-void *PyObject_Vectorcall(void *callable, void *const *args, size_t nargsf, void *kwnames);
-intptr_t PyTuple_Size(void *tuple);
-void Py_DecRef(void *object);
-void PyErr_SetString(void *exception, const char *message);
-extern void *PyExc_RuntimeError;
-
-#define WBC_PYBUF_F_CONTIGUOUS_FORMAT (0x0040 | 0x0010 | 0x0008 | 0x0004)
-#define WBC_PYBUF_F_CONTIGUOUS_WRITABLE (WBC_PYBUF_F_CONTIGUOUS_FORMAT | 0x0001)
-#define WBC_METH_FASTCALL 0x0080
 
 /* Whether view is a float64 array of input k's shape. */
 static int fits(const wbc_call *c, int k, const wbc_py_buffer *view) {
@@ -92,7 +63,7 @@ static int run(const wbc_call *c, void *const *args, intptr_t nargs, wbc_py_buff
     if (nargs != c->n_in) return 0;
     int held = 0, ok = 1;
     for (; held < nargs; ++held) {
-        if (PyObject_GetBuffer(args[held], &views[held], WBC_PYBUF_F_CONTIGUOUS_FORMAT) != 0) {
+        if (PyObject_GetBuffer(args[held], &views[held], (WBC_PYBUF_F_CONTIGUOUS | WBC_PYBUF_FORMAT)) != 0) {
             PyErr_Clear();
             ok = 0;
             break;
@@ -114,7 +85,7 @@ static int run(const wbc_call *c, void *const *args, intptr_t nargs, wbc_py_buff
 /* Copies the output into result (made before the kernel ran) and returns it, or NULL (released). */
 static void *copy_out(const wbc_call *c, void *result) {
     wbc_py_buffer view;
-    if (PyObject_GetBuffer(result, &view, WBC_PYBUF_F_CONTIGUOUS_WRITABLE) != 0) {
+    if (PyObject_GetBuffer(result, &view, (WBC_PYBUF_F_CONTIGUOUS | WBC_PYBUF_FORMAT | WBC_PYBUF_WRITABLE)) != 0) {
         Py_DecRef(result);
         return (void *)0;
     }

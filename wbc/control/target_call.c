@@ -14,11 +14,13 @@
  * set_target with the same arguments: it converts, decides, or raises naming the task and the
  * argument, and it alone commits then (all or nothing: a refused target leaves the task as it was).
  *
- * No Python header is needed (see wbc/codegen/builtins.py).
+ * No Python header is needed (stable_abi.h; see wbc/codegen/builtins.py).
  */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "stable_abi.h"
 
 #define WBC_TARGET_ARGS 3
 #define WBC_MAX_UNIT 64
@@ -46,32 +48,6 @@ typedef struct {
     void *none; /* Py_None */
 } wbc_target;
 
-/* CPython's stable ABI */
-typedef struct {
-    void *buf;
-    void *obj;
-    intptr_t len, itemsize; /* Py_ssize_t */
-    int readonly, ndim;
-    char *format;
-    intptr_t *shape, *strides, *suboffsets;
-    void *internal;
-} wbc_py_buffer;
-typedef struct {
-    const char *name;
-    void *method;
-    int flags;
-    const char *doc;
-} wbc_method_def;
-int PyObject_GetBuffer(void *obj, wbc_py_buffer *view, int flags);
-void PyBuffer_Release(wbc_py_buffer *view);
-void PyErr_Clear(void);
-void *PyTuple_GetItem(void *tuple, intptr_t index);
-void *PyLong_AsVoidPtr(void *number);
-void *PyObject_Vectorcall(void *callable, void *const *args, size_t nargsf, void *kwnames);
-void Py_IncRef(void *object);
-
-#define WBC_PYBUF_STRIDES_FORMAT (0x0010 | 0x0008 | 0x0004)
-#define WBC_METH_FASTCALL_KEYWORDS (0x0080 | 0x0002)
 
 /* Gathers argument k into its staging slice: 1 done, 0 it does not fit (no Python error left). */
 static int gather(const wbc_target *t, int k, void *arg) {
@@ -81,7 +57,7 @@ static int gather(const wbc_target *t, int k, void *arg) {
         return 1;
     }
     wbc_py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, WBC_PYBUF_STRIDES_FORMAT) != 0) {
+    if (PyObject_GetBuffer(arg, &view, (WBC_PYBUF_STRIDES | WBC_PYBUF_FORMAT)) != 0) {
         PyErr_Clear();
         return 0;
     }
@@ -140,7 +116,7 @@ static void *wbc_target_set(void *self, void *const *args, intptr_t nargs, void 
     return PyObject_Vectorcall(PyTuple_GetItem(self, 1), args, (size_t)nargs, kwnames);
 }
 
-static wbc_method_def wbc_target_method = {"set_target", (void *)wbc_target_set, WBC_METH_FASTCALL_KEYWORDS,
+static wbc_method_def wbc_target_method = {"set_target", (void *)wbc_target_set, (WBC_METH_FASTCALL | WBC_METH_KEYWORDS),
                                            "the task's set_target in one C call (wbc.control.target_call)"};
 
 /* The method definition, static: it outlives every function made from it. */
