@@ -57,29 +57,14 @@ from wbc.robots import RobotSpec, clustered
 RF = wbc.ReferenceFrame
 ROBOTS = ("talos", "panda")
 CLUSTER_ROBOT = "g1_parallel_ankle"
-#: The functions timed (labels: ``rnea (fext)`` is ``rnea`` with external forces).
+#: The functions timed: every public numeric function (:data:`wbc.numeric.__all__`), ``rnea`` also
+#: with external forces (label ``rnea (fext)``).
+CLUSTER_FUNCTIONS = tuple(f for f in wbc.numeric.__all__ if f.startswith("cluster_"))
 TREE_FUNCTIONS = (
     "rnea",
     "rnea (fext)",
-    "nonlinear_effects",
-    "crba",
-    "aba",
-    "free_acceleration",
-    "frame_placement",
-    "frame_jacobian",
-    "frame_velocity",
-    "frame_drift",
-    "center_of_mass",
-    "com_velocity",
-    "com_jacobian",
-    "com_drift",
-    "centroidal_map",
-    "centroidal_momentum",
-    "centroidal_drift",
-    "inertia_weighted_input_matrix",
-    "delassus",
+    *(f for f in wbc.numeric.__all__ if f not in CLUSTER_FUNCTIONS and f != "rnea"),
 )
-CLUSTER_FUNCTIONS = ("cluster_rnea", "cluster_aba", "cluster_delassus", "cluster_input_matrix", "cluster_jacobian")
 
 
 class Case(NamedTuple):

@@ -16,6 +16,7 @@ import functools
 import json
 import subprocess
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -233,3 +234,34 @@ def compile_in(function, directory):
     kernel = wbc.codegen.compile_function(function, directory=directory)
     assert kernel.backend == "c", "these tests need a C compiler"
     return kernel
+
+
+def thread_mismatches(call, arguments: Sequence[tuple], expected: Sequence, rounds: int, same) -> list[int]:
+    """Calls ``call(*arguments[k])`` ``rounds`` times on one thread per ``k``, all at once; the
+    ``k`` of every call whose result ``same(result, expected[k])`` refuses (another thread's answer,
+    or one half-written)."""
+    wrong: list[int] = []
+
+    def work(k: int) -> None:
+        for _ in range(rounds):
+            if not same(call(*arguments[k]), expected[k]):
+                wrong.append(k)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(len(arguments))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return wrong
+
+
+def aba_states(model: wbc.Model, seed: int, n: int = 4) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """``n`` random ``(q, v, tau)`` of ``model``."""
+    rng = np.random.default_rng(seed)
+    return [
+        (wbc.random_configuration(model, rng), rng.normal(size=model.nv), rng.normal(size=model.nv)) for _ in range(n)
+    ]
+
+
+def close_to_1e12(a: np.ndarray, b: np.ndarray) -> bool:
+    return np.allclose(a, b, rtol=1e-12, atol=1e-12)

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import wbc
-from tests.helpers import TOL_KERNEL, assert_close
+from tests.helpers import TOL_KERNEL, aba_states, assert_close, close_to_1e12, thread_mismatches
 from wbc.codegen import background, builtins, calls, model_kernels
 from wbc.codegen.cache import find_compiler
 from wbc.control import target_call
@@ -152,18 +152,7 @@ def test_threads_get_their_own_large_results():
     assert background.wait(120)
     assert _compiled(model_kernels.kernels_of(model).crba)
     expected = [wbc.crba(model, q) for q in qs]
-    wrong = []
-
-    def work(k):
-        for _ in range(5000):
-            if not np.array_equal(wbc.crba(model, qs[k]), expected[k]):
-                wrong.append(k)
-
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    wrong = thread_mismatches(lambda q: wbc.crba(model, q), [(q,) for q in qs], expected, 5000, np.array_equal)
     assert not wrong, f"{len(wrong)} results of other threads' calls"
 
 
@@ -233,25 +222,10 @@ def test_first_calls_answer_from_the_virtual_machine_then_the_compiled_kernel(tm
 def test_threads_calling_while_the_kernel_is_swapped_in_get_their_own_results(tmp_path, monkeypatch):
     monkeypatch.setenv("WBC_CACHE_DIR", str(tmp_path))
     model = synthetic.chain(6)
-    rng = np.random.default_rng(3)
-    states = [
-        (wbc.random_configuration(model, rng), rng.normal(size=model.nv), rng.normal(size=model.nv)) for _ in range(4)
-    ]
+    states = aba_states(model, seed=3)
     expected = [wbc.eager.aba(model, *s) for s in states]
     first = wbc.aba(model, *states[0])  # the virtual machine; the compile starts
-    wrong = []
-
-    def work(k):
-        for _ in range(400):
-            got = wbc.aba(model, *states[k])
-            if not np.allclose(got, expected[k], rtol=1e-12, atol=1e-12):
-                wrong.append(k)
-
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    wrong = thread_mismatches(lambda *s: wbc.aba(model, *s), states, expected, 400, close_to_1e12)
     assert background.wait(120)
     assert not wrong
     np.testing.assert_array_equal(wbc.aba(model, *states[0]), first)

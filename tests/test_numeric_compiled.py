@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import weakref
 
 import numpy as np
@@ -22,7 +21,7 @@ import pytest
 
 import wbc
 from benchmarks import numeric as bench
-from tests.helpers import TOL_KERNEL, TOL_PIN, assert_close
+from tests.helpers import TOL_KERNEL, TOL_PIN, aba_states, assert_close, close_to_1e12, thread_mismatches
 from wbc.codegen import background, calls, model_kernels
 from wbc.codegen.cache import find_compiler
 from wbc.robots import clustered, synthetic
@@ -50,16 +49,23 @@ def test_compiled_equals_eager_and_pinocchio(tree_cases, function):
     """The first call (CasADi's virtual machine while the kernel compiles, or the kernel the cache
     had) and the compiled kernel's call, once the background compile is in."""
     case = tree_cases[function]
+    ours = _compiled_equals_eager_and_first_call(case, function)
+    assert case.pinocchio is not None
+    assert_close(ours, case.convert(case.pinocchio()), TOL_PIN, f"{function} vs Pinocchio")
+    again = case.wbc()
+    assert again is not ours and np.array_equal(again, ours)  # a new array each call, same numbers
+
+
+def _compiled_equals_eager_and_first_call(case, function: str) -> np.ndarray:
+    """The compiled kernel's result, once the background compile is in, after checking it is in
+    place and equals the eager result and the first call's (the VM's, or the cache's kernel)."""
     first = case.wbc()
     assert background.wait(600)
     ours = case.wbc()
     assert _all_compiled(case.model), f"{function}: the compiled kernel is not in place"
     assert_close(ours, case.eager(), TOL_KERNEL, f"{function} compiled vs eager")
-    assert case.pinocchio is not None
-    assert_close(ours, case.convert(case.pinocchio()), TOL_PIN, f"{function} vs Pinocchio")
     assert_close(first, ours, TOL_KERNEL, f"{function} first call vs compiled")
-    again = case.wbc()
-    assert again is not ours and np.array_equal(again, ours)  # a new array each call, same numbers
+    return ours
 
 
 def _all_compiled(model) -> bool:
@@ -77,13 +83,7 @@ def _all_compiled(model) -> bool:
 
 @pytest.mark.parametrize("function", bench.CLUSTER_FUNCTIONS)
 def test_cluster_functions_compiled_equal_eager(cluster_cases, function):
-    case = cluster_cases[function]
-    first = case.wbc()
-    assert background.wait(600)
-    ours = case.wbc()
-    assert _all_compiled(case.model), f"{function}: the compiled kernel is not in place"
-    assert_close(ours, case.eager(), TOL_KERNEL, f"{function} compiled vs eager")
-    assert_close(first, ours, TOL_KERNEL, f"{function} first call vs compiled")
+    _compiled_equals_eager_and_first_call(cluster_cases[function], function)
 
 
 @pytest.mark.slow
@@ -192,26 +192,10 @@ def test_constraint_kernels_are_keyed_by_value():
 
 def test_threads_calling_one_model_get_their_own_results():
     model = synthetic.chain(5)
-    rng = np.random.default_rng(2)
-    states = [
-        (wbc.random_configuration(model, rng), rng.normal(size=model.nv), rng.normal(size=model.nv)) for _ in range(4)
-    ]
+    states = aba_states(model, seed=2)
     expected = [wbc.eager.aba(model, *s) for s in states]
     wbc.aba(model, *states[0])
-    errors = []
-
-    def work(k):
-        for _ in range(300):
-            got = wbc.aba(model, *states[k])
-            if not np.allclose(got, expected[k], rtol=1e-12, atol=1e-12):
-                errors.append(k)
-
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    assert not thread_mismatches(lambda *s: wbc.aba(model, *s), states, expected, 300, close_to_1e12)
 
 
 def test_a_new_process_loads_the_kernels_without_tracing(tmp_path):
