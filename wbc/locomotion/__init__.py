@@ -9,6 +9,8 @@ feet, a gait timeline the controller queries at any time, a DCM stabilizer and a
 - :mod:`~wbc.locomotion.timeline`: :class:`GaitTimeline`, :func:`plan_walk`, :func:`plan_stand`.
 - :mod:`~wbc.locomotion.stabilizer`: :class:`DCMStabilizer`.
 - :mod:`~wbc.locomotion.recovery`: :class:`CaptureStepPlanner` (recovery steps, online step adjustment).
+- :mod:`~wbc.locomotion.sequencer`: :class:`GaitSequencer` (one control step's re-plans, contact
+  switches and stabilizer on a controller, without a simulator).
 - :mod:`~wbc.locomotion.polygon`: support-polygon geometry.
 """
 
@@ -30,6 +32,7 @@ from .footsteps import (
     support_polygon,
 )
 from .recovery import CaptureStepPlanner, RecoveryPlan
+from .sequencer import FootPhase, GaitSequencer, Sensing, SequencerStep, Touchdown
 from .stabilizer import DCMStabilizer, StabilizerOutput, dcm_feedback_zmp
 from .swing import SwingState, SwingTrajectory
 from .timeline import (
@@ -65,6 +68,11 @@ __all__ = [
     "support_polygon",
     "CaptureStepPlanner",
     "RecoveryPlan",
+    "FootPhase",
+    "GaitSequencer",
+    "Sensing",
+    "SequencerStep",
+    "Touchdown",
     "DCMStabilizer",
     "StabilizerOutput",
     "dcm_feedback_zmp",

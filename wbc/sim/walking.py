@@ -6,12 +6,14 @@ gait (:mod:`wbc.locomotion`: footsteps from a velocity command, Englsberger's DC
 linear inverted pendulum, a DCM stabilizer, capture steps), and runs them at 1 kHz
 (:meth:`Walker.run`), torque-controlled, every step solved.
 
-Contact switching goes through the controller's contact schedule: before lift-off the stance
-foot's normal-force bound ramps to zero over the double support (``deactivate_contact(name,
-ramp)``), so the force never jumps; the contact is released when the ramp ends and the foot's
-frame task takes it over. Touchdown is the swing's planned end, or earlier when MuJoCo reports the
-sole loaded; the contact is then re-enforced where the foot landed (flattened onto the ground:
-``activate_contact(name, placement, ramp, ramp_force)``, the bound rising from zero).
+The walking logic of a control step (re-plans, contact switching through the controller's contact
+schedule, the stabilizer, task targets) is :class:`wbc.locomotion.GaitSequencer`, which knows no
+simulator; this module senses MuJoCo for it (CoM, sole poses, sole normal forces), steps the
+simulation and logs. Contact switching: before lift-off the stance foot's normal-force bound ramps
+to zero over the double support, so the force never jumps; the contact is released when the ramp
+ends and the foot's frame task takes it over. Touchdown is the swing's planned end, or earlier when
+MuJoCo reports the sole loaded; the contact is then re-enforced where the foot landed (flattened
+onto the ground), its force bound rising from zero.
 
 With ``adjust`` the capture-step planner re-solves the next step's location and timing online from
 the measured DCM (:class:`wbc.locomotion.CaptureStepPlanner`); with ``recover`` a standing robot
@@ -24,7 +26,6 @@ MuJoCo is the optional ``sim`` extra; ``import wbc`` never imports this module.
 from __future__ import annotations
 
 import dataclasses
-import enum
 import math
 import sys
 import time
@@ -36,6 +37,7 @@ from tqdm import tqdm
 
 import wbc
 from wbc import locomotion as loco
+from wbc.locomotion.sequencer import RISE_LOAD, TOUCHDOWN_LOAD, TOUCHDOWN_WINDOW, FootPhase, flat_foothold
 from wbc.sim import catalog
 from wbc.sim.catalog import LeggedRobot
 from wbc.sim.mujoco import MujocoSim
@@ -44,6 +46,9 @@ __all__ = [
     "DT",
     "GAITS",
     "PRESETS",
+    "RISE_LOAD",
+    "TOUCHDOWN_LOAD",
+    "TOUCHDOWN_WINDOW",
     "FootPhase",
     "RobotGait",
     "Walker",
@@ -100,16 +105,10 @@ PRESETS = {
 
 #: Pose-feedback stiffness of the stance feet (1/s²; damping 2 √kp), as the balance demo's.
 CONTACT_KP = 3000.0
-#: A swinging sole counts as landed when MuJoCo reports this share of the weight on it ...
-TOUCHDOWN_LOAD = 0.1
-#: ... within this many seconds before its planned touchdown.
-TOUCHDOWN_WINDOW = 0.15
 #: The online step adjustment leaves the plan alone while the measured DCM is this close to the
 #: planned one (m): the multibody robot departs from the LIPM by a few cm while walking (G1: up to
 #: 5 cm), which is the stabilizer's job; re-planning for it makes the steps erratic.
 DCM_TOLERANCE = 0.06
-#: After touchdown the contact's normal-force bound rises from zero to this multiple of the weight.
-RISE_LOAD = 1.2
 
 
 def gait_of(robot: LeggedRobot) -> RobotGait:
@@ -124,14 +123,6 @@ def gait_of(robot: LeggedRobot) -> RobotGait:
         raise wbc.ModelError(
             f"robot {robot.name!r} cannot walk: no gait settings (wbc.sim.walking.GAITS has {', '.join(GAITS)})"
         ) from None
-
-
-class FootPhase(enum.Enum):
-    """What the controller does with a foot."""
-
-    STANCE = "stance"  # contact enforced
-    RELEASING = "releasing"  # contact enforced, its force bound ramping to zero before lift-off
-    SWING = "swing"  # contact released, the frame task tracks the swing reference
 
 
 class Walker:
@@ -216,11 +207,7 @@ class Walker:
     # ------------------------------------------------------------------------------ plans
     def footholds(self) -> dict:
         """Where the soles stand now (ground height 0)."""
-        out = {}
-        for f, frame in self.frame.items():
-            fs = loco.Footstep.from_pose(f, self.sim.frame_placement(frame))
-            out[f] = loco.Footstep(f, fs.position * [1.0, 1.0, 0.0], fs.yaw)
-        return out
+        return {f: flat_foothold(f, self.sim.frame_placement(frame)) for f, frame in self.frame.items()}
 
     def walk(self, command, n_steps: int, t0: float = 0.0) -> loco.GaitTimeline:
         """Plan ``n_steps`` steps of the velocity ``command`` (vx, vy, yaw rate) from rest at ``t0``."""
@@ -243,13 +230,37 @@ class Walker:
         mujoco.mj_subtreeVel(m, d)
         return d.subtree_com[1].copy(), d.subtree_linvel[1].copy()
 
-    def _landing(self, foot: loco.Foot) -> np.ndarray:
-        """Where a landed sole is held: its measured position and yaw, flat on the ground (4, 4)."""
-        pose = self.sim.frame_placement(self.frame[foot])
-        fs = loco.Footstep.from_pose(foot, pose)
-        return loco.Footstep(foot, pose[0:3, 3] * [1.0, 1.0, 0.0], fs.yaw).pose
-
     # ------------------------------------------------------------------------------ the loop
+    def sensing(self, t: float) -> loco.Sensing:
+        """What the gait sequencer needs from MuJoCo at the current state: CoM state, sole poses
+        and sole normal forces."""
+        com, vel = self._com()
+        forces = self.sim.normal_forces()
+        soles = {f: self.sim.frame_placement(frame) for f, frame in self.frame.items()}
+        return loco.Sensing(t, com, vel, soles, {f: forces[frame] for f, frame in self.frame.items()})
+
+    def sequencer(self, recover: bool = False) -> loco.GaitSequencer:
+        """A fresh :class:`~wbc.locomotion.GaitSequencer` over :attr:`timeline` and this walker's
+        controller, tasks, stabilizer and planner."""
+        return loco.GaitSequencer(
+            self.controller,
+            self.contacts,
+            self.foot_tasks,
+            self.com_task,
+            self.orientation,
+            self.timeline,
+            self.params,
+            self.shape,
+            self.stabilizer,
+            self.planner,
+            self.weight,
+            self.rise,
+            self.swing_weight,
+            adjust=self.adjust,
+            recover=recover,
+            clip_zmp=self.clip_zmp,
+        )
+
     def run(
         self,
         duration: float,
@@ -261,6 +272,10 @@ class Walker:
     ) -> dict:
         """Simulate ``duration`` s following :attr:`timeline`; returns the log (arrays over time).
 
+        Each control step senses MuJoCo (:meth:`sensing`), lets the gait sequencer
+        (:meth:`sequencer`: re-plans, contact switches, stabilizer, task targets) update the
+        controller, solves it, applies the torques and any pushes, and steps MuJoCo.
+
         Args:
             pushes: ``(time s, force (3,) N, duration s)`` on the pelvis.
             recover: standing, take a recovery step when the capture point leaves the support
@@ -270,124 +285,30 @@ class Walker:
             replay: a :class:`wbc.viz.Replay` to record into (about 30 frames per second).
             on_step: called as ``on_step(q, v, cmd)`` after every control step (tests check each step).
         """
-        sim, ctrl, p = self.sim, self.controller, self.params
+        sim, ctrl = self.sim, self.controller
         steps = int(round(duration / DT))
-        keys: tuple[str, ...] = (
-            "t",
-            "com",
-            "com_ref",
-            "dcm",
-            "dcm_ref",
-            "zmp_ref",
-            "zmp_cmd",
-            "normal_sim",
-            "normal_cmd",
-        )
-        keys += ("tau", "status", "base_z", "step_us", "walking", "yaw", "sat", "phase")
-        log: dict = {k: [] for k in keys}
-        phase = {f: FootPhase.STANCE for f in self.frame}
-        anchor = {f: sim.frame_placement(self.frame[f])[0:2, 3].copy() for f in self.frame}
-        touchdowns: list = []  # (t, foot, landed (x, y, yaw), planned (x, y, yaw))
-        recoveries: list = []
-        last_recovery, declined = -1.0, 0  # recovery steps not taken: not capturable within the step limits
+        log = _Log()
+        seq = self.sequencer(recover)
+        seq.anchor.update({f: sim.frame_placement(frame)[0:2, 3].copy() for f, frame in self.frame.items()})
         slip = 0.0
         fell = False
         z0 = sim.get_state()[0][2]
         yaw_prev, yaw_total = None, 0.0
         pending = sorted(pushes, key=lambda push: push[0])
-        last_adjust = -1.0
         bar = tqdm(total=steps, unit="step", disable=not (progress and sys.stderr.isatty()))
-        names = {f: c.name for f, c in self.contacts.items()}
         for i in range(steps):
             t = i * DT
             q, v = sim.get_state()
-            com, vel = self._com()
-            tl = self.timeline
-            if self.adjust and tl.steps and t - last_adjust >= 0.02 and t < tl.steps[-1].touchdown:
-                last_adjust = t
-                new = self.planner.adjust(tl, t, com, vel)
-                if new is not None:
-                    tl = self.timeline = new.timeline
-            if (
-                recover
-                and all(s is FootPhase.STANCE for s in phase.values())
-                and not any(st.touchdown > t for st in tl.steps)
-            ):
-                feet = self.footholds()
-                xi = loco.dcm_of(com, vel, tl.omega)
-                if t - last_recovery >= 0.02 and self.planner.needs_step(
-                    xi, loco.support_polygon(list(feet.values()), self.shape)
-                ):
-                    last_recovery = t
-                    plan = self.planner.recovery(t, com, vel, feet, omega=tl.omega)
-                    if plan.captured:  # else no step within reach stops it: stay on both feet
-                        tl = self.timeline = plan.timeline
-                        recoveries.append({"t": round(t, 3), "foot": plan.step.foot.value})
-                    else:
-                        declined += 1
-            ref = tl.sample(t)
-            forces = sim.normal_forces()
-            for f in self.frame:
-                fr, name = ref.feet[f], names[f]
-                if (
-                    phase[f] is FootPhase.STANCE
-                    and fr.state is loco.ContactState.STANCE  # not an early touchdown of a planned swing
-                    and fr.liftoff is not None
-                    and t >= fr.liftoff - p.double_support - DT / 2
-                ):
-                    if fr.liftoff - t < DT:  # a re-plan moved the lift-off to now: release at once
-                        ctrl.deactivate_contact(name)
-                    else:
-                        ctrl.deactivate_contact(name, ramp=fr.liftoff - t)
-                    phase[f] = FootPhase.RELEASING
-                if phase[f] is FootPhase.RELEASING and not ctrl.contact_active(name):
-                    phase[f] = FootPhase.SWING
-                    self.foot_tasks[f].set_weight(self.swing_weight)
-                if phase[f] is FootPhase.SWING:
-                    early = (
-                        fr.touchdown is not None
-                        and t >= fr.touchdown - TOUCHDOWN_WINDOW
-                        and forces[self.frame[f]] > TOUCHDOWN_LOAD * self.weight
-                    )
-                    # planned: the reference is in stance and not about to lift off (float round-off
-                    # can put a lift-off a hair after the end of its own release ramp)
-                    planned = fr.state is loco.ContactState.STANCE and (fr.liftoff is None or fr.liftoff > t + DT / 2)
-                    if planned or early:
-                        landing = self._landing(f)
-                        ctrl.activate_contact(name, landing, ramp=self.rise, ramp_force=RISE_LOAD * self.weight)
-                        self.foot_tasks[f].set_weight(0.0)
-                        phase[f] = FootPhase.STANCE
-                        anchor[f] = landing[0:2, 3].copy()
-                        foothold = fr.foothold
-                        touchdowns.append(
-                            (
-                                t,
-                                f.value,
-                                [*landing[0:2, 3], loco.Footstep.from_pose(f, landing).yaw],
-                                [*foothold.position[0:2], foothold.yaw],
-                                bool(early and not planned),
-                            )
-                        )
-                    else:
-                        self.foot_tasks[f].set_target(fr.pose, fr.velocity, fr.acceleration)
+            s = self.sensing(t)
+            out = seq.update(s, DT)
             if i % 10 == 0:
-                for f in self.frame:
-                    if phase[f] is not FootPhase.SWING:
-                        moved = sim.frame_placement(self.frame[f])[0:2, 3] - anchor[f]
+                for f, frame in self.frame.items():
+                    if seq.phase[f] is not FootPhase.SWING:
+                        moved = sim.frame_placement(frame)[0:2, 3] - seq.anchor[f]
                         slip = max(slip, float(np.linalg.norm(moved)))
-            stance = [self.footholds()[f] for f in self.frame if phase[f] is not FootPhase.SWING]
-            out = self.stabilizer.compute(ref, com, vel, loco.support_polygon(stance, self.shape))
-            acc = out.com_acceleration
-            if not self.clip_zmp:  # the feedback law's CoM acceleration: the QP's CoP limits bound it
-                acc = acc.copy()
-                acc[0:2] = ref.omega**2 * (com[0:2] - out.zmp_unconstrained[0:2])
-            self.com_task.set_target(ref.com, [ref.com_velocity[0], ref.com_velocity[1], 0.0], acc)
-            self.orientation.set_target(
-                ref.heading_rotation(), [0.0, 0.0, ref.heading_rate], [0.0, 0.0, ref.heading_acceleration]
-            )
             clock = time.perf_counter()
             cmd = ctrl.step(q, v)
-            log["step_us"].append((time.perf_counter() - clock) * 1e6)
+            step_us = (time.perf_counter() - clock) * 1e6
             if on_step is not None:
                 on_step(q, v, cmd)
             sim.set_torques(cmd.tau)
@@ -403,22 +324,7 @@ class Walker:
             if yaw_prev is not None:
                 yaw_total += math.remainder(yaw - yaw_prev, 2 * math.pi)
             yaw_prev = yaw
-            log["t"].append(t)
-            log["com"].append(com)
-            log["com_ref"].append(ref.com)
-            log["dcm"].append(out.dcm)
-            log["dcm_ref"].append(ref.dcm)
-            log["zmp_ref"].append(ref.zmp)
-            log["zmp_cmd"].append(out.zmp)
-            log["normal_sim"].append([forces[self.frame[f]] for f in loco.Foot])
-            log["normal_cmd"].append([self.contacts[f].normal_force(cmd.forces[names[f]]) for f in loco.Foot])
-            log["tau"].append(cmd.tau)
-            log["status"].append(cmd.status is wbc.StepStatus.OPTIMAL)
-            log["base_z"].append(q[2])
-            log["walking"].append(any(s is not FootPhase.STANCE for s in phase.values()))
-            log["yaw"].append(yaw_total)
-            log["sat"].append(out.saturated)
-            log["phase"].append([list(FootPhase).index(phase[f]) for f in loco.Foot])
+            log.add(self, s, out, cmd, q, step_us, yaw_total)
             if replay is not None and i % 33 == 0:
                 from wbc.viz import contact_arrows
 
@@ -434,9 +340,72 @@ class Walker:
                 break
             bar.update(1)
         bar.close()
-        run: dict = {k: np.asarray(val) for k, val in log.items()}
-        run.update(fell=fell, slip=slip, touchdowns=touchdowns, recoveries=recoveries, declined=declined, base_z0=z0)
+        self.timeline = seq.timeline
+        run = log.arrays()
+        touchdowns = [(d.t, d.foot.value, d.landed, d.planned, d.early) for d in seq.touchdowns]
+        run.update(
+            fell=fell,
+            slip=slip,
+            touchdowns=touchdowns,
+            recoveries=seq.recoveries,
+            declined=seq.declined,
+            base_z0=z0,
+        )
         return run
+
+
+class _Log:
+    """The per-step log of :meth:`Walker.run`: lists that become arrays over time."""
+
+    KEYS = (
+        "t",
+        "com",
+        "com_ref",
+        "dcm",
+        "dcm_ref",
+        "zmp_ref",
+        "zmp_cmd",
+        "normal_sim",
+        "normal_cmd",
+        "tau",
+        "status",
+        "base_z",
+        "step_us",
+        "walking",
+        "yaw",
+        "sat",
+        "phase",
+    )
+
+    def __init__(self) -> None:
+        self.lists: dict = {k: [] for k in self.KEYS}
+
+    def add(self, walker: Walker, s: loco.Sensing, out: loco.SequencerStep, cmd, q, step_us: float, yaw: float):
+        ref, stab, phase = out.reference, out.stabilizer, out.phase
+        row = {
+            "t": s.t,
+            "com": s.com,
+            "com_ref": ref.com,
+            "dcm": stab.dcm,
+            "dcm_ref": ref.dcm,
+            "zmp_ref": ref.zmp,
+            "zmp_cmd": stab.zmp,
+            "normal_sim": [s.normal_forces[f] for f in loco.Foot],
+            "normal_cmd": [walker.contacts[f].normal_force(cmd.forces[walker.contacts[f].name]) for f in loco.Foot],
+            "tau": cmd.tau,
+            "status": cmd.status is wbc.StepStatus.OPTIMAL,
+            "base_z": q[2],
+            "step_us": step_us,
+            "walking": any(p is not FootPhase.STANCE for p in phase.values()),
+            "yaw": yaw,
+            "sat": stab.saturated,
+            "phase": [list(FootPhase).index(phase[f]) for f in loco.Foot],
+        }
+        for k, value in row.items():
+            self.lists[k].append(value)
+
+    def arrays(self) -> dict:
+        return {k: np.asarray(v) for k, v in self.lists.items()}
 
 
 def _yaw(q: np.ndarray) -> float:
