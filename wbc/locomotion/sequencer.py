@@ -9,8 +9,11 @@ time and the measured state (:class:`Sensing`: CoM, sole poses, sole normal forc
    normal-force bound ramps to zero over the double support (``deactivate_contact(name, ramp)``),
    the contact is released when the ramp ends and the foot's frame task takes it over (weight
    ``swing_weight``); touchdown is the swing's planned end, or earlier when the sole carries
-   :data:`TOUCHDOWN_LOAD` of the weight within :data:`TOUCHDOWN_WINDOW` of it; the contact is then
-   re-enforced where the foot landed (``activate_contact(name, placement, ramp, ramp_force)``);
+   :data:`TOUCHDOWN_LOAD` of the weight within :data:`TOUCHDOWN_WINDOW` of it, or later when the sole
+   is still above the surface at the planned time (more than :data:`LATE_HEIGHT`: the swing goes on
+   down at :data:`LATE_SPEED` until it lands, at most :data:`LATE_LIMIT`); the contact is then
+   re-enforced where the foot landed, on the surface under it (``foothold``:
+   ``activate_contact(name, placement, ramp, ramp_force)``);
 3. runs the DCM stabilizer on the support polygon of the feet in contact and sets the CoM and
    pelvis-orientation targets.
 
@@ -51,6 +54,14 @@ TOUCHDOWN_LOAD = 0.1
 TOUCHDOWN_WINDOW = 0.15
 #: After touchdown the contact's normal-force bound rises from zero to this multiple of the weight.
 RISE_LOAD = 1.2
+#: A sole still this high above the surface under it at its planned touchdown has not landed (m):
+#: the swing goes on down ...
+LATE_HEIGHT = 0.01
+#: ... at this speed (m/s) ...
+LATE_SPEED = 0.15
+#: ... until it lands (loaded, or within LATE_HEIGHT), at most this long (s); then the contact is
+#: enforced where the sole is.
+LATE_LIMIT = 0.3
 
 
 class FootPhase(enum.Enum):
@@ -83,13 +94,16 @@ class Sensing:
 @dataclasses.dataclass(frozen=True)
 class Touchdown:
     """A landing: time (s), foot, where it landed and where it was to land ``(x, y, yaw)``, whether
-    the sole's load detected it before the planned touchdown."""
+    the sole's load detected it before the planned touchdown, how late after it (s) the sole landed,
+    the landed foothold."""
 
     t: float
     foot: Foot
     landed: list
     planned: list
     early: bool
+    late: float = 0.0
+    foothold: Footstep | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,6 +143,9 @@ class GaitSequencer:
             False: the feedback law's unclipped ZMP, left to the QP's CoP limits.
         foothold: the foothold (ground height and yaw) of a measured sole pose (default
             :func:`flat_foothold`); landings are held there.
+        recovery_tolerance: a recovery step is also taken when its plan leaves at most this much
+            (m) of the DCM uncaptured (the rest to the stabilizer and the upper body); 0: only plans
+            that capture it.
     """
 
     def __init__(
@@ -150,6 +167,7 @@ class GaitSequencer:
         recover: bool = False,
         clip_zmp: bool = True,
         foothold: Callable[[Foot, np.ndarray], Footstep] = flat_foothold,
+        recovery_tolerance: float = 0.0,
     ) -> None:
         self.controller = controller
         self.names = {f: c.name for f, c in contacts.items()}
@@ -160,6 +178,7 @@ class GaitSequencer:
         self.weight, self.rise, self.swing_weight = float(weight), float(rise), float(swing_weight)
         self.adjust, self.recover, self.clip_zmp = adjust, recover, clip_zmp
         self.foothold = foothold
+        self.recovery_tolerance = float(recovery_tolerance)
         self.phase = {f: FootPhase.STANCE for f in self.names}
         self.anchor: dict = {}  # where each foot was last put down (x, y), m
         self.touchdowns: list[Touchdown] = []
@@ -167,6 +186,7 @@ class GaitSequencer:
         self.declined = 0  # recovery steps not taken: not capturable within the step limits
         self._last_adjust = -1.0
         self._last_recovery = -1.0
+        self._late: dict = {}  # foot -> planned touchdown time, while a late sole goes on down
 
     def footholds(self, sensing: Sensing) -> dict:
         """Where the soles stand now."""
@@ -191,10 +211,17 @@ class GaitSequencer:
             ):
                 self._last_recovery = t
                 plan = self.planner.recovery(t, s.com, s.com_velocity, feet, omega=tl.omega)
-                if plan.captured:  # else no step within reach stops it: stay on both feet
+                if plan.captured or float(np.linalg.norm(plan.residual)) <= self.recovery_tolerance:
                     tl = self.timeline = plan.timeline
-                    self.recoveries.append({"t": round(t, 3), "foot": plan.step.foot.value})
-                else:
+                    self.recoveries.append(
+                        {
+                            "t": round(t, 3),
+                            "foot": plan.step.foot.value,
+                            "landing": np.round(plan.step.footstep.position, 4).tolist(),
+                            "residual_m": round(float(np.linalg.norm(plan.residual)), 4),
+                        }
+                    )
+                else:  # no step within reach stops it: stay on both feet
                     self.declined += 1
         return tl
 
@@ -225,8 +252,23 @@ class GaitSequencer:
             # planned: the reference is in stance and not about to lift off (float round-off
             # can put a lift-off a hair after the end of its own release ramp)
             planned = fr.state is ContactState.STANCE and (fr.liftoff is None or fr.liftoff > t + dt / 2)
-            if planned or early:
-                landing = self.foothold(f, s.soles[f]).pose
+            foothold = self.foothold(f, s.soles[f]) if planned or early else None
+            late = 0.0
+            if planned and not early and foothold is not None:
+                height = float(s.soles[f][2, 3] - foothold.position[2])
+                due = self._late.setdefault(f, t)
+                late = t - due
+                loaded = s.normal_forces[f] > TOUCHDOWN_LOAD * self.weight
+                if height > LATE_HEIGHT and not loaded and late < LATE_LIMIT:
+                    pose = fr.pose.copy()  # the planned foothold, lowered as time goes on
+                    pose[2, 3] -= LATE_SPEED * (late + dt)
+                    velocity = np.zeros(6)
+                    velocity[2] = -LATE_SPEED
+                    self.foot_tasks[f].set_target(pose, velocity, np.zeros(6))
+                    return
+            if foothold is not None:
+                self._late.pop(f, None)
+                landing = foothold.pose
                 ctrl.activate_contact(name, landing, ramp=self.rise, ramp_force=RISE_LOAD * self.weight)
                 self.foot_tasks[f].set_weight(0.0)
                 self.phase[f] = FootPhase.STANCE
@@ -239,6 +281,8 @@ class GaitSequencer:
                         [*landing[0:2, 3], Footstep.from_pose(f, landing).yaw],
                         [*target.position[0:2], target.yaw],
                         bool(early and not planned),
+                        late,
+                        foothold,
                     )
                 )
             else:
@@ -258,7 +302,7 @@ class GaitSequencer:
         if not self.clip_zmp:  # the feedback law's CoM acceleration: the QP's CoP limits bound it
             acc = acc.copy()
             acc[0:2] = ref.omega**2 * (s.com[0:2] - out.zmp_unconstrained[0:2])
-        self.com_task.set_target(ref.com, [ref.com_velocity[0], ref.com_velocity[1], 0.0], acc)
+        self.com_task.set_target(ref.com, ref.com_velocity, acc)
         self.orientation.set_target(
             ref.heading_rotation(), [0.0, 0.0, ref.heading_rate], [0.0, 0.0, ref.heading_acceleration]
         )

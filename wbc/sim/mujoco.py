@@ -40,7 +40,7 @@ requires for stability) and ``solimp = (0.95, 0.99, 0.001)``: a 75 kg robot sink
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -523,6 +523,7 @@ def build_spec(
     torque_limits: bool = False,
     contact: ContactParameters = ContactParameters(),
     loops: LoopParameters = LoopParameters(),
+    scene: Callable | None = None,
 ):
     """A ``mujoco.MjSpec`` of ``model`` (see the module docstring); arguments as :class:`MujocoSim`."""
     if not isinstance(model, (Model, ClusterModel)):
@@ -574,6 +575,8 @@ def build_spec(
     else:
         _add_constraints(spec, cm, bodies, loops)
         _add_actuators(spec, tree, torque_limits, cm.motor_joints)
+    if scene is not None:  # world geoms around the robot (wbc.sim.terrain)
+        scene(spec)
     return spec
 
 
@@ -676,6 +679,8 @@ class MujocoSim:
         position_limits: joint ranges from the model's finite position limits.
         torque_limits: clamp actuator commands to the model's effort limits.
         contact: contact settings of soles and floor.
+        scene: called with the ``mujoco.MjSpec`` before it is compiled, to add world geoms (terrain:
+            :func:`wbc.sim.terrain.terrain_scene`, with ``floor=False``).
 
     Raises:
         InputError: bad arguments. FrameError: a contact-box frame the model does not have.
@@ -699,6 +704,7 @@ class MujocoSim:
         torque_limits: bool = False,
         contact: ContactParameters = ContactParameters(),
         loops: LoopParameters = LoopParameters(),
+        scene: Callable | None = None,
     ) -> None:
         self.contact_boxes = tuple(_contact_box(b) for b in contact_boxes)
         self.contact_spheres = tuple(contact_spheres)
@@ -715,6 +721,7 @@ class MujocoSim:
             torque_limits=torque_limits,
             contact=contact,
             loops=loops,
+            scene=scene,
         )
         try:
             self.mjmodel = self.spec.compile()

@@ -41,9 +41,11 @@ from wbc.locomotion.sequencer import RISE_LOAD, TOUCHDOWN_LOAD, TOUCHDOWN_WINDOW
 from wbc.sim import catalog
 from wbc.sim.catalog import LeggedRobot
 from wbc.sim.mujoco import MujocoSim
+from wbc.sim.terrain import terrain_scene
 
 __all__ = [
     "DT",
+    "FAST_GAITS",
     "GAITS",
     "PRESETS",
     "RISE_LOAD",
@@ -51,6 +53,11 @@ __all__ = [
     "TOUCHDOWN_WINDOW",
     "FootPhase",
     "RobotGait",
+    "leg_collision_pairs",
+    "lateral_push_with_and_without_crossover",
+    "LATERAL_TOLERANCE",
+    "TERRAIN_GAITS",
+    "TerrainGait",
     "Walker",
     "stand_and_push",
     "summarize",
@@ -96,11 +103,69 @@ GAITS = {
     ),
 }
 
-#: Walking presets (``--preset``): velocity command (m/s, m/s, rad/s) and number of steps per robot.
+#: Faster gaits (``--preset fast``): shorter steps in time, longer in space (issue 28: Talos ≥ 0.4 m/s,
+#: G1 ≥ 0.5 m/s).
+FAST_GAITS = {
+    "talos": dataclasses.replace(
+        GAITS["talos"], single_support=0.6, double_support=0.1, limits={**GAITS["talos"].limits, "max_forward": 0.36}
+    ),
+    "g1": dataclasses.replace(
+        GAITS["g1"], single_support=0.45, double_support=0.15, limits={**GAITS["g1"].limits, "max_forward": 0.32}
+    ),
+}
+
+#: Walking presets (``--preset``): velocity command (m/s, m/s, rad/s) and number of steps per robot
+#: (``fast``: with :data:`FAST_GAITS`).
 PRESETS = {
     "forward": {"talos": ((0.22, 0.0, 0.0), 16), "g1": ((0.25, 0.0, 0.0), 18)},
     "lateral": {"talos": ((0.0, 0.06, 0.0), 12), "g1": ((0.0, 0.05, 0.0), 16)},
     "turn": {"talos": ((0.0, 0.0, 0.2), 14), "g1": ((0.0, 0.0, 0.3), 14)},
+    "fast": {"talos": ((0.5, 0.0, 0.0), 16), "g1": ((0.5, 0.0, 0.0), 18)},
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class TerrainGait:
+    """Per-robot settings for walking over terrain (:meth:`Walker.walk_terrain`).
+
+    Attributes:
+        size: the scenes' dimensions (:class:`wbc.locomotion.terrain.TerrainSize`).
+        step_length: nominal step length, m.
+        limits: step limits replacing the robot's :class:`RobotGait` ones (longer reach for stairs
+            and stones, larger height changes).
+        max_climb: largest height change of one foot from foothold to foothold, m (one riser: a
+            step-to gait on stairs).
+        distance: how far the scenes are walked, m.
+        single_support, double_support: the timings over terrain, s (None: the robot's :class:`RobotGait`).
+    """
+
+    size: loco.TerrainSize
+    step_length: float
+    limits: dict
+    max_climb: float
+    distance: float
+    single_support: float | None = None
+    double_support: float | None = None
+
+
+#: Terrain settings per catalog robot: Talos climbs 15 cm risers, G1 10 cm (issue 28).
+TERRAIN_GAITS = {
+    "talos": TerrainGait(
+        loco.TerrainSize(riser=0.15, tread=0.3, stone=(0.26, 0.2), stone_pitch=0.34, lane=0.17),
+        0.25,
+        dict(max_forward=0.36, max_height=0.16),
+        0.16,
+        2.6,
+    ),
+    "g1": TerrainGait(
+        loco.TerrainSize(riser=0.1, tread=0.25, stone=(0.22, 0.12), stone_pitch=0.28, lane=0.237),
+        0.15,
+        dict(max_forward=0.3, max_height=0.11),
+        0.11,
+        2.4,
+        1.0,
+        0.3,
+    ),
 }
 
 #: Pose-feedback stiffness of the stance feet (1/s²; damping 2 √kp), as the balance demo's.
@@ -109,6 +174,81 @@ CONTACT_KP = 3000.0
 #: planned one (m): the multibody robot departs from the LIPM by a few cm while walking (G1: up to
 #: 5 cm), which is the stabilizer's job; re-planning for it makes the steps erratic.
 DCM_TOLERANCE = 0.06
+
+
+#: Crossover steps: how far past the stance foot a crossing foot may land (stance widths) ...
+MAX_CROSS = 1.0
+#: ... with this forward reach (m: ahead of the stance sole, so longer than the usual reach) ...
+CROSS_REACH = 0.4
+#: ... and the legs' collision capsules kept this far apart (m).
+LEG_MARGIN = 0.01
+#: The legs' links checked against each other: the last this many joints of each leg (thigh, shin,
+#: ankle, foot) ...
+LEG_LINKS = 4
+#: ... the pairs at least this much farther apart than the margin standing ...
+LEG_CLEARANCE = 0.01
+#: ... (capsules overlapping standing shrink by at most this share of their radius) ...
+LEG_SHRINK = 0.4
+#: ... at most this many, nearest first.
+MAX_LEG_PAIRS = 12
+
+
+def leg_collision_pairs(robot: LeggedRobot) -> list:
+    """The collision pairs (:class:`wbc.CollisionPair`) between one leg's and the other's lower links
+    (the last :data:`LEG_LINKS` joints before each foot), from the robot's URDF collision geometry:
+    at least :data:`LEG_MARGIN` + :data:`LEG_CLEARANCE` apart standing (``q0``; closer pairs' radii
+    shrink by up to :data:`LEG_SHRINK`), the :data:`MAX_LEG_PAIRS` nearest.
+
+    Raises:
+        ModelError: the URDF has no collision primitives on those links.
+    """
+    from wbc.control.limits import collision_primitives
+    from wbc.control.limits.collision import pair_distances
+
+    model = robot.model
+    chains = []
+    for foot in robot.feet[0:2]:
+        joint, chain = model.frames[model.frame_id(foot)].joint, list[str]()
+        while joint > 1 and len(chain) < LEG_LINKS:  # joint 1 is the free flyer
+            chain.append(model.joints[joint].link)
+            joint = model.parents[joint]
+        chains.append(set(chain))
+    prims = collision_primitives(model, robot.urdf)
+    legs = [[p for p in prims if p.frame in chain] for chain in chains]
+    if not legs[0] or not legs[1]:
+        raise wbc.ModelError(f"robot {robot.name!r}: no collision primitives on its legs' links {sorted(chains[0])}")
+    pairs = [wbc.CollisionPair(a, b) for a in legs[0] for b in legs[1]]
+    # Pairs closer than the margin standing would push the legs apart from the start: capsules
+    # fitted around the meshes (Talos's) overlap there. Each such pair's radii shrink (equally, by
+    # at most LEG_SHRINK of the smaller) to leave the clearance; pairs that would need more are left
+    # out, as propose_pairs does.
+    d = pair_distances(model, robot.q0, pairs)
+    kept = []
+    for k in np.argsort(d):
+        pair, short = pairs[k], LEG_MARGIN + LEG_CLEARANCE - d[k]
+        if short > 0:
+            if short / 2 > LEG_SHRINK * min(pair.first.radius, pair.second.radius):
+                continue
+            pair = wbc.CollisionPair(
+                *(dataclasses.replace(p, radius=p.radius - short / 2) for p in (pair.first, pair.second))
+            )
+        kept.append(pair)
+    return kept[:MAX_LEG_PAIRS]
+
+
+def terrain_gait_of(robot: LeggedRobot) -> TerrainGait:
+    """The terrain settings of ``robot`` (:data:`TERRAIN_GAITS`).
+
+    Raises:
+        ModelError: none for it, naming the robot and the robots that have them.
+    """
+    try:
+        return TERRAIN_GAITS[robot.name]
+    except KeyError:
+        raise wbc.ModelError(
+            f"robot {robot.name!r} has no terrain settings "
+            f"(wbc.sim.walking.TERRAIN_GAITS has {', '.join(TERRAIN_GAITS)})"
+        ) from None
 
 
 def gait_of(robot: LeggedRobot) -> RobotGait:
@@ -138,6 +278,16 @@ class Walker:
         dcm_tolerance: DCM error (m) beyond which the next step is re-planned (with ``adjust``).
         clip_zmp: the CoM acceleration realizes the stabilizer's ZMP clipped to the support polygon
             (LIPM-feasible); False: the feedback law's unclipped ZMP, left to the QP's CoP limits.
+        gait: timings, lift and step limits (default the robot's :data:`GAITS` entry).
+        terrain: the ground (a :class:`wbc.locomotion.terrain.Terrain`, or a
+            :class:`~wbc.locomotion.terrain.TerrainKind` sized by :data:`TERRAIN_GAITS`); None: the
+            flat floor. Landed feet are held on the surface under them (its height and normal).
+        crossover: recovery steps may cross over in front of the stance foot (``max_cross`` of
+            :data:`MAX_CROSS` stance widths; forward reach :data:`CROSS_REACH`), with the legs kept
+            :data:`LEG_MARGIN` apart by a :class:`wbc.SelfCollisionLimit` on their collision
+            capsules (:func:`leg_collision_pairs`).
+        recovery_tolerance: take a recovery step whose plan leaves at most this much of the DCM
+            uncaptured, m (:class:`wbc.locomotion.GaitSequencer`).
     """
 
     def __init__(
@@ -152,15 +302,29 @@ class Walker:
         contact_kp: float = CONTACT_KP,
         dcm_tolerance: float = DCM_TOLERANCE,
         clip_zmp: bool = True,
+        gait: RobotGait | None = None,
+        terrain: loco.Terrain | loco.TerrainKind | str | None = None,
+        crossover: bool = False,
+        recovery_tolerance: float = 0.0,
     ) -> None:
         self.spec = spec = catalog.legged_robot(robot, "walk")
         self.robot = spec.name
         self.model = model = spec.model
         if spec.sole is None:
             raise wbc.ModelError(f"robot {spec.name!r} cannot walk: the walking controller needs soles, not point feet")
-        gait = gait_of(spec)
+        gait = gait_of(spec) if gait is None else gait
+        if not isinstance(gait, RobotGait):
+            raise wbc.InputError(f"gait must be a wbc.sim.walking.RobotGait, got {type(gait).__name__}")
+        self.gait = gait
         tasks = catalog.tasks()
-        self.sim = MujocoSim(model, [(f, spec.sole.length, spec.sole.width) for f in spec.feet])
+        if terrain is not None and not isinstance(terrain, loco.Terrain):
+            terrain = loco.make_terrain(terrain, terrain_gait_of(spec).size)
+        self.terrain: loco.Terrain | None = terrain
+        boxes = [(f, spec.sole.length, spec.sole.width) for f in spec.feet]
+        if terrain is None:
+            self.sim = MujocoSim(model, boxes)
+        else:
+            self.sim = MujocoSim(model, boxes, floor=False, scene=terrain_scene(terrain))
         self.sim.reset(spec.q0)
         self.frame = {loco.Foot.LEFT: spec.feet[0], loco.Foot.RIGHT: spec.feet[1]}
         self.contacts = {
@@ -181,7 +345,16 @@ class Walker:
             task.set_target(wbc.frame_placement(model, spec.q0, self.frame[f]))
         self.swing_weight = swing_weight
         all_tasks = [self.com_task, self.orientation, self.posture, *self.foot_tasks.values()]
-        self.controller = wbc.WholeBodyController(model, all_tasks, list(self.contacts.values()))
+        limits = None
+        if crossover:  # the default limits and the legs kept apart
+            self.leg_pairs = leg_collision_pairs(spec)
+            limits = [
+                wbc.TorqueLimit(),
+                wbc.JointPositionLimit(),
+                wbc.JointVelocityLimit(),
+                wbc.SelfCollisionLimit(self.leg_pairs, margin=LEG_MARGIN, name="legs"),
+            ]
+        self.controller = wbc.WholeBodyController(model, all_tasks, list(self.contacts.values()), limits=limits)
         self.controller.compile()
         self.posture.set_target(self.controller.within_limits(spec.q0))
         self.weight = model.total_mass * loco.GRAVITY
@@ -194,11 +367,14 @@ class Walker:
             lift_height=gait.lift,
         )
         self.limits = loco.StepLimits(**gait.limits)
+        if crossover:
+            self.limits = self.limits.scaled(max_cross=MAX_CROSS * self.limits.width, max_forward=CROSS_REACH)
         self.rise = self.params.double_support if rise is None else rise
         self.stabilizer = loco.DCMStabilizer(k_dcm=k_dcm, margin=0.01)
         self.planner = loco.CaptureStepPlanner(self.params, self.shape, self.limits, dcm_tolerance=dcm_tolerance)
         self.adjust = adjust
         self.clip_zmp = clip_zmp
+        self.recovery_tolerance = recovery_tolerance
         self.com0, _ = self._com()
         self.feet0 = self.footholds()
         self.timeline = loco.plan_stand(self.feet0, self.com0, self.params, self.shape)
@@ -208,6 +384,42 @@ class Walker:
     def footholds(self) -> dict:
         """Where the soles stand now (ground height 0)."""
         return {f: flat_foothold(f, self.sim.frame_placement(frame)) for f, frame in self.frame.items()}
+
+    def foothold(self, foot: loco.Foot, pose: np.ndarray) -> loco.Footstep:
+        """Where a sole at ``pose`` (4, 4) stands: on the terrain's surface under it (flat ground:
+        height 0), with its measured x, y and yaw."""
+        if self.terrain is not None:
+            fs = self.terrain.landing(foot, pose, self.shape)
+            if fs is not None:
+                return fs
+        return flat_foothold(foot, pose)
+
+    def walk_terrain(self, distance: float | None = None, t0: float = 0.0) -> loco.GaitTimeline:
+        """Plan a walk straight ahead over :attr:`terrain` (``distance`` m, default the robot's
+        :class:`TerrainGait`): footholds on its surfaces (:func:`wbc.locomotion.plan_on_terrain`), swings
+        clearing it, the DCM plan over the footholds' heights (the 3D DCM's VRP follows them)."""
+        tg = terrain_gait_of(self.spec)
+        terrain = self.terrain if self.terrain is not None else loco.make_terrain(loco.TerrainKind.FLAT)
+        limits = self.limits.scaled(**tg.limits)
+        params = self.params
+        if tg.single_support is not None:
+            params = dataclasses.replace(params, single_support=tg.single_support)
+        if tg.double_support is not None:
+            params = dataclasses.replace(params, double_support=tg.double_support)
+        # the CoM height follows the lower foot, changing in the phases the legs allow (CoMHeight)
+        self.params = dataclasses.replace(params, com_height=loco.CoMHeight.LOWER_FOOT)
+        self.plan = loco.plan_on_terrain(
+            terrain,
+            self.feet0[loco.Foot.LEFT],
+            self.feet0[loco.Foot.RIGHT],
+            tg.distance if distance is None else distance,
+            tg.step_length,
+            limits,
+            self.shape,
+            tg.max_climb,
+        )
+        self.timeline = loco.plan_walk(self.plan, self.com0, self.params, self.shape, t0, terrain=terrain)
+        return self.timeline
 
     def walk(self, command, n_steps: int, t0: float = 0.0) -> loco.GaitTimeline:
         """Plan ``n_steps`` steps of the velocity ``command`` (vx, vy, yaw rate) from rest at ``t0``."""
@@ -231,6 +443,11 @@ class Walker:
         return d.subtree_com[1].copy(), d.subtree_linvel[1].copy()
 
     # ------------------------------------------------------------------------------ the loop
+    @staticmethod
+    def _pelvis_height(q: np.ndarray, s: loco.Sensing) -> float:
+        """The pelvis height above the lower sole, m (a fall is this dropping below 70 % of its start)."""
+        return float(q[2] - min(pose[2, 3] for pose in s.soles.values()))
+
     def sensing(self, t: float) -> loco.Sensing:
         """What the gait sequencer needs from MuJoCo at the current state: CoM state, sole poses
         and sole normal forces."""
@@ -259,6 +476,8 @@ class Walker:
             adjust=self.adjust,
             recover=recover,
             clip_zmp=self.clip_zmp,
+            foothold=self.foothold,
+            recovery_tolerance=self.recovery_tolerance,
         )
 
     def run(
@@ -292,7 +511,7 @@ class Walker:
         seq.anchor.update({f: sim.frame_placement(frame)[0:2, 3].copy() for f, frame in self.frame.items()})
         slip = 0.0
         fell = False
-        z0 = sim.get_state()[0][2]
+        z0 = self._pelvis_height(sim.get_state()[0], self.sensing(0.0))
         yaw_prev, yaw_total = None, 0.0
         pending = sorted(pushes, key=lambda push: push[0])
         bar = tqdm(total=steps, unit="step", disable=not (progress and sys.stderr.isatty()))
@@ -335,7 +554,7 @@ class Walker:
                     if tp <= t < tp + d
                 }
                 replay.add(t, q, arrows, active)
-            if q[2] < 0.7 * z0:
+            if self._pelvis_height(q, s) < 0.7 * z0:
                 fell = True
                 break
             bar.update(1)
@@ -350,6 +569,7 @@ class Walker:
             recoveries=seq.recoveries,
             declined=seq.declined,
             base_z0=z0,
+            late_touchdowns=sum(1 for d in seq.touchdowns if d.late > 0),
         )
         return run
 
@@ -369,12 +589,13 @@ class _Log:
         "normal_cmd",
         "tau",
         "status",
-        "base_z",
+        "base_z",  # pelvis height above the lower sole
         "step_us",
         "walking",
         "yaw",
         "sat",
         "phase",
+        "soles",
     )
 
     def __init__(self) -> None:
@@ -394,12 +615,13 @@ class _Log:
             "normal_cmd": [walker.contacts[f].normal_force(cmd.forces[walker.contacts[f].name]) for f in loco.Foot],
             "tau": cmd.tau,
             "status": cmd.status is wbc.StepStatus.OPTIMAL,
-            "base_z": q[2],
+            "base_z": walker._pelvis_height(q, s),
             "step_us": step_us,
             "walking": any(p is not FootPhase.STANCE for p in phase.values()),
             "yaw": yaw,
             "sat": stab.saturated,
             "phase": [list(FootPhase).index(phase[f]) for f in loco.Foot],
+            "soles": [s.soles[f][0:3, 3] for f in loco.Foot],
         }
         for k, value in row.items():
             self.lists[k].append(value)
@@ -413,9 +635,19 @@ def _yaw(q: np.ndarray) -> float:
     return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
 
 
+def _height_gained(run: dict) -> float:
+    """The highest height (m) a sole in stance reached above the soles' mean height at the start."""
+    z, phase = run["soles"][:, :, 2], run["phase"]
+    stance = phase == list(FootPhase).index(FootPhase.STANCE)
+    return float(np.max(np.where(stance, z, -np.inf)) - np.mean(z[0])) if len(z) else 0.0
+
+
 def summarize(walker: Walker, run: dict, command=None) -> dict:
-    """Distance (forward, sideways, in the start's heading frame), turn, average speed, fell, max
-    foot slip, failed steps, footstep errors and the control-step time walking vs standing."""
+    """Distance (forward, sideways, in the start's heading frame), turn, average speed (over the walk)
+    and cruise speed (forward, over the whole gait cycles between the third and the last-but-one
+    steps' lift-offs: the walk without its start and stop), fell, max
+    foot slip, failed steps, footstep errors, height gained (the highest stance-sole height above the
+    start) and the control-step time walking vs standing."""
     t = run["t"]
     if len(t) == 0:
         return {"robot": walker.robot, "fell": True, "steps": 0}
@@ -442,6 +674,14 @@ def summarize(walker: Walker, run: dict, command=None) -> dict:
         mid0 = loco.FootstepPlan.midpose(walker.feet0)
         plan_target = np.round(np.asarray(mid)[0:2] - np.asarray(mid0)[0:2], 4).tolist()
     distance = float(np.linalg.norm(d))
+    cruise = None
+    steps = walker.timeline.steps
+    if len(steps) >= 6:  # whole cycles in the middle of the walk: from step 2's lift-off to step n-2's
+        t0, t1 = steps[2].liftoff, steps[len(steps) - 2].liftoff
+        i0, i1 = np.searchsorted(t, t0), np.searchsorted(t, t1)
+        if i1 < len(t) and t1 > t0:
+            dd = com[i1, 0:2] - com[i0, 0:2]
+            cruise = round(float(c * dd[0] + s * dd[1]) / float(t[i1] - t[i0]), 4)
     return {
         "robot": walker.robot,
         "command": None if command is None else [float(x) for x in command],
@@ -454,12 +694,15 @@ def summarize(walker: Walker, run: dict, command=None) -> dict:
         "planned_displacement_m": plan_target,
         "walking_time_s": round(walk_time, 3),
         "average_speed_m_s": round(distance / walk_time, 4) if walk_time > 0 else 0.0,
+        "cruise_speed_m_s": cruise,
         "footsteps": len(run["touchdowns"]),
         "touchdowns_detected_early": sum(1 for *_, early in run["touchdowns"] if early),
+        "touchdowns_late": int(run.get("late_touchdowns", 0)),
         "max_footstep_error_m": round(max(errors), 4) if errors else 0.0,
         "max_foot_slip_m": round(float(run["slip"]), 5),
         "failed_steps": int(np.sum(~run["status"])),
         "min_pelvis_height_ratio": round(float(np.min(run["base_z"]) / run["base_z0"]), 4),
+        "height_gained_m": round(_height_gained(run), 4),
         "max_dcm_error_m": round(float(np.max(np.linalg.norm((run["dcm"] - run["dcm_ref"])[:, 0:2], axis=1))), 4),
         "stabilizer_saturated_steps": int(np.sum(run["sat"])),
         "recovery_steps": run["recoveries"],
@@ -484,6 +727,8 @@ def stand_and_push(
     duration: float = 3.0,
     push_length: float = 0.1,
     recover: bool = True,
+    crossover: bool = False,
+    recovery_tolerance: float = 0.0,
 ):
     """Stand, push the pelvis with ``force`` (3,) N over ``push_length`` s at ``push_time``, recover
     by stepping when the capture point leaves the feet (unless ``recover`` is False); returns
@@ -493,7 +738,34 @@ def stand_and_push(
     clipped to the support polygon: the QP's centre-of-pressure limits bound what the feet give and
     the rest comes from the upper body's angular momentum (the hip strategy), as in the balance demo.
     """
-    walker = Walker(robot, adjust=True, k_dcm=STANDING_K_DCM, clip_zmp=False)
+    walker = Walker(
+        robot,
+        adjust=True,
+        k_dcm=STANDING_K_DCM,
+        clip_zmp=False,
+        crossover=crossover,
+        recovery_tolerance=recovery_tolerance,
+    )
     pushes = [(push_time, np.asarray(force, float), push_length)]
     run = walker.run(duration, pushes=pushes, recover=recover, progress=False)
     return walker, run, summarize(walker, run)
+
+
+#: Recovery steps leaving at most this much (m) of the DCM uncaptured are taken in
+#: :func:`lateral_push_with_and_without_crossover` (both runs): the rest is the hip strategy's.
+LATERAL_TOLERANCE = 0.1
+
+
+def lateral_push_with_and_without_crossover(
+    robot: str | LeggedRobot, force: float, duration: float = 3.5, tolerance: float = LATERAL_TOLERANCE
+) -> dict:
+    """The standing robot pushed toward its right (``force`` N over 0.1 s at 1 s), once without and
+    once with crossover steps, all else equal; returns ``{"without_crossover": (walker, run,
+    summary), "with_crossover": (...)}``. Pushed toward its right, the robot's right foot carries
+    the weight and cannot lift in time: only the left foot can step, across the right one."""
+    out = {}
+    for crossover in (False, True):
+        out["with_crossover" if crossover else "without_crossover"] = stand_and_push(
+            robot, (0.0, -float(force), 0.0), duration=duration, crossover=crossover, recovery_tolerance=tolerance
+        )
+    return out
