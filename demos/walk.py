@@ -310,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--adjust", action="store_true", help="online step adjustment from the measured DCM (default with --push)"
     )
-    parser.add_argument("--k-dcm", type=float, default=2.0, help="DCM feedback gain, 1/s")
+    parser.add_argument("--k-dcm", type=float, default=None, help="DCM feedback gain, 1/s (default the gait's)")
     parser.add_argument(
         "--terrain", choices=[k.value for k in loco.TerrainKind], default=None, help="walk over a scene"
     )

@@ -133,3 +133,55 @@ def test_a_loaded_sole_lands_early_within_the_window():
     for st, td in zip(timeline.steps, seq.touchdowns):
         assert td.t == pytest.approx(st.touchdown - 0.1, abs=1.5 * DT)
     assert TOUCHDOWN_WINDOW > 0.1 and len(seq.touchdowns) == 3
+
+
+def test_a_sole_still_above_the_ground_at_touchdown_goes_on_down_and_lands_late():
+    """The ground is 3 cm lower than planned under every step: at the planned touchdown the sole is
+    above it, so the swing goes on down at LATE_SPEED until the sole is within LATE_HEIGHT of it."""
+    from wbc.locomotion.sequencer import LATE_HEIGHT, LATE_SPEED
+
+    drop = 0.03
+    left, right = Footstep(Foot.LEFT, (0.0, 0.1, 0.0)), Footstep(Foot.RIGHT, (0.0, -0.1, 0.0))
+    limits = StepLimits(width=0.2, min_width=0.15)
+    plan = plan_from_velocity(VelocityCommand(0.2), left, right, 1, PARAMS.step_duration, limits, SHAPE)
+    timeline = plan_walk(plan, (0.0, 0.0, 0.8), PARAMS, SHAPE)
+    ctrl, tasks = Recorder(), {f: Task() for f in Foot}
+
+    def ground(f, pose):  # the surface under a sole: 3 cm below the plan once it has stepped
+        fs = Footstep.from_pose(f, pose)
+        return Footstep(f, (fs.position[0], fs.position[1], -drop if fs.position[0] > 0.05 else 0.0), fs.yaw)
+
+    seq = GaitSequencer(
+        ctrl,
+        {f: Contact(f.value) for f in Foot},
+        tasks,
+        Task(),
+        Task(),
+        timeline,
+        PARAMS,
+        SHAPE,
+        DCMStabilizer(),
+        CaptureStepPlanner(PARAMS, SHAPE, limits),
+        WEIGHT,
+        0.2,
+        10.0,
+        foothold=ground,
+    )
+    soles = {f: timeline.feet0[f].pose for f in Foot}
+    for i in range(int((timeline.steps[0].touchdown + 0.4) / DT)):
+        t = ctrl.now = i * DT
+        ref = timeline.sample(t)
+        for f in Foot:  # the sole follows its frame task's target (the swing, then the late descent)
+            if seq.phase[f] is FootPhase.SWING and tasks[f].target is not None:
+                soles[f] = tasks[f].target[0]
+        seq.update(Sensing(t, ref.com, ref.com_velocity, dict(soles), {f: 0.0 for f in Foot}), DT)
+        if seq.touchdowns:
+            break
+    step, td = timeline.steps[0], seq.touchdowns[0]
+    expected = (drop - LATE_HEIGHT) / LATE_SPEED
+    assert td.late == pytest.approx(expected, abs=2 * DT) and td.t == pytest.approx(
+        step.touchdown + expected, abs=2 * DT
+    )
+    assert td.foothold.position[2] == -drop, "held on the lower ground"
+    enforce = next(c for c in ctrl.calls if c[0] == "enforce")
+    assert enforce[3][2, 3] == -drop

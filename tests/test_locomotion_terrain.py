@@ -26,7 +26,7 @@ from wbc.locomotion import (
 )
 from wbc.locomotion.footsteps import tilt_rotation
 from wbc.locomotion.swing import SwingState, SwingTrajectory
-from wbc.locomotion.terrain import CLEARANCE, footstep_of_pose
+from wbc.locomotion.terrain import footstep_of_pose
 
 SHAPE = FootShape(0.2, 0.13)
 SIZE = TerrainSize(riser=0.15, tread=0.3, stone=(0.26, 0.2), stone_pitch=0.34, lane=0.17)

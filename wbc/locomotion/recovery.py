@@ -390,7 +390,7 @@ class CaptureStepPlanner:
         DCM is within ``dcm_tolerance`` of the plan's, when no step is left (standing: use
         :meth:`recovery`), when the next touchdown is less than ``min_remaining`` away, or when the
         swing in flight is a crossover step (re-planned from its state it would cut through the
-        stance leg instead of going around it).
+        stance leg instead of going around it) and not yet ahead of the stance sole.
         """
         if not isinstance(timeline, GaitTimeline):
             raise InputError(f"timeline must be a GaitTimeline, got {type(timeline).__name__}")
@@ -408,8 +408,13 @@ class CaptureStepPlanner:
         if step.touchdown - t < self.min_remaining:
             return None  # too close to touchdown to move the foot
         feet = timeline.footholds_at(t)
-        if step.liftoff < t and _crosses(feet[step.foot], step.footstep, feet[step.foot.other]):
-            return None  # a crossover swing in flight keeps its path around the stance leg
+        crossing = _crosses(feet[step.foot], step.footstep, feet[step.foot.other])
+        if crossing and step.liftoff < t:
+            # re-planned from its state, a crossover swing goes straight to its new foothold: only
+            # once it is ahead of the stance sole does that path stay clear of the stance leg
+            ahead = feet[step.foot.other].to_local(timeline.swings[j].state(t).position)[0]
+            if ahead < self.shape.length + self.limits.clearance:
+                return None
 
         zmp0 = now["zmp"][0]
         stance = feet[step.foot.other]
@@ -419,12 +424,12 @@ class CaptureStepPlanner:
         touchdowns.update(
             float(step.liftoff + T) for T in self.swing_durations if step.liftoff + T >= t + self.min_remaining
         )
-        candidates = []
+        candidates: list[tuple] = []
         for touchdown in sorted(touchdowns):
             dt = touchdown - step.touchdown
             rest = [s.shifted(dt=dt) for s in timeline.steps[j:]]
             rest[0] = dataclasses.replace(step, touchdown=touchdown)
-            candidates.append((rest, z_nominal, touchdown - step.liftoff))
+            candidates.append((rest, z_nominal, touchdown - step.liftoff, *((True,) if crossing else ())))
         extra = timeline.extra_knots
         best = self._best(t, feet, candidates, zmp0, omega, xi, extra)
         return self._plan(t, feet, best, com, zmp0, omega, xi, swing0=swing0, extra=extra, terrain=timeline.terrain)

@@ -60,9 +60,21 @@ __all__ = [
 
 #: Where in the initial double support the solved ZMP knot sits (fraction of its duration).
 START_KNOT_FRACTION = 0.5
-#: A crossover swing (landing on the stance foot's far side) moves forward in the first 60 % of the
-#: swing and sideways in the last 60 %: ahead of the stance foot before it crosses.
-CROSSING_WINDOWS = ((0.0, 0.4), (0.4, 0.0))
+#: A crossover swing (landing on the stance foot's far side) moves forward in the first 65 % of the
+#: swing and sideways in the last 75 %: ahead of the stance foot before it crosses.
+CROSSING_WINDOWS = ((0.0, 0.35), (0.25, 0.0))
+
+
+def _ramp(z0: float, z1: float, t: float, t0: float, t1: float, tail: float) -> tuple[float, float, float]:
+    """A minimum-jerk change from ``z0`` to ``z1`` over ``[t0, t1]`` (``t1`` infinite: ``tail`` s long):
+    value, rate and second derivative at ``t``."""
+    span = (t1 if math.isfinite(t1) else t0 + tail) - t0
+    u = min(max((t - t0) / span, 0.0), 1.0)
+    if u in (0.0, 1.0):
+        return z0 + (z1 - z0) * u, 0.0, 0.0
+    p, dp, ddp = u**3 * (10 - 15 * u + 6 * u * u), 30 * u * u * (1 - u) ** 2, 60 * u * (1 - 3 * u + 2 * u * u)
+    dz = z1 - z0
+    return z0 + dz * p, dz * dp / span, dz * ddp / (span * span)
 
 
 def _crosses(start: Footstep, target: Footstep, stance: Footstep) -> bool:
@@ -106,6 +118,9 @@ class GaitParameters:
         zmp_heel_toe: sole-frame x of the ZMP at the start and the end of single support, m.
         zmp_inward: lateral offset of the single-support ZMP towards the other foot, m.
         com_height: how the CoM height reference follows footholds at different heights (:class:`CoMHeight`).
+        crouch: the CoM walks this much lower than it starts (m; long steps need bent knees): it
+            lowers during the first phase (a minimum-jerk change), and the LIPM frequency is that of
+            the lower height.
         gravity: m/s².
     """
 
@@ -119,6 +134,7 @@ class GaitParameters:
     zmp_inward: float = 0.0
     gravity: float = GRAVITY
     com_height: CoMHeight = CoMHeight.DCM
+    crouch: float = 0.0
 
     def __post_init__(self) -> None:
         positive = ("single_support", "double_support", "initial_double_support", "final_double_support", "gravity")
@@ -126,7 +142,7 @@ class GaitParameters:
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
                 raise InputError(f"gait parameters: {name} must be a positive number, got {v!r}")
-        for name in ("lift_height", "touchdown_velocity", "zmp_inward"):
+        for name in ("lift_height", "touchdown_velocity", "zmp_inward", "crouch"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
                 raise InputError(f"gait parameters: {name} must be a finite number >= 0, got {v!r}")
@@ -363,6 +379,8 @@ class GaitTimeline:
             double support (used to start from rest; kept as ``extra_knots``, and kept by re-plans
             while they lie ahead).
         omega: LIPM frequency, 1/s; default from the CoM height above ``zmp0``.
+        crouch_phase: ``(t_start, t_end)``, s: the CoM lowers by ``params.crouch`` then (a plan from
+            standing); None: the CoM is already as low as it walks (a re-plan).
         terrain: the ground (:class:`~wbc.locomotion.terrain.Terrain`): fresh swings are shaped to
             clear it (:meth:`~wbc.locomotion.terrain.Terrain.swing`); None: flat ground.
 
@@ -384,9 +402,11 @@ class GaitTimeline:
         extra_knots: Sequence = (),
         omega: float | None = None,
         terrain=None,
+        crouch_phase: tuple[float, float] | None = None,
     ) -> None:
         feet0 = _feet(feet)
         self.terrain = terrain
+        self.crouch_phase = None if crouch_phase is None or params.crouch == 0 else crouch_phase
         if not isinstance(params, GaitParameters):
             raise InputError(f"params must be GaitParameters, got {type(params).__name__}")
         if not isinstance(shape, FootShape):
@@ -611,8 +631,9 @@ class GaitTimeline:
         return {Foot.LEFT: 1.0 - lam, Foot.RIGHT: lam}
 
     def com_height(self, t: float) -> tuple[float, float, float]:
-        """With ``params.com_height`` :attr:`CoMHeight.LOWER_FOOT`, the CoM height (m) and its first two
-        derivatives at ``t`` (see :class:`CoMHeight`)."""
+        """With ``params.com_height`` :attr:`CoMHeight.LOWER_FOOT` (or a ``crouch``), the CoM height (m)
+        and its first two derivatives at ``t`` (see :class:`CoMHeight`), lowered by the crouch over
+        :attr:`crouch_phase`."""
         if self._levels is None:
             levels, z = [], min(f.position[2] for f in self.feet0.values())
             for i, ph in enumerate(self.phases):
@@ -625,21 +646,21 @@ class GaitTimeline:
         base = float(self.centroidal.com0[2]) - self._levels[0][2]
         i = self.phase_index(t)
         t0, t1, z0, z1 = self._levels[i]
-        if z1 == z0:
-            return base + z0, 0.0, 0.0
-        span = (t1 if math.isfinite(t1) else t0 + self.params.final_double_support) - t0
-        u = min(max((t - t0) / span, 0.0), 1.0)
-        p, dp, ddp = u**3 * (10 - 15 * u + 6 * u * u), 30 * u * u * (1 - u) ** 2, 60 * u * (1 - 3 * u + 2 * u * u)
-        if u in (0.0, 1.0):
-            dp = ddp = 0.0
-        dz = z1 - z0
-        return base + z0 + dz * p, dz * dp / span, dz * ddp / (span * span)
+        h, hd, hdd = base + z0, 0.0, 0.0
+        if z1 != z0:
+            h, hd, hdd = _ramp(z0, z1, t, t0, t1, self.params.final_double_support)
+            h += base
+        if self.crouch_phase is not None:
+            c0, c1 = self.crouch_phase
+            ch, chd, chdd = _ramp(0.0, self.params.crouch, t, c0, c1, self.params.final_double_support)
+            h, hd, hdd = h - ch, hd - chd, hdd - chdd
+        return h, hd, hdd
 
     def sample(self, t: float) -> GaitSample:
         """Everything at time ``t`` (s)."""
         t = max(float(t), self.t0)
         c = self.evaluate(t)
-        if self.params.com_height is CoMHeight.LOWER_FOOT:
+        if self.params.com_height is CoMHeight.LOWER_FOOT or self.params.crouch > 0:
             c = {k: v.copy() for k, v in c.items()}
             c["com"][0, 2], c["com_velocity"][0, 2], c["com_acceleration"][0, 2] = self.com_height(t)
         zmp = c["zmp"][0]
@@ -716,7 +737,7 @@ def _from_rest(
     ground = 0.5 * (feet[Foot.LEFT].position[2] + feet[Foot.RIGHT].position[2])
     polygon = support_polygon(list(feet.values()), shape)
     zmp0 = np.append(_polygon.project(com[0:2], polygon), ground)
-    omega = omega_of_height(com[2] - ground, params.gravity)
+    omega = omega_of_height(com[2] - ground - params.crouch, params.gravity)
 
     def start_dcm(xy: np.ndarray) -> np.ndarray:
         times, points = _knots(feet, steps, t0, zmp0, params, [(t_knot, np.array([xy[0], xy[1], ground]))])
@@ -732,6 +753,17 @@ def _from_rest(
             f"double support (initial_double_support = {params.initial_double_support} s) longer"
         )
     knot = np.array([xy[0], xy[1], ground])
+    end = steps[0].liftoff if steps else t0 + params.final_double_support
     return GaitTimeline(
-        feet, steps, com, t0, params, shape, zmp0, extra_knots=[(t_knot, knot)], omega=omega, terrain=terrain
+        feet,
+        steps,
+        com,
+        t0,
+        params,
+        shape,
+        zmp0,
+        extra_knots=[(t_knot, knot)],
+        omega=omega,
+        terrain=terrain,
+        crouch_phase=(t0, end),
     )

@@ -70,7 +70,9 @@ DT = 1e-3
 @dataclasses.dataclass(frozen=True)
 class RobotGait:
     """Per-robot gait settings: timings (s), lift height (m), step limits (m, rad), swing-foot task
-    stiffness (1/s²: G1's light legs need the stiffer swing tracking, measured: 400 fell sideways)."""
+    stiffness (1/s²: G1's light legs need the stiffer swing tracking, measured: 400 fell sideways),
+    how much lower than standing the CoM walks (m: long steps need bent knees), the DCM feedback
+    gain (1/s) unless the walker is given one."""
 
     single_support: float
     double_support: float
@@ -79,6 +81,8 @@ class RobotGait:
     lift: float
     limits: dict
     swing_kp: float
+    crouch: float = 0.0
+    k_dcm: float = 2.0
 
 
 #: Gait settings per catalog robot.
@@ -110,7 +114,12 @@ FAST_GAITS = {
         GAITS["talos"], single_support=0.6, double_support=0.1, limits={**GAITS["talos"].limits, "max_forward": 0.36}
     ),
     "g1": dataclasses.replace(
-        GAITS["g1"], single_support=0.45, double_support=0.15, limits={**GAITS["g1"].limits, "max_forward": 0.32}
+        GAITS["g1"],
+        single_support=0.4,
+        double_support=0.1,
+        limits={**GAITS["g1"].limits, "max_forward": 0.32},
+        crouch=0.05,
+        k_dcm=4.0,
     ),
 }
 
@@ -177,9 +186,19 @@ DCM_TOLERANCE = 0.06
 
 
 #: Crossover steps: how far past the stance foot a crossing foot may land (stance widths) ...
-MAX_CROSS = 1.0
+MAX_CROSS = 1.5
 #: ... with this forward reach (m: ahead of the stance sole, so longer than the usual reach) ...
 CROSS_REACH = 0.4
+#: ... after a weight transfer this short (s: pushed toward the stance foot, it is loaded already) ...
+CROSS_TRANSFER = 0.05
+#: ... planned for a centre of pressure this far inside the stance sole (m: a foot pushed to its edge
+#: rolls; the step lands farther out instead) ...
+CROSS_ZMP_MARGIN = 0.045
+#: ... re-planned as soon as the DCM departs from the plan by this much (m: a step planned during
+#: the push is corrected once it ends) ...
+CROSS_DCM_TOLERANCE = 0.02
+#: ... the swing ending with this downward speed (m/s), so that a lagging foot still strikes on time ...
+CROSS_TOUCHDOWN_SPEED = 0.2
 #: ... and the legs' collision capsules kept this far apart (m).
 LEG_MARGIN = 0.01
 #: The legs' links checked against each other: the last this many joints of each leg (thigh, shin,
@@ -271,7 +290,7 @@ class Walker:
     Args:
         robot: a catalog name (``"talos"``, ``"g1"``) or a :class:`~wbc.sim.catalog.LeggedRobot` on
             soles with :data:`GAITS` settings under its name.
-        k_dcm: DCM error decay rate of the stabilizer, 1/s.
+        k_dcm: DCM error decay rate of the stabilizer, 1/s (default the gait's, :class:`RobotGait`).
         swing_kp: stiffness of the swing-foot frame tasks, 1/s² (default the robot's :class:`RobotGait`).
         adjust: re-solve the next step's location and timing online from the measured DCM.
         rise: duration of the touchdown force rise, s (default the double support).
@@ -283,7 +302,8 @@ class Walker:
             :class:`~wbc.locomotion.terrain.TerrainKind` sized by :data:`TERRAIN_GAITS`); None: the
             flat floor. Landed feet are held on the surface under them (its height and normal).
         crossover: recovery steps may cross over in front of the stance foot (``max_cross`` of
-            :data:`MAX_CROSS` stance widths; forward reach :data:`CROSS_REACH`), with the legs kept
+            :data:`MAX_CROSS` stance widths; forward reach :data:`CROSS_REACH`; weight transfer
+            :data:`CROSS_TRANSFER`; swings landing at :data:`CROSS_TOUCHDOWN_SPEED`), with the legs kept
             :data:`LEG_MARGIN` apart by a :class:`wbc.SelfCollisionLimit` on their collision
             capsules (:func:`leg_collision_pairs`).
         recovery_tolerance: take a recovery step whose plan leaves at most this much of the DCM
@@ -293,7 +313,7 @@ class Walker:
     def __init__(
         self,
         robot: str | LeggedRobot,
-        k_dcm: float = 2.0,
+        k_dcm: float | None = None,
         swing_kp: float | None = None,
         adjust: bool = False,
         rise: float | None = None,
@@ -365,13 +385,20 @@ class Walker:
             initial_double_support=gait.initial_double_support,
             final_double_support=gait.final_double_support,
             lift_height=gait.lift,
+            crouch=gait.crouch,
         )
         self.limits = loco.StepLimits(**gait.limits)
-        if crossover:
+        transfer, zmp_margin = 0.1, 0.02
+        if crossover:  # wider reach, a quicker lift-off, and feet that strike the ground on time
             self.limits = self.limits.scaled(max_cross=MAX_CROSS * self.limits.width, max_forward=CROSS_REACH)
+            self.params = dataclasses.replace(self.params, touchdown_velocity=CROSS_TOUCHDOWN_SPEED)
+            transfer, zmp_margin = CROSS_TRANSFER, CROSS_ZMP_MARGIN
+            dcm_tolerance = min(dcm_tolerance, CROSS_DCM_TOLERANCE)
         self.rise = self.params.double_support if rise is None else rise
-        self.stabilizer = loco.DCMStabilizer(k_dcm=k_dcm, margin=0.01)
-        self.planner = loco.CaptureStepPlanner(self.params, self.shape, self.limits, dcm_tolerance=dcm_tolerance)
+        self.stabilizer = loco.DCMStabilizer(k_dcm=gait.k_dcm if k_dcm is None else k_dcm, margin=0.01)
+        self.planner = loco.CaptureStepPlanner(
+            self.params, self.shape, self.limits, dcm_tolerance=dcm_tolerance, transfer=transfer, zmp_margin=zmp_margin
+        )
         self.adjust = adjust
         self.clip_zmp = clip_zmp
         self.recovery_tolerance = recovery_tolerance
@@ -635,11 +662,16 @@ def _yaw(q: np.ndarray) -> float:
     return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
 
 
-def _height_gained(run: dict) -> float:
-    """The highest height (m) a sole in stance reached above the soles' mean height at the start."""
+def _height_gained(run: dict, lowest: bool = False) -> float:
+    """The highest height (m) a sole in stance reached above the soles' mean height at the start
+    (``lowest``: how far below it the lowest one stood, m)."""
     z, phase = run["soles"][:, :, 2], run["phase"]
+    if not len(z):
+        return 0.0
     stance = phase == list(FootPhase).index(FootPhase.STANCE)
-    return float(np.max(np.where(stance, z, -np.inf)) - np.mean(z[0])) if len(z) else 0.0
+    if lowest:
+        return float(np.mean(z[0]) - np.min(np.where(stance, z, np.inf)))
+    return float(np.max(np.where(stance, z, -np.inf)) - np.mean(z[0]))
 
 
 def summarize(walker: Walker, run: dict, command=None) -> dict:
@@ -703,6 +735,7 @@ def summarize(walker: Walker, run: dict, command=None) -> dict:
         "failed_steps": int(np.sum(~run["status"])),
         "min_pelvis_height_ratio": round(float(np.min(run["base_z"]) / run["base_z0"]), 4),
         "height_gained_m": round(_height_gained(run), 4),
+        "height_descended_m": round(_height_gained(run, lowest=True), 4),
         "max_dcm_error_m": round(float(np.max(np.linalg.norm((run["dcm"] - run["dcm_ref"])[:, 0:2], axis=1))), 4),
         "stabilizer_saturated_steps": int(np.sum(run["sat"])),
         "recovery_steps": run["recoveries"],
@@ -729,6 +762,7 @@ def stand_and_push(
     recover: bool = True,
     crossover: bool = False,
     recovery_tolerance: float = 0.0,
+    clip_zmp: bool = False,
 ):
     """Stand, push the pelvis with ``force`` (3,) N over ``push_length`` s at ``push_time``, recover
     by stepping when the capture point leaves the feet (unless ``recover`` is False); returns
@@ -742,7 +776,7 @@ def stand_and_push(
         robot,
         adjust=True,
         k_dcm=STANDING_K_DCM,
-        clip_zmp=False,
+        clip_zmp=clip_zmp,
         crossover=crossover,
         recovery_tolerance=recovery_tolerance,
     )
