@@ -30,17 +30,13 @@ their command line and the Fig. 14 analogue.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 from pathlib import Path
 
-import casadi as ca
 import numpy as np
 
-from wbc.algorithms.clusters import ApproximateModel
-from wbc.algorithms.clusters.baselines import approximate_rnea
-from wbc.codegen import cluster_kernels
+from wbc.algorithms.clusters.torque_accuracy import PAPER_FIG14, sinusoid_torques
 from wbc.figures import save_figure
 from wbc.robots import transmissions
 
@@ -50,86 +46,45 @@ try:
 except ImportError as exc:  # pragma: no cover - needs the 'sim' extra
     raise SystemExit(f"{exc}\nthe transmission demo needs MuJoCo: pip install 'wbc[sim]'") from None
 
-#: The cluster paper's Fig. 14 (MIT Humanoid ankle): RMS torque error vs the exact algorithm, N m,
-#: and as a share of the largest torque.
-PAPER_FIG14 = {"unconstrained": (4.31, 0.392), "approximate": (1.04, 0.095)}
-
 
 # ----------------------------------------------------------------------------------------- Fig. 14
 def fig14(dts=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1), scales=(0.5, 1.0, 1.5, 2.0, 3.0), duration=2.0) -> dict:
-    """The cluster paper's Fig. 14 on the MIT-Humanoid-like robot: every joint of the left leg follows
-    ``q(t) = A sin(2π ω t)`` (A = 0.5 rad, ω = 1.5, the paper's formula), the base fixed in place;
-    every ``Δt`` the torques of the exact (C-RNEA), approximate (armature) and unconstrained
-    (rotors and loops ignored) inverse dynamics are compared: RMS error per leg joint against
-    ``Δt`` (at the nominal gear ratios) and against a scale of every gear ratio (at ``Δt`` = 1 ms)."""
+    """The cluster paper's Fig. 14 on the MIT-Humanoid-like robot
+    (:func:`wbc.algorithms.clusters.torque_accuracy.sinusoid_torques`): every joint of the left leg
+    follows ``q(t) = A sin(2π ω t)`` (A = 0.5 rad, ω = 1.5, the paper's formula), the base fixed in
+    place; every ``Δt`` the exact (C-RNEA), approximate (armature) and unconstrained (rotors and
+    loops ignored) torques are compared: RMS error per leg joint against ``Δt`` (nominal gear ratios)
+    and against a scale of every gear ratio (``Δt`` = 1 ms). The paper's figures are the knee's,
+    though its text says ankle (:data:`~wbc.algorithms.clusters.torque_accuracy.PAPER_FIG14`)."""
     out: dict = {"by_dt": {}, "by_gear_scale": {}}
-    A, w = 0.5, 1.5
     for scale in sorted(set(scales) | {1.0}):
         robot = transmissions.mit_humanoid(gear_scale=scale)
         cm = robot.model
-        exact = cluster_kernels.c_rnea_function(cm, "cluster")
-        approx = cluster_kernels.c_rnea_function(cm, "approximate")
-        am = ApproximateModel.build(cm)
-        unc_model = dataclasses.replace(am, armature=np.zeros_like(am.armature))
-        y_s, v_s, a_s = ca.SX.sym("y", cm.tree.nq), ca.SX.sym("v", cm.nv), ca.SX.sym("a", cm.nv)
-        unconstrained = ca.Function("unc", [y_s, v_s, a_s], [approximate_rnea(unc_model, y_s, v_s, a_s)])
         names = [n for n in cm.joint_names if n.startswith("left_") and "shoulder" not in n and "elbow" not in n]
-        v_of = {name: i for i, name in enumerate(_v_names(cm))}
-        cols = [v_of[n] for n in names]
-        q0 = cm.independent_configuration(robot.y0)
-        q0[0:3] = [0.0, 0.0, 1.0]
-        q0[3:7] = [0.0, 0.0, 0.0, 1.0]
-        dts_here = dts if scale == 1.0 else (0.001,)
-        for dt in dts_here:
-            ts = np.arange(0.0, duration, dt)
-            taus = {"exact": [], "approximate": [], "unconstrained": []}
-            for t in ts:
-                s, c = np.sin(2 * np.pi * w * t), np.cos(2 * np.pi * w * t)
-                q = q0.copy()
-                v, a = np.zeros(cm.nv), np.zeros(cm.nv)
-                for n, col in zip(names, cols):
-                    q[_q_index(cm, n)] = A * s
-                    v[col] = 2 * A * np.pi * w * c
-                    a[col] = -4 * A * np.pi**2 * w**2 * s
-                y = cm.spanning_configuration(q)
-                for key, f in (("exact", exact), ("approximate", approx), ("unconstrained", unconstrained)):
-                    taus[key].append(np.array(f(y, v, a), dtype=float).reshape(-1)[cols])
-            T = {k: np.array(x) for k, x in taus.items()}
-            peak = np.max(np.abs(T["exact"]), axis=0)
-            entry = {}
-            for key in ("approximate", "unconstrained"):
-                rms = np.sqrt(np.mean((T[key] - T["exact"]) ** 2, axis=0))
-                entry[key] = {
-                    n: {"rms_Nm": round(float(r), 4), "share_of_peak": round(float(r / p), 4)}
-                    for n, r, p in zip(names, rms, peak)
+        for dt in dts if scale == 1.0 else (0.001,):
+            result = sinusoid_torques(cm, robot.y0, names, dt=dt, duration=duration)
+            entry = {
+                kind: {
+                    n: {"rms_Nm": round(r, 4), "share_of_peak": round(result.share_of_peak(kind)[n], 4)}
+                    for n, r in result.rms_error(kind).items()
                 }
+                for kind in ("approximate", "unconstrained")
+            }
             if scale == 1.0:
                 out["by_dt"][f"{dt:g}"] = entry
-                if dt == dts_here[0]:
-                    out["profiles"] = {"t": ts.tolist(), "joints": names} | {k: x.tolist() for k, x in T.items()}
+                if dt == dts[0]:
+                    out["profiles"] = {"t": result.t.tolist(), "joints": names}
+                    out["profiles"] |= {k: x.tolist() for k, x in result.torques.items()}
             if dt == 0.001:
                 out["by_gear_scale"][f"{scale:g}"] = entry
-    out["paper"] = {k: {"rms_Nm": v[0], "share_of_peak": v[1]} for k, v in PAPER_FIG14.items()}
+    paper = PAPER_FIG14
+    out["paper"] = {
+        "joint": f"left_{paper.joint}",
+        "approximate": {"rms_Nm": paper.approximate[0], "share_of_peak": paper.approximate[1]},
+        "unconstrained": {"rms_Nm": paper.unconstrained[0], "share_of_peak": paper.unconstrained[1]},
+    }
     out["nominal_gear_ratio"] = 6.0
     return out
-
-
-def _v_names(cm) -> list[str]:
-    names = []
-    for j in cm.independent_joints:
-        jt = cm.tree.joints[j]
-        names += [jt.name] * jt.nv
-    return names
-
-
-def _q_index(cm, name: str) -> int:
-    off = 0
-    for j in cm.independent_joints:
-        jt = cm.tree.joints[j]
-        if jt.name == name:
-            return off
-        off += jt.nq
-    raise KeyError(name)
 
 
 # ----------------------------------------------------------------------------------------- plots
@@ -265,14 +220,15 @@ def plot_fig14(f14: dict, path: Path) -> Path:
                 mfc="none" if "knee" in joint else color,
             )
     for key, color in (("approximate", "C1"), ("unconstrained", "C3")):
-        axes[1, 0].axhline(f14["paper"][key]["rms_Nm"], color=color, ls=":", lw=1.2, label=f"paper (ankle), {key}")
+        label = f"paper ({f14['paper']['joint']}; its text says ankle), {key}"
+        axes[1, 0].axhline(f14["paper"][key]["rms_Nm"], color=color, ls=":", lw=1.2, label=label)
         axes[1, 1].plot(
             [f14["nominal_gear_ratio"]],
             [f14["paper"][key]["rms_Nm"]],
             "*",
             color=color,
             ms=13,
-            label=f"paper (ankle), {key}",
+            label=label,
         )
     axes[1, 0].set_xlabel("Δt (s)")
     axes[1, 0].set_ylabel("RMS torque error vs exact (N m)")

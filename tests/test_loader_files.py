@@ -151,3 +151,49 @@ def test_controllers_say_they_cannot_be_copied_or_pickled():
         with pytest.raises(NotCopyableError, match="cannot be copied or pickled") as e:
             operation(ctrl)
         assert isinstance(e.value, TypeError) and isinstance(e.value, wbc.WbcError)
+
+
+def _load_mjcf_in_child(path: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    """``load_mjcf(path)`` in a child process limited to 3 GB of address space."""
+    code = (
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))\n"
+        "import wbc\n"
+        "try:\n"
+        "    wbc.load_mjcf(sys.argv[1])\n"
+        "except wbc.ModelError as e:\n"
+        "    print('ModelError:', e)\n"
+    )
+    return subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True, timeout=timeout)
+
+
+def test_mjcf_loader_reads_regular_files_only(tmp_path):
+    """The MJCF loader refuses FIFOs, devices and files over the limit as the URDF loader does."""
+    fifo = tmp_path / "robot.xml"
+    os.mkfifo(fifo)
+    try:
+        out = _load_mjcf_in_child(str(fifo))
+    except subprocess.TimeoutExpired:
+        pytest.fail("load_mjcf on a FIFO blocked")
+    assert out.stdout.startswith("ModelError:") and "FIFO" in out.stdout, (out.stdout, out.stderr[-500:])
+    if os.path.exists("/dev/zero"):
+        out = _load_mjcf_in_child("/dev/zero")
+        assert out.stdout.startswith("ModelError:") and "device" in out.stdout, (out.stdout, out.stderr[-500:])
+    path = tmp_path / "r.xml"
+    path.write_text(_chain_mjcf(2))
+    with pytest.raises(ModelError, match="more than the limit of 100"):
+        wbc.load_mjcf(path, max_bytes=100)
+    assert wbc.load_mjcf(path).tree.nv == 2
+
+
+def _chain_mjcf(n: int) -> str:
+    body = "<body name='b{i}'><joint name='j{i}' type='hinge'/><inertial pos='0 0 0' mass='1' diaginertia='1 1 1'/>"
+    return "<mujoco><worldbody>" + "".join(body.format(i=i) for i in range(n)) + "</body>" * n + "</worldbody></mujoco>"
+
+
+def test_deeply_nested_mjcf_is_a_model_error_not_a_recursion_error():
+    """1,000 nested bodies: a ModelError saying the nesting is too deep (before: a raw RecursionError);
+    a chain of 200 still loads."""
+    with pytest.raises(ModelError, match="nest"):
+        wbc.load_mjcf(_chain_mjcf(1000))
+    assert wbc.load_mjcf(_chain_mjcf(200)).tree.nv == 200

@@ -214,3 +214,15 @@ def test_support_polygon_of_two_feet():
     assert polygon.signed_distance(mid, hull) == pytest.approx(-SHAPE.length / 2)
     with pytest.raises(InputError):
         support_polygon([], SHAPE)
+
+
+def test_step_count_is_bounded_with_a_clear_error():
+    """``n_steps`` beyond :data:`MAX_STEPS` is refused at once naming the bound (issue 24: before,
+    ``Walker.walk(..., n_steps=10**7)`` planned without end)."""
+    from wbc.locomotion import MAX_STEPS
+
+    command = VelocityCommand(0.1, 0.0, 0.0)
+    for bad in (10**7, MAX_STEPS + 1, 0, True, 2.0):
+        with pytest.raises(InputError, match=rf"n_steps must be an integer from 1 to {MAX_STEPS}"):
+            plan_from_velocity(command, LEFT, RIGHT, bad, T, LIMITS, SHAPE)
+    assert len(plan_from_velocity(command, LEFT, RIGHT, 50, T, LIMITS, SHAPE).steps) == 51

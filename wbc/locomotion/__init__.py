@@ -21,6 +21,7 @@ from __future__ import annotations
 from . import polygon
 from .dcm import GRAVITY, DCMTrajectory, PiecewiseLinearZMP, dcm_of, omega_of_height
 from .footsteps import (
+    MAX_STEPS,
     Foot,
     FootShape,
     Footstep,
@@ -75,6 +76,7 @@ __all__ = [
     "VelocityCommand",
     "integrate_twist",
     "plan_from_footsteps",
+    "MAX_STEPS",
     "plan_from_velocity",
     "step_violations",
     "support_polygon",

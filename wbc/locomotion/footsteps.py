@@ -49,6 +49,7 @@ __all__ = [
     "FootstepPlan",
     "plan_from_velocity",
     "plan_from_footsteps",
+    "MAX_STEPS",
     "step_violations",
     "support_polygon",
     "integrate_twist",
@@ -456,6 +457,12 @@ def _velocity_steps(initial: dict, command: VelocityCommand, n: int, T: float, w
     return steps
 
 
+#: The most steps one velocity plan holds (about 80 min of walking at 0.5 s a step): a longer walk is
+#: planned as successive plans (the next one from the footholds the last one ends on), so a mistyped
+#: count fails at once instead of planning for hours.
+MAX_STEPS = 10_000
+
+
 def plan_from_velocity(
     command: VelocityCommand,
     left: Footstep,
@@ -471,7 +478,7 @@ def plan_from_velocity(
     Args:
         command: body-frame velocity (see :class:`VelocityCommand`).
         left, right: the initial footholds; the body frame starts halfway between them.
-        n_steps: number of commanded steps (≥ 1); the plan has ``n_steps + 1`` footsteps.
+        n_steps: number of commanded steps (1 to :data:`MAX_STEPS`); the plan has ``n_steps + 1`` footsteps.
         step_duration: the step period ``T`` (single + double support), s.
         limits: reach limits (default :class:`StepLimits`); ``limits.width`` is the nominal width.
         shape: the sole rectangle, to check the clearance between the soles (optional).
@@ -489,8 +496,11 @@ def plan_from_velocity(
     """
     if not isinstance(command, VelocityCommand):
         raise InputError(f"command must be a VelocityCommand, got {type(command).__name__}")
-    if not (isinstance(n_steps, (int, np.integer)) and n_steps >= 1):
-        raise InputError(f"n_steps must be an integer >= 1, got {n_steps!r}")
+    if not (isinstance(n_steps, (int, np.integer)) and not isinstance(n_steps, bool) and 1 <= n_steps <= MAX_STEPS):
+        raise InputError(
+            f"n_steps must be an integer from 1 to {MAX_STEPS} (wbc.locomotion.MAX_STEPS; plan a longer walk as "
+            f"successive plans), got {n_steps!r}"
+        )
     if not (isinstance(step_duration, (int, float)) and math.isfinite(step_duration) and step_duration > 0):
         raise InputError(f"step_duration must be a positive number of seconds, got {step_duration!r}")
     initial = _initial(left, right)

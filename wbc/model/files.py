@@ -15,10 +15,11 @@ import codecs
 import os
 import re
 import stat
+from pathlib import Path
 
 from ..errors import InputError, ModelError
 
-__all__ = ["MAX_FILE_BYTES", "read_user_file", "xml_text", "looks_like_xml"]
+__all__ = ["MAX_FILE_BYTES", "read_user_file", "xml_text", "looks_like_xml", "xml_source"]
 
 #: Default size limit of a file wbc reads for a user (a URDF, an MJCF, a mesh): 256 MiB. The
 #: largest robot descriptions and meshes in example-robot-data are a few MB.
@@ -138,3 +139,39 @@ def xml_text(data: bytes, where: str) -> str:
     except UnicodeDecodeError as e:
         raise ModelError(f"{where}: the document is not valid {codec} (byte {e.start}: {e.reason})") from None
     return text.lstrip("\ufeff")
+
+
+def xml_source(source: str | bytes | os.PathLike, what: str, max_bytes: int | None = None) -> tuple[str, str]:
+    """The text of an XML document a user gave, and where it came from (for messages).
+
+    Args:
+        source: a path (a regular file, read with :func:`read_user_file`), or the document itself:
+            a ``str`` starting with ``<``, or ``bytes`` decoded by :func:`xml_text` (bytes that are
+            not a document are a file name).
+        what: what the document is meant to be (``"URDF file"``, ``"MJCF file"``), for messages.
+        max_bytes: the largest file read; default :data:`MAX_FILE_BYTES`.
+
+    Returns:
+        ``(text, where)``: ``where`` is the path, ``"<string>"`` or ``"<bytes>"``.
+
+    Raises:
+        ModelError: as :func:`read_user_file` and :func:`xml_text`; bytes holding a null byte that
+            are no document; a source of another type.
+    """
+    kind = what.split()[0]
+    if isinstance(source, str) and source.lstrip().startswith("<"):
+        return source, "<string>"
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        data = bytes(source)
+        if looks_like_xml(data):
+            return xml_text(data, "<bytes>"), "<bytes>"
+        if b"\0" in data:
+            raise ModelError(
+                f"{kind} source bytes: neither an XML document (no '<' first, in any encoding an XML document "
+                "announces) nor a file name (it holds a null byte)"
+            )
+        source = os.fsdecode(data)  # a file name given as bytes
+    if not isinstance(source, (str, os.PathLike)):
+        raise ModelError(f"a {kind} source is a path, a str or bytes document, got {type(source).__name__}")
+    path = Path(source)
+    return xml_text(read_user_file(path, what=what, max_bytes=max_bytes), str(path)), str(path)

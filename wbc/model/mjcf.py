@@ -32,7 +32,6 @@ from __future__ import annotations
 import math
 import os
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import casadi as ca
 import numpy as np
@@ -41,6 +40,7 @@ from ..errors import ModelError
 from ..spatial.algebra import SE3, act_inertia, compose, inverse, rigid_inertia
 from .clusters import Cluster, ClusterModel, LoopClosure, PolynomialCoupling, _closure_rows
 from .configuration import neutral
+from .files import xml_source
 from .joints import joint_transform
 from .model import Frame, FrameKind, Joint, JointType, Model
 
@@ -51,32 +51,31 @@ _ACTUATORS = ("motor", "position", "velocity", "general", "intvelocity", "damper
 _UNSUPPORTED_TOP = ("include",)
 
 
-def load_mjcf(source: str | os.PathLike, *, name: str | None = None) -> ClusterModel:
+def load_mjcf(
+    source: str | bytes | os.PathLike, *, name: str | None = None, max_bytes: int | None = None
+) -> ClusterModel:
     """Load an MJCF file (or MJCF text, recognised by a leading ``<``) into a :class:`ClusterModel`.
 
+    Args:
+        source: a path (a regular file), or the document as ``str`` or ``bytes``.
+        name: the model's name (default the file's ``model`` attribute).
+        max_bytes: the largest file read (bytes); default :data:`wbc.model.files.MAX_FILE_BYTES`.
+
     Raises:
-        ModelError: unreadable file, malformed XML, or an unsupported element (named).
+        ModelError: unreadable file, not a regular file, too large, malformed XML, bodies nested
+            deeper than the reader follows, or an unsupported element (named).
     """
-    text, where = _read(source)
+    text, where = xml_source(source, "MJCF file", max_bytes)
     try:
         root = ET.fromstring(text)
     except ET.ParseError as e:
         raise ModelError(f"{where}: malformed XML: {e}") from None
     if root.tag != "mujoco":
         raise ModelError(f"{where}: root element is <{root.tag}>, expected <mujoco>")
-    return _Loader(root, where).build(name)
-
-
-def _read(source) -> tuple[str, str]:
-    if isinstance(source, str) and source.lstrip().startswith("<"):
-        return source, "<string>"
-    path = Path(source)
     try:
-        return path.read_text(), str(path)
-    except FileNotFoundError:
-        raise ModelError(f"{path}: no such MJCF file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ModelError(f"{path}: cannot read MJCF file: {e}") from None
+        return _Loader(root, where).build(name)
+    except RecursionError:
+        raise ModelError(f"{where}: bodies are nested too deeply to be read") from None
 
 
 def _quat_matrix(wxyz) -> np.ndarray:

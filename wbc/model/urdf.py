@@ -35,14 +35,13 @@ import re
 import warnings
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import casadi as ca
 import numpy as np
 
 from ..errors import InputError, ModelError, ModelWarning
 from ..spatial.algebra import SE3, act_inertia, compose, rigid_inertia
-from .files import looks_like_xml, read_user_file, xml_text
+from .files import xml_source
 from .model import Frame, FrameKind, Joint, JointType, Mimic, Model
 
 __all__ = ["load_urdf", "INERTIA_TOLERANCE"]
@@ -123,7 +122,7 @@ def load_urdf(
     """
     if not (isinstance(inertia_tolerance, (int, float)) and 0.0 <= inertia_tolerance < math.inf):
         raise InputError(f"inertia_tolerance must be a finite non-negative number, got {inertia_tolerance!r}")
-    text, where = _read(source, max_bytes)
+    text, where = xml_source(source, "URDF file", max_bytes)
     try:
         root = ET.fromstring(text)
     except ET.ParseError as e:
@@ -142,25 +141,6 @@ def load_urdf(
 
 
 # --------------------------------------------------------------------------------- reading
-def _read(source: str | bytes | os.PathLike, max_bytes: int | None = None) -> tuple[str, str]:
-    if isinstance(source, str) and source.lstrip().startswith("<"):
-        return source, "<string>"
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        data = bytes(source)
-        if looks_like_xml(data):
-            return xml_text(data, "<bytes>"), "<bytes>"
-        if b"\0" in data:
-            raise ModelError(
-                "URDF source bytes: neither an XML document (no '<' first, in any encoding an XML document "
-                "announces) nor a file name (it holds a null byte)"
-            )
-        source = os.fsdecode(data)  # a file name given as bytes
-    if not isinstance(source, (str, os.PathLike)):
-        raise ModelError(f"a URDF source is a path, a str or bytes document, got {type(source).__name__}")
-    path = Path(source)
-    return xml_text(read_user_file(path, what="URDF file", max_bytes=max_bytes), str(path)), str(path)
-
-
 def _number(text: str, what: str, where: str) -> float:
     """``text`` as a float, written as URDF writes numbers (see :data:`_NUMBER`)."""
     if not _NUMBER.fullmatch(text.strip()):

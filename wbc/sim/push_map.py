@@ -376,7 +376,11 @@ def plot_standing(pm: PushMap, path: Path | str) -> Path:
 
     durations = pm.settings.durations_s
     fig, axes = plt.subplots(
-        1, len(durations), subplot_kw={"projection": "polar"}, figsize=(4.2 * len(durations), 4.6), squeeze=False
+        1,
+        len(durations),
+        subplot_kw={"projection": "polar"},
+        figsize=(max(6.0, 4.2 * len(durations)), 4.8),
+        squeeze=False,
     )
     weakest = pm.weakest()["standing"]
     for ax, d in zip(axes[0], durations):
@@ -402,7 +406,9 @@ def plot_standing(pm: PushMap, path: Path | str) -> Path:
     if axes[0][0].get_legend_handles_labels()[0]:
         axes[0][0].legend(loc="lower left", bbox_to_anchor=(-0.25, -0.18), fontsize=8)
     kind = "with recovery steps" if pm.settings.recover else "standing (no steps)"
-    fig.suptitle(f"{pm.robot}: largest pelvis push survived {kind}, by direction (0° forward, 90° left), N")
+    fig.suptitle(
+        f"{pm.robot}: largest pelvis push survived {kind},\nby direction (0° forward, 90° left), N", fontsize=11
+    )
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=110)

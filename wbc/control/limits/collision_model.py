@@ -28,8 +28,9 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import InputError, ModelError
+from ...model.files import xml_source
 from ...model.model import Model
-from ...model.urdf import _floats, _origin, _read
+from ...model.urdf import _floats, _origin
 from .collision import CollisionPair, pair_distances
 from .geometry import Capsule, Primitive, Sphere, bounding_capsule
 
@@ -129,7 +130,7 @@ def collision_primitives(
     Raises:
         ModelError: malformed collision elements, unreadable meshes, links the model does not have.
     """
-    text, where = _read(urdf)
+    text, where = xml_source(urdf, "URDF file")
     try:
         root = ET.fromstring(text)
     except ET.ParseError as e:
