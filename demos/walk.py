@@ -182,7 +182,10 @@ def plot_terrain(walker: Walker, run: dict, out: Path) -> Path:
     terrain, shape = walker.terrain, walker.shape
     soles, com = run["soles"], run["com"]
     x_lo, x_hi = min(-0.3, float(soles[:, :, 0].min()) - 0.3), float(soles[:, :, 0].max()) + 0.4
-    fig, (top, side) = plt.subplots(2, 1, figsize=(12, 8), gridspec_kw={"height_ratios": [1, 1.2]})
+    span = x_hi - x_lo
+    fig, (top, side) = plt.subplots(
+        2, 1, figsize=(min(16.0, 3.0 + 4.5 * span), 8), gridspec_kw={"height_ratios": [1, 1.2]}
+    )
     xs = np.linspace(x_lo, x_hi, 600)
     ys = np.linspace(-0.45, 0.45, 160)
     X, Y = np.meshgrid(xs, ys)

@@ -234,6 +234,7 @@ class GaitSequencer:
             and fr.state is ContactState.STANCE  # not an early touchdown of a planned swing
             and fr.liftoff is not None
             and t >= fr.liftoff - p.double_support - dt / 2
+            and self.phase[f.other] is not FootPhase.SWING  # the other foot landed (it may be late)
         ):
             if fr.liftoff - t < dt:  # a re-plan moved the lift-off to now: release at once
                 ctrl.deactivate_contact(name)
@@ -297,7 +298,8 @@ class GaitSequencer:
             self._switch(f, ref, s, dt)
         feet = self.footholds(s)
         stance = [feet[f] for f in self.names if self.phase[f] is not FootPhase.SWING]
-        out = self.stabilizer.compute(ref, s.com, s.com_velocity, support_polygon(stance, self.shape))
+        polygon = support_polygon(stance, self.shape) if stance else tl.support_polygon(s.t)
+        out = self.stabilizer.compute(ref, s.com, s.com_velocity, polygon)
         acc = out.com_acceleration
         if not self.clip_zmp:  # the feedback law's CoM acceleration: the QP's CoP limits bound it
             acc = acc.copy()

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import InputError
-from .footsteps import Foot, FootShape, Footstep, StepLimits, step_violations, tilt_rotation
+from .footsteps import MIN_NORMAL_Z, Foot, FootShape, Footstep, StepLimits, step_violations, tilt_rotation
 from .swing import SwingState, SwingTrajectory
 
 __all__ = [
@@ -310,7 +310,10 @@ class Terrain:
         if isinstance(top, Patch):
             return Footstep(foot, np.array([xy[0], xy[1], top.height(xy.reshape(1, 2))[0]]), fs.yaw, top.normal)
         if top is self.heightfield and top is not None:
-            return footstep_of_pose(foot, pose)
+            T = np.asarray(pose, dtype=float)
+            if T[2, 2] < MIN_NORMAL_Z:  # tipped over (falling): the surface's own plane instead
+                return self._on_heightfield(foot, xy, fs.yaw, shape)
+            return footstep_of_pose(foot, T)
         if top == "floor":
             return Footstep(foot, np.array([xy[0], xy[1], float(self.floor)]), fs.yaw)  # type: ignore[arg-type]
         return None

@@ -17,7 +17,14 @@ onto the ground), its force bound rising from zero.
 
 With ``adjust`` the capture-step planner re-solves the next step's location and timing online from
 the measured DCM (:class:`wbc.locomotion.CaptureStepPlanner`); with ``recover`` a standing robot
-whose capture point leaves the feet takes a recovery step (:func:`stand_and_push`).
+whose capture point leaves the feet takes a recovery step (:func:`stand_and_push`); with
+``crossover`` that step may cross in front of the stance foot, the legs kept apart by a
+:class:`wbc.SelfCollisionLimit` (:func:`lateral_push_with_and_without_crossover`).
+
+With a ``terrain`` (:mod:`wbc.locomotion.terrain`, built in MuJoCo by :mod:`wbc.sim.terrain`)
+:meth:`Walker.walk_terrain` plans footholds on its surfaces, swings that clear it and a CoM height
+that follows the lower foot (:data:`TERRAIN_GAITS` per robot); landed feet are held on the surface
+under them. :data:`FAST_GAITS` are the faster gaits (``PRESETS["fast"]``).
 :func:`summarize` turns a run's log into the figures of ``demos/walk.py``'s ``summary.json``.
 
 MuJoCo is the optional ``sim`` extra; ``import wbc`` never imports this module.
@@ -44,6 +51,7 @@ from wbc.sim.mujoco import MujocoSim
 from wbc.sim.terrain import terrain_scene
 
 __all__ = [
+    "CONTACT_KP",
     "DT",
     "FAST_GAITS",
     "GAITS",
@@ -177,8 +185,11 @@ TERRAIN_GAITS = {
     ),
 }
 
-#: Pose-feedback stiffness of the stance feet (1/s²; damping 2 √kp), as the balance demo's.
+#: Pose-feedback stiffness of the stance feet (1/s²; damping 2 √kp), as the balance demo's ...
 CONTACT_KP = 3000.0
+#: ... and on rough ground (a height field), where a rigid sole rests on the bumps' tops and a stiff
+#: pull towards the landing pose rocks it: Talos fell after 7 steps at 3000, walked 2.5 m at 300.
+ROUGH_CONTACT_KP = 300.0
 #: The online step adjustment leaves the plan alone while the measured DCM is this close to the
 #: planned one (m): the multibody robot departs from the LIPM by a few cm while walking (G1: up to
 #: 5 cm), which is the stabilizer's job; re-planning for it makes the steps erratic.
@@ -295,6 +306,8 @@ class Walker:
         adjust: re-solve the next step's location and timing online from the measured DCM.
         rise: duration of the touchdown force rise, s (default the double support).
         dcm_tolerance: DCM error (m) beyond which the next step is re-planned (with ``adjust``).
+        contact_kp: pose-feedback stiffness of the stance feet, 1/s² (default :data:`CONTACT_KP`, on a
+            height field :data:`ROUGH_CONTACT_KP`).
         clip_zmp: the CoM acceleration realizes the stabilizer's ZMP clipped to the support polygon
             (LIPM-feasible); False: the feedback law's unclipped ZMP, left to the QP's CoP limits.
         gait: timings, lift and step limits (default the robot's :data:`GAITS` entry).
@@ -319,7 +332,7 @@ class Walker:
         rise: float | None = None,
         com_weight: float = 10.0,
         swing_weight: float = 10.0,
-        contact_kp: float = CONTACT_KP,
+        contact_kp: float | None = None,
         dcm_tolerance: float = DCM_TOLERANCE,
         clip_zmp: bool = True,
         gait: RobotGait | None = None,
@@ -348,7 +361,7 @@ class Walker:
         self.sim.reset(spec.q0)
         self.frame = {loco.Foot.LEFT: spec.feet[0], loco.Foot.RIGHT: spec.feet[1]}
         self.contacts = {
-            f: wbc.SurfaceContact(frame, spec.sole.length, spec.sole.width, mu=0.7, kp=contact_kp)
+            f: wbc.SurfaceContact(frame, spec.sole.length, spec.sole.width, mu=0.7, kp=self._contact_kp(contact_kp))
             for f, frame in self.frame.items()
         }
         self.base = model.joints[1].link
@@ -406,6 +419,14 @@ class Walker:
         self.feet0 = self.footholds()
         self.timeline = loco.plan_stand(self.feet0, self.com0, self.params, self.shape)
         self.plan: loco.FootstepPlan | None = None
+
+    def _contact_kp(self, given: float | None) -> float:
+        """The stance feet's pose-feedback stiffness: ``given``, else :data:`ROUGH_CONTACT_KP` on a
+        height field, else :data:`CONTACT_KP`."""
+        if given is not None:
+            return float(given)
+        rough = self.terrain is not None and self.terrain.heightfield is not None
+        return ROUGH_CONTACT_KP if rough else CONTACT_KP
 
     # ------------------------------------------------------------------------------ plans
     def footholds(self) -> dict:
