@@ -154,6 +154,9 @@ class TerrainGait:
             step-to gait on stairs).
         distance: how far the scenes are walked, m.
         single_support, double_support: the timings over terrain, s (None: the robot's :class:`RobotGait`).
+        rough_contact_kp: the stance feet's pose-feedback stiffness on a height field, 1/s²: a rigid
+            sole rests on the bumps' tops and a stiff pull towards its landing pose rocks it (Talos
+            fell after 7 steps at :data:`CONTACT_KP`, walked at 300; G1 fell at 300, walked at 1000).
     """
 
     size: loco.TerrainSize
@@ -163,6 +166,7 @@ class TerrainGait:
     distance: float
     single_support: float | None = None
     double_support: float | None = None
+    rough_contact_kp: float = 300.0
 
 
 #: Terrain settings per catalog robot: Talos climbs 15 cm risers, G1 10 cm (issue 28).
@@ -182,14 +186,13 @@ TERRAIN_GAITS = {
         2.4,
         1.0,
         0.3,
+        1000.0,
     ),
 }
 
-#: Pose-feedback stiffness of the stance feet (1/s²; damping 2 √kp), as the balance demo's ...
+#: Pose-feedback stiffness of the stance feet (1/s²; damping 2 √kp), as the balance demo's (on rough
+#: ground: :attr:`TerrainGait.rough_contact_kp`).
 CONTACT_KP = 3000.0
-#: ... and on rough ground (a height field), where a rigid sole rests on the bumps' tops and a stiff
-#: pull towards the landing pose rocks it: Talos fell after 7 steps at 3000, walked 2.5 m at 300.
-ROUGH_CONTACT_KP = 300.0
 #: The online step adjustment leaves the plan alone while the measured DCM is this close to the
 #: planned one (m): the multibody robot departs from the LIPM by a few cm while walking (G1: up to
 #: 5 cm), which is the stabilizer's job; re-planning for it makes the steps erratic.
@@ -307,7 +310,7 @@ class Walker:
         rise: duration of the touchdown force rise, s (default the double support).
         dcm_tolerance: DCM error (m) beyond which the next step is re-planned (with ``adjust``).
         contact_kp: pose-feedback stiffness of the stance feet, 1/s² (default :data:`CONTACT_KP`, on a
-            height field :data:`ROUGH_CONTACT_KP`).
+            height field the robot's :attr:`TerrainGait.rough_contact_kp`).
         clip_zmp: the CoM acceleration realizes the stabilizer's ZMP clipped to the support polygon
             (LIPM-feasible); False: the feedback law's unclipped ZMP, left to the QP's CoP limits.
         gait: timings, lift and step limits (default the robot's :data:`GAITS` entry).
@@ -421,12 +424,13 @@ class Walker:
         self.plan: loco.FootstepPlan | None = None
 
     def _contact_kp(self, given: float | None) -> float:
-        """The stance feet's pose-feedback stiffness: ``given``, else :data:`ROUGH_CONTACT_KP` on a
-        height field, else :data:`CONTACT_KP`."""
+        """The stance feet's pose-feedback stiffness: ``given``, else on a height field the robot's
+        :attr:`TerrainGait.rough_contact_kp`, else :data:`CONTACT_KP`."""
         if given is not None:
             return float(given)
-        rough = self.terrain is not None and self.terrain.heightfield is not None
-        return ROUGH_CONTACT_KP if rough else CONTACT_KP
+        if self.terrain is not None and self.terrain.heightfield is not None:
+            return terrain_gait_of(self.spec).rough_contact_kp
+        return CONTACT_KP
 
     # ------------------------------------------------------------------------------ plans
     def footholds(self) -> dict:
