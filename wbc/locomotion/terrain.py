@@ -495,8 +495,8 @@ def make_terrain(kind: TerrainKind | str, size: TerrainSize = TerrainSize(), see
     - ``flat``: the floor.
     - ``stairs``: ``size.steps`` stairs up, then a landing; ``stairs-down``: from a platform, as many down.
     - ``slope``: a ramp up at ``size.slope_deg``, a plateau, a ramp down, the floor.
-    - ``rough``: a smooth random height field (12 waves of 1 to 3 m in random directions, heights within
-      ± ``size.rough``; ``seed``), flat at the start.
+    - ``rough``: a smooth random height field (12 waves of 1 to 3 m in random directions, ``seed``),
+      flat at the start, scaled so that its heights within 0.25 m of the path reach ± ``size.rough``.
     - ``stones``: stepping stones in two staggered lanes over a 0.3 m deep pit, between two platforms.
     """
     try:
@@ -540,10 +540,11 @@ def make_terrain(kind: TerrainKind | str, size: TerrainSize = TerrainSize(), see
             theta = rng.uniform(0, 2 * math.pi)
             phase = rng.uniform(0, 2 * math.pi)
             H += np.sin(k * (X * math.cos(theta) + Y * math.sin(theta)) + phase)
-        H -= H.mean()
-        H *= s.rough / np.abs(H).max()
         ramp_in = np.clip((X - s.start) / 0.3, 0.0, 1.0)
-        H *= ramp_in * ramp_in * (3 - 2 * ramp_in)
+        H = (H - H.mean()) * ramp_in * ramp_in * (3 - 2 * ramp_in)
+        corridor = np.abs(Y) <= 0.25  # where the feet go: the heights there span ± rough
+        H *= s.rough / np.abs(H[corridor]).max()
+        H = np.clip(H, -s.rough, s.rough)
         return Terrain(heightfield=HeightField((xs[0], ys[0]), spacing, H), floor=-2 * s.rough - 0.01, kind=kind)
     # stones: the gap between consecutive stones (and the platforms) is the pitch minus a stone's length
     depth = 0.3

@@ -810,21 +810,27 @@ def stand_and_push(
     return walker, run, summarize(walker, run)
 
 
-#: Recovery steps leaving at most this much (m) of the DCM uncaptured are taken in
-#: :func:`lateral_push_with_and_without_crossover` (both runs): the rest is the hip strategy's.
+#: Crossover steps leaving at most this much (m) of the DCM uncaptured are taken in
+#: :func:`lateral_push_with_and_without_crossover`: the rest is the hip strategy's.
 LATERAL_TOLERANCE = 0.1
 
 
 def lateral_push_with_and_without_crossover(
     robot: str | LeggedRobot, force: float, duration: float = 3.5, tolerance: float = LATERAL_TOLERANCE
 ) -> dict:
-    """The standing robot pushed toward its right (``force`` N over 0.1 s at 1 s), once without and
-    once with crossover steps, all else equal; returns ``{"without_crossover": (walker, run,
-    summary), "with_crossover": (...)}``. Pushed toward its right, the robot's right foot carries
-    the weight and cannot lift in time: only the left foot can step, across the right one."""
+    """The standing robot pushed toward its right (``force`` N over 0.1 s at 1 s), once as today
+    (recovery steps within the step limits, taken when they capture the DCM; else the hip strategy)
+    and once with crossover steps, taken when they capture it to within ``tolerance`` m (the rest
+    left to the hip strategy); returns ``{"without_crossover": (walker, run, summary),
+    "with_crossover": (...)}``. Pushed toward its right, the robot's right foot carries the weight
+    and cannot lift in time: only the left foot can step, across the right one."""
     out = {}
     for crossover in (False, True):
         out["with_crossover" if crossover else "without_crossover"] = stand_and_push(
-            robot, (0.0, -float(force), 0.0), duration=duration, crossover=crossover, recovery_tolerance=tolerance
+            robot,
+            (0.0, -float(force), 0.0),
+            duration=duration,
+            crossover=crossover,
+            recovery_tolerance=tolerance if crossover else 0.0,
         )
     return out
