@@ -68,13 +68,9 @@ class Contact:
         self.name = name
 
 
-def run(early_load_at=None):
-    left, right = Footstep(Foot.LEFT, (0.0, 0.1, 0.0)), Footstep(Foot.RIGHT, (0.0, -0.1, 0.0))
-    limits = StepLimits(width=0.2, min_width=0.15)
-    plan = plan_from_velocity(VelocityCommand(0.2), left, right, 2, PARAMS.step_duration, limits, SHAPE)
-    timeline = plan_walk(plan, (0.0, 0.0, 0.8), PARAMS, SHAPE)
-    ctrl = Recorder()
-    tasks = {f: Task() for f in Foot}
+def sequencer(timeline, limits, **options):
+    """A recording controller, swing tasks and a sequencer over ``timeline``."""
+    ctrl, tasks = Recorder(), {f: Task() for f in Foot}
     seq = GaitSequencer(
         ctrl,
         {f: Contact(f.value) for f in Foot},
@@ -89,7 +85,17 @@ def run(early_load_at=None):
         WEIGHT,
         0.2,
         10.0,
+        **options,
     )
+    return ctrl, tasks, seq
+
+
+def run(early_load_at=None):
+    left, right = Footstep(Foot.LEFT, (0.0, 0.1, 0.0)), Footstep(Foot.RIGHT, (0.0, -0.1, 0.0))
+    limits = StepLimits(width=0.2, min_width=0.15)
+    plan = plan_from_velocity(VelocityCommand(0.2), left, right, 2, PARAMS.step_duration, limits, SHAPE)
+    timeline = plan_walk(plan, (0.0, 0.0, 0.8), PARAMS, SHAPE)
+    ctrl, tasks, seq = sequencer(timeline, limits)
     phases = []
     for i in range(int((timeline.t_end + 0.2) / DT)):
         t = ctrl.now = i * DT
@@ -145,28 +151,12 @@ def test_a_sole_still_above_the_ground_at_touchdown_goes_on_down_and_lands_late(
     limits = StepLimits(width=0.2, min_width=0.15)
     plan = plan_from_velocity(VelocityCommand(0.2), left, right, 1, PARAMS.step_duration, limits, SHAPE)
     timeline = plan_walk(plan, (0.0, 0.0, 0.8), PARAMS, SHAPE)
-    ctrl, tasks = Recorder(), {f: Task() for f in Foot}
 
     def ground(f, pose):  # the surface under a sole: 3 cm below the plan once it has stepped
         fs = Footstep.from_pose(f, pose)
         return Footstep(f, (fs.position[0], fs.position[1], -drop if fs.position[0] > 0.05 else 0.0), fs.yaw)
 
-    seq = GaitSequencer(
-        ctrl,
-        {f: Contact(f.value) for f in Foot},
-        tasks,
-        Task(),
-        Task(),
-        timeline,
-        PARAMS,
-        SHAPE,
-        DCMStabilizer(),
-        CaptureStepPlanner(PARAMS, SHAPE, limits),
-        WEIGHT,
-        0.2,
-        10.0,
-        foothold=ground,
-    )
+    ctrl, tasks, seq = sequencer(timeline, limits, foothold=ground)
     soles = {f: timeline.feet0[f].pose for f in Foot}
     for i in range(int((timeline.steps[0].touchdown + 0.4) / DT)):
         t = ctrl.now = i * DT

@@ -497,18 +497,10 @@ class GaitTimeline:
                 traj = self.terrain.swing(
                     start, s.footstep, s.liftoff, s.touchdown, p.lift_height, p.touchdown_velocity, self.shape
                 )
-            elif _crosses(feet[s.foot], s.footstep, feet[s.foot.other]):  # ahead first, then across
-                traj = SwingTrajectory(
-                    SwingState.at_rest(feet[s.foot]),
-                    s.footstep,
-                    s.liftoff,
-                    s.touchdown,
-                    p.lift_height,
-                    p.touchdown_velocity,
-                    window=CROSSING_WINDOWS[0],
-                    lateral_window=CROSSING_WINDOWS[1],
-                )
             else:
+                windows = {}
+                if _crosses(feet[s.foot], s.footstep, feet[s.foot.other]):  # ahead first, then across
+                    windows = {"window": CROSSING_WINDOWS[0], "lateral_window": CROSSING_WINDOWS[1]}
                 traj = SwingTrajectory(
                     SwingState.at_rest(feet[s.foot]),
                     s.footstep,
@@ -516,6 +508,7 @@ class GaitTimeline:
                     s.touchdown,
                     p.lift_height,
                     p.touchdown_velocity,
+                    **windows,
                 )
             out.append(traj)
             feet[s.foot] = s.footstep
