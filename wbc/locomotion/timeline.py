@@ -498,9 +498,7 @@ class GaitTimeline:
                     start, s.footstep, s.liftoff, s.touchdown, p.lift_height, p.touchdown_velocity, self.shape
                 )
             else:
-                windows = {}
-                if _crosses(feet[s.foot], s.footstep, feet[s.foot.other]):  # ahead first, then across
-                    windows = {"window": CROSSING_WINDOWS[0], "lateral_window": CROSSING_WINDOWS[1]}
+                crossing = _crosses(feet[s.foot], s.footstep, feet[s.foot.other])  # ahead first, then across
                 traj = SwingTrajectory(
                     SwingState.at_rest(feet[s.foot]),
                     s.footstep,
@@ -508,7 +506,8 @@ class GaitTimeline:
                     s.touchdown,
                     p.lift_height,
                     p.touchdown_velocity,
-                    **windows,
+                    window=CROSSING_WINDOWS[0] if crossing else (0.0, 0.0),
+                    lateral_window=CROSSING_WINDOWS[1] if crossing else None,
                 )
             out.append(traj)
             feet[s.foot] = s.footstep
