@@ -39,7 +39,7 @@ KINDS = [k for k in TerrainKind if k is not TerrainKind.FLAT]
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.value)
 def test_heights_agree_with_mujoco_ray_casts(kind):
     """The planner's heights and MuJoCo's (a ray down onto the scene wbc.sim.terrain builds): equal to
-    1e-12 on patches; on the height field within 0.1 mm (MuJoCo triangulates what is bilinear here)."""
+    1e-12 on patches, 1e-8 on the height field (the same triangles; MuJoCo keeps its samples in float32)."""
     mujoco = pytest.importorskip("mujoco")
     from wbc.sim.terrain import add_terrain
 
@@ -56,7 +56,7 @@ def test_heights_agree_with_mujoco_ray_casts(kind):
         geom = np.array([-1], dtype=np.int32)
         dist = mujoco.mj_ray(m, d, np.array([x, y, 2.0]), np.array([0.0, 0.0, -1.0]), None, 1, -1, geom)
         worst = max(worst, abs((2.0 - dist) - terrain.height([[x, y]])[0]))
-    assert worst < (1e-4 if kind is TerrainKind.ROUGH else 1e-12), worst
+    assert worst < (1e-8 if kind is TerrainKind.ROUGH else 1e-12), worst  # MuJoCo stores height fields in float32
 
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.value)

@@ -135,8 +135,8 @@ class Patch:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class HeightField:
-    """Heights on a regular grid: ``heights[i, j]`` at ``(x0 + j spacing, y0 + i spacing)``, bilinear
-    in between.
+    """Heights on a regular grid: ``heights[i, j]`` at ``(x0 + j spacing, y0 + i spacing)``, linear
+    on the two triangles of each cell in between (MuJoCo's triangulation).
 
     Attributes:
         origin: ``(x0, y0)``, m.
@@ -170,19 +170,18 @@ class HeightField:
         return (xy[:, 0] >= x0) & (xy[:, 0] <= x1) & (xy[:, 1] >= y0) & (xy[:, 1] <= y1)
 
     def height(self, xy: np.ndarray) -> np.ndarray:
-        """Bilinear height (n,) at points (n, 2) (clamped to the grid)."""
+        """Height (n,) at points (n, 2) (clamped to the grid): each cell is two triangles split by its
+        diagonal from ``(x0, y0)`` to ``(x1, y1)``, as MuJoCo collides a height field."""
         ny, nx = self.heights.shape
         u = np.clip((xy[:, 0] - self.origin[0]) / self.spacing, 0, nx - 1 - 1e-9)
         v = np.clip((xy[:, 1] - self.origin[1]) / self.spacing, 0, ny - 1 - 1e-9)
         j, i = np.floor(u).astype(int), np.floor(v).astype(int)
         fu, fv = u - j, v - i
         H = self.heights
-        return (
-            H[i, j] * (1 - fu) * (1 - fv)
-            + H[i, j + 1] * fu * (1 - fv)
-            + H[i + 1, j] * (1 - fu) * fv
-            + H[i + 1, j + 1] * fu * fv
-        )
+        h00, h10, h01, h11 = H[i, j], H[i, j + 1], H[i + 1, j], H[i + 1, j + 1]
+        upper = h00 + fu * (h11 - h01) + fv * (h01 - h00)  # the triangle (0, 0), (0, 1), (1, 1)
+        lower = h00 + fu * (h10 - h00) + fv * (h11 - h10)  # the triangle (0, 0), (1, 0), (1, 1)
+        return np.where(fv >= fu, upper, lower)
 
 
 def footstep_of_pose(foot: Foot, pose) -> Footstep:
