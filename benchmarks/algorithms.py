@@ -229,7 +229,7 @@ def traced(name: str, inputs: Sequence[tuple[str, int]], build: Callable[..., li
 
 
 def trace_delassus(model: wbc.Model, constraints: Sequence[ResolvedConstraint], method: str, tag: str) -> Traced:
-    """``q -> Λ⁻¹`` by ``method`` (what ``wbc.kernels.delassus_function`` builds)."""
+    """``q -> Λ⁻¹`` by ``method`` (what ``wbc.codegen.algorithm_functions.delassus_function`` builds)."""
     return traced(
         f"dl_{method}_{tag}",
         [("q", model.nq)],
@@ -240,9 +240,9 @@ def trace_delassus(model: wbc.Model, constraints: Sequence[ResolvedConstraint], 
 def trace_bhat(model: wbc.Model, constraints: Sequence[ResolvedConstraint], method: str, tag: str) -> Traced:
     """The IIM-experiment functions, counted with and without CSE.
 
-    ``iim`` / ``eufm`` / ``dense``: ``q -> B̂`` (what ``wbc.kernels.input_matrix_function`` builds);
+    ``iim`` / ``eufm`` / ``dense``: ``q -> B̂`` (what ``wbc.codegen.algorithm_functions.input_matrix_function`` builds);
     ``iim+a0``: ``(q, v) -> (a₀, B̂)`` sharing one articulated-body pass (as
-    ``wbc.kernels.free_acceleration_and_input_matrix_function``); ``aba``: ``(q, v, τ) -> q̈``.
+    ``wbc.codegen.algorithm_functions.free_acceleration_and_input_matrix_function``); ``aba``: ``(q, v, τ) -> q̈``.
     """
     nq, nv = model.nq, model.nv
     if method == "aba":

@@ -108,11 +108,11 @@ def dynamics_sides(
 
     model = spec.model
     if quantity == "aba":
-        kernel = compile_function(wbc.kernels.aba_function(model))
+        kernel = compile_function(wbc.codegen.algorithm_functions.aba_function(model))
         args = (states["q"], states["v"], states["tau"])
         parallel = pin.abaInParallel
     else:
-        kernel = compile_function(wbc.kernels.rnea_function(model))
+        kernel = compile_function(wbc.codegen.algorithm_functions.rnea_function(model))
         args = (states["q"], states["v"], states["a"])
         parallel = pin.rneaInParallel
     batch = BatchKernel(kernel, threads=threads)

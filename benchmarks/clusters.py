@@ -53,7 +53,7 @@ import pinocchio as pin
 import wbc
 from benchmarks import pinocchio_adapter as oracle
 from benchmarks.harness import Record, calls_per_block, interleaved_blocks, median, relative_spread
-from wbc.codegen import cluster_kernels as ck
+from wbc.codegen import cluster_functions as ck
 from wbc.codegen.kernel import Kernel, compile_function
 from wbc.robots import transmissions as robots
 

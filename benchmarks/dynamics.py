@@ -7,7 +7,7 @@ What is measured, per robot (catalog ``talos`` and ``g1``, free-flyer):
 * ``crba``      the joint-space inertia matrix ``M(q)`` (both sides return the full symmetric matrix);
 * ``jacobians`` the LOCAL Jacobians (6, nv) of four frames: both feet and both hands.
 
-The wbc side is one compiled kernel per quantity (``wbc.kernels.*_function`` traced, compiled to C,
+The wbc side is one compiled kernel per quantity (``wbc.codegen.algorithm_functions.*_function`` traced, compiled to C,
 loaded from the on-disk cache), timed through the normal user call ``kernel(q, v, tau)``: it copies
 the arguments into the kernel's buffers and evaluates. ``wbc_run_us`` is the same kernel through
 ``kernel.run()`` with the inputs already in its buffers (the floor of the Python call path).
@@ -119,10 +119,10 @@ def jacobian_frames(spec: robots.RobotSpec) -> tuple[str, ...]:
 def trace_functions(spec: robots.RobotSpec) -> dict[str, tuple[Any, float]]:
     """Trace every quantity's function: ``{quantity: (casadi.Function, trace seconds)}``."""
     tracers: dict[str, Callable[[], Any]] = {
-        "aba": lambda: wbc.kernels.aba_function(spec.model),
-        "rnea": lambda: wbc.kernels.rnea_function(spec.model),
-        "crba": lambda: wbc.kernels.crba_function(spec.model),
-        "jacobians": lambda: wbc.kernels.frame_jacobians_function(
+        "aba": lambda: wbc.codegen.algorithm_functions.aba_function(spec.model),
+        "rnea": lambda: wbc.codegen.algorithm_functions.rnea_function(spec.model),
+        "crba": lambda: wbc.codegen.algorithm_functions.crba_function(spec.model),
+        "jacobians": lambda: wbc.codegen.algorithm_functions.frame_jacobians_function(
             spec.model, jacobian_frames(spec), wbc.ReferenceFrame.LOCAL
         ),
     }

@@ -23,6 +23,9 @@ __all__ = [
     "interleaved_medians",
     "relative_spread",
     "median",
+    "time_sides",
+    "bind",
+    "loglog_slope",
 ]
 
 #: One JSON line of a benchmark's output.
@@ -90,3 +93,26 @@ def relative_spread(samples: Sequence[float]) -> float:
         return 0.0
     q1, _, q3 = statistics.quantiles(samples, n=4, method="inclusive")
     return (q3 - q1) / statistics.median(samples)
+
+
+def time_sides(sides: dict[str, Call], rounds: int, block_ms: float) -> dict[str, tuple[float, float]]:
+    """``{side: (median µs, relative spread)}`` of interleaved blocks sized to about ``block_ms``."""
+    calls = {n: calls_per_block(c, block_ms) for n, c in sides.items()}
+    samples = interleaved_blocks(sides, rounds, calls)
+    return {n: (median(s), relative_spread(s)) for n, s in samples.items()}
+
+
+def bind(kernel: Any, *args: Any) -> Call:
+    """Copy ``args`` into a compiled kernel's input buffers once; returns its ``run`` (no copies per call)."""
+    import numpy as np
+
+    for dst, src in zip(kernel.inputs, args):
+        np.copyto(dst, np.reshape(src, dst.shape))
+    return kernel.run
+
+
+def loglog_slope(x: Sequence[float], y: Sequence[float]) -> float:
+    """Least-squares slope of log(y) against log(x)."""
+    import numpy as np
+
+    return float(np.polyfit(np.log(np.asarray(x, float)), np.log(np.asarray(y, float)), 1)[0])

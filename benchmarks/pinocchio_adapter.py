@@ -442,10 +442,10 @@ def oracle_errors(model: wbc.Model, pm: pin.Model, rng: np.random.Generator, dyn
         )
         for X, M in zip(placements, pd.oMf)
     )
-    errors["M"] = relative_error(wbc.crba(model, q), symmetrized(pin.crba(pm, pd, q)))
-    errors["rnea"] = relative_error(wbc.rnea(model, q, v, a), pin.rnea(pm, pd, q, v, a))
+    errors["M"] = relative_error(wbc.eager.crba(model, q), symmetrized(pin.crba(pm, pd, q)))
+    errors["rnea"] = relative_error(wbc.eager.rnea(model, q, v, a), pin.rnea(pm, pd, q, v, a))
     if dynamics:
-        errors["aba"] = relative_error(wbc.aba(model, q, v, tau), pin.aba(pm, pd, q, v, tau))
+        errors["aba"] = relative_error(wbc.eager.aba(model, q, v, tau), pin.aba(pm, pd, q, v, tau))
     return errors
 
 

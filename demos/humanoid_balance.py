@@ -1,7 +1,9 @@
 """Humanoid balancing in MuJoCo under wbc's whole-body controller (the project's main job).
 
-A humanoid (Talos by default, ``--robot g1`` for Unitree G1) stands on two rectangular feet in a
-1 kHz MuJoCo simulation with :class:`wbc.WholeBodyController` in the loop (state read from the
+A humanoid (Talos by default, ``--robot g1`` for Unitree G1, or any floating-base MJCF file with
+``--mjcf PATH --feet NAME...``: its own file in MuJoCo, at its own time step, its actuators' limits as
+torque limits, e.g. dm_control's ``suite/humanoid.xml --feet left_foot right_foot``) stands on two
+rectangular feet in a 1 kHz MuJoCo simulation with :class:`wbc.WholeBodyController` in the loop (state read from the
 simulator, torques written back every millisecond). Scenario:
 
 1. settle (1 s);
@@ -56,6 +58,7 @@ try:
         soak,
         standard_scenario,
     )
+    from wbc.sim.mjcf_robot import add_arguments, from_arguments
 except ImportError as exc:  # pragma: no cover - needs the 'sim' extra
     raise SystemExit(f"{exc}\nthe balance demo needs MuJoCo: pip install 'wbc[sim]' (make demo installs it)") from None
 
@@ -79,7 +82,7 @@ def plot(run: dict, balance: Balance, out: Path) -> list[Path]:
     names = [c.name for c in balance.controller.contacts]
     for k, name in enumerate(names):
         axes[0].plot(t, run["normal"][:, k], lw=1.2, label=name)
-    axes[0].axhline(balance.model.total_mass * 9.81, color="k", ls=":", lw=1, label="m g")
+    axes[0].axhline(balance.tree.total_mass * 9.81, color="k", ls=":", lw=1, label="m g")
     axes[0].set_ylabel("normal force (N)")
     axes[0].legend(loc="upper right", fontsize=8)
     sole = balance.spec.sole
@@ -225,21 +228,28 @@ def main(argv: list[str] | None = None) -> int:
         "--stepping", action="store_true", help="with --push-sweep: also the largest push survived with recovery steps"
     )
     add_robustness_arguments(parser)
+    add_arguments(parser)
     parser.add_argument("--viewer", action="store_true", help="open MuJoCo's viewer (needs a display)")
     parser.add_argument("--video", type=Path, default=None, help="render an mp4 offscreen (needs OpenGL and ffmpeg)")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--replay", action="store_true", help="write replay.html (a 3D replay; needs wbc[viz])")
     args = parser.parse_args(argv)
+    mjcf = from_arguments(parser, args)
+    if mjcf is not None and (args.push_scan or args.soak is not None or args.push_sweep or args.replay):
+        parser.error("--mjcf runs the standing scenario (no --push-scan, --soak, --push-sweep or --replay)")
+    if mjcf is not None and mjcf.sole is None:
+        parser.error("--mjcf: these feet are points; the quadruped demo stands robots on point feet")
 
     if args.push_scan or args.soak is not None:
         return robustness_main(args)
     if args.push_sweep:
         return sweep_main(args)
-    out = args.out or Path("out") / f"balance_{args.robot}"
+    robot = mjcf if mjcf is not None else args.robot
+    out = args.out or Path("out") / f"balance_{args.robot if mjcf is None else mjcf.name}"
     out.mkdir(parents=True, exist_ok=True)
-    scenario = standard_scenario(args.robot, args.duration, args.push_lateral, args.push_forward, args.push_duration)
-    balance = Balance(args.robot, scenario)
+    scenario = standard_scenario(robot, args.duration, args.push_lateral, args.push_forward, args.push_duration)
+    balance = Balance(robot, scenario)
     viewer = _open_viewer(balance) if args.viewer else None
     renderer = _open_renderer(balance) if args.video else None
     frames: list = []

@@ -1,6 +1,9 @@
 """Quadruped balancing in MuJoCo on four point feet under wbc's whole-body controller.
 
-A quadruped (Go2 by default; ``--robot solo12`` or ``anymal_c``) stands on four point feet
+A quadruped (Go2 by default; ``--robot solo12`` or ``anymal_c``; or any floating-base MJCF file with
+``--mjcf PATH --feet NAME...``, e.g. gymnasium's ``ant.xml --feet left_ankle_geom right_ankle_geom
+third_ankle_geom fourth_ankle_geom``: its own file in MuJoCo, its actuators' limits as torque limits)
+stands on four point feet
 (``wbc.PointContact``: 3D forces, friction pyramids; spheres in MuJoCo) in a 1 kHz simulation with
 :class:`wbc.WholeBodyController` in the loop. The scenario has the humanoid demo's shape:
 
@@ -30,6 +33,7 @@ from wbc.figures import com_tracking_figure, mark_spans, save_figure, step_time_
 
 try:
     from wbc.sim.balance import MU, Balance, friction_use, standard_scenario
+    from wbc.sim.mjcf_robot import add_arguments, from_arguments
 except ImportError as exc:  # pragma: no cover - needs the 'sim' extra
     raise SystemExit(f"{exc}\nthe balance demo needs MuJoCo: pip install 'wbc[sim]'") from None
 
@@ -54,7 +58,7 @@ def plot(run: dict, balance: Balance, out: Path) -> list[Path]:
     for k, name in enumerate(balance.spec.feet):
         axes[0].plot(t, f[:, k, 2], lw=1.2, label=name)
         axes[1].plot(t, friction_use(f[:, k]), lw=1.0, label=name)
-    axes[0].axhline(balance.model.total_mass * 9.81 / 4, color="k", ls=":", lw=1, label="m g / 4")
+    axes[0].axhline(balance.tree.total_mass * 9.81 / 4, color="k", ls=":", lw=1, label="m g / 4")
     axes[0].set_ylabel("normal force (N)")
     axes[0].legend(loc="upper right", fontsize=8, ncol=2)
     axes[1].axhline(1.0, color="tab:red", lw=1.2)
@@ -85,12 +89,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replay", action="store_true", help="write replay.html (a 3D replay; needs wbc[viz])")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_arguments(parser)
     args = parser.parse_args(argv)
+    mjcf = from_arguments(parser, args)
+    if mjcf is not None and (args.replay or mjcf.sole is not None):
+        parser.error("--mjcf here stands robots on point feet (spheres, capsules, sites), without --replay")
 
-    out = args.out or Path("out") / f"quadruped_{args.robot}"
+    robot = mjcf if mjcf is not None else args.robot
+    out = args.out or Path("out") / f"quadruped_{args.robot if mjcf is None else mjcf.name}"
     out.mkdir(parents=True, exist_ok=True)
-    scenario = standard_scenario(args.robot, args.duration, args.push_lateral, args.push_forward, args.push_duration)
-    balance = Balance(args.robot, scenario)
+    scenario = standard_scenario(robot, args.duration, args.push_lateral, args.push_forward, args.push_duration)
+    balance = Balance(robot, scenario)
     replay = None
     if args.replay:
         from wbc.viz import Replay

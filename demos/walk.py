@@ -95,9 +95,10 @@ def plot(walker: Walker, run: dict, out: Path, pushes: Sequence = ()) -> list[Pa
     paths.append(save_figure(fig, out / "tracking.png"))
 
     xy = np.vstack([run["com"][:, 0:2], run["zmp_ref"][:, 0:2], [fs.position[0:2] for fs in walker.feet0.values()]])
-    span = np.ptp(xy, axis=0) + 0.4
-    width = 10.0
-    fig, ax = plt.subplots(figsize=(width, min(10.0, max(3.5, width * span[1] / span[0] + 1.8))))
+    low, high = xy.min(axis=0) - 0.2, xy.max(axis=0) + 0.2  # m: room for the soles around their centres
+    span = high - low
+    width = 10.0  # in; the height follows the data at equal scales, plus the title and the legend below
+    fig, ax = plt.subplots(figsize=(width, min(12.0, 0.85 * width * span[1] / span[0] + 1.9)))
     shape = walker.shape
     for fs in walker.feet0.values():
         ax.add_patch(Polygon(shape.corners(fs)[:, 0:2], closed=True, fill=False, ec="k", lw=1.2))
@@ -127,11 +128,14 @@ def plot(walker: Walker, run: dict, out: Path, pushes: Sequence = ()) -> list[Pa
             color="tab:purple",
             fontsize=8,
         )
-    ax.set_aspect("equal")
-    ax.autoscale_view()
+    ax.set_xlim(low[0], high[0])
+    ax.set_ylim(low[1], high[1])
+    ax.set_aspect("equal")  # a metre is a metre both ways
     ax.set_xlabel("x (m)")
     ax.set_ylabel("y (m)")
-    ax.legend(loc="best", ncol=3, fontsize=7, framealpha=0.8)
+    ax.legend(
+        loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=5, fontsize=8, frameon=False
+    )  # below: hides nothing
     ax.set_title(f"{walker.spec.name}: footprints (filled: where the feet landed) and paths from above")
     paths.append(save_figure(fig, out / "top.png"))
 

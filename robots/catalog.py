@@ -84,6 +84,16 @@ class RobotSpec:
     def mass(self) -> float:
         return self.model.total_mass
 
+    @property
+    def base(self) -> str:
+        """The frame of the root link: the body the free flyer moves (a fixed-base robot's link welded
+        to the world), what ``OrientationTask(spec.base)`` holds upright."""
+        joint = 1 if self.model.floating_base else 0
+        for frame in self.model.frames:
+            if frame.kind is wbc.FrameKind.BODY and frame.joint == joint:
+                return frame.name
+        raise ModelError(f"robot {self.name!r} has no body frame on joint {joint}")
+
 
 def robots_dir() -> Path:
     """Where example-robot-data installed its robots in this environment."""
@@ -108,7 +118,7 @@ def _with_frames(model: wbc.Model, frames) -> wbc.Model:
 def _stand_on_ground(model: wbc.Model, q: np.ndarray, feet: tuple[str, ...], height: float = 0.0) -> np.ndarray:
     """Shift the free-flyer height so that the lowest foot frame origin is at z = ``height``."""
     q = q.copy()
-    lowest = min(wbc.frame_placement(model, q, f)[2, 3] for f in feet)
+    lowest = min(wbc.eager.frame_placement(model, q, f)[2, 3] for f in feet)
     q[2] += height - lowest
     return q
 
@@ -202,6 +212,9 @@ def _panda(floating_base: bool) -> RobotSpec:
     urdf = root / "urdf" / "panda.urdf"
     model = wbc.load_urdf(urdf, floating_base)
     q0 = reference_configuration(model, root / "srdf" / "panda.srdf", "default")
+    # the SRDF closes the fingers onto their lower limit (0 m), where a joint-limit margin would hold
+    # them at every step: half open instead (the middle of their 0-0.04 m range)
+    q0 = _set(model, q0, {"panda_finger_joint1": 0.02, "panda_finger_joint2": 0.02})
     return RobotSpec(
         "panda", model, urdf, q0, hands=("panda_hand_tcp",), fingertips=("panda_leftfinger", "panda_rightfinger")
     )

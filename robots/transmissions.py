@@ -37,6 +37,7 @@ __all__ = [
     "geared_chain",
     "belt_chain",
     "four_bar",
+    "rod_chain",
     "mini_cheetah",
     "mit_humanoid",
     "tello",
@@ -254,6 +255,62 @@ def four_bar(floating_base: bool = False, geared: bool = True) -> ClusterRobot:
     cm = build_cluster_model(u.text(), [t], floating_base=floating_base)
     y0 = cm.spanning_configuration(np.concatenate([[0, 0, 0, 0, 0, 0, 1] if floating_base else [], [0.2, 0.0]]))
     return ClusterRobot("four_bar", cm, y0, (("tool", (0.1, 0.0, 0.0)), ("coupler", (0.1, 0.0, 0.0))))
+
+
+def rod_chain(n: int = 24, rods: int = 4, seed: int = 0) -> ClusterRobot:
+    """A planar chain of ``n`` links (revolute about y, 0.2 m apart along x, random inertias as
+    :func:`geared_chain`, limits ±0.3 rad) braced by ``rods`` spatial rods [plausible]: rod ``r`` has a crank on link
+    ``2r`` (revolute about y), a massless cross and a rod (a universal joint at the crank tip), and
+    its end is held by a point closure (3 rows) on link ``2r + 2``, as each rod of G1's parallel
+    ankle. Each rod's cluster is chain joints ``2r + 1, 2r + 2`` (independent) and its three rod
+    joints (dependent): ``3 · rods`` loop-closure rows at the same ``n``, for cost-against-loops
+    experiments. Needs ``2 · rods ≤ n``.
+    """
+    if not 0 <= 2 * rods <= n:
+        raise ValueError(f"a chain of {n} links holds at most {n // 2} rods, not {rods}")
+    rng = np.random.default_rng(seed)
+    step, crank, h_pivot, h_end = 0.2, 0.08, 0.06, 0.02
+    u = _Urdf(f"rod_chain_{n}_{rods}")
+    u.link("link0", 2.0, (0, 0, 0), np.eye(3) * 0.02)
+    for i in range(1, n + 1):
+        m, com, I = _random_inertia(rng)
+        u.link(f"link{i}", m, com, I)
+        u.joint(
+            f"joint{i}",
+            f"link{i - 1}",
+            f"link{i}",
+            (step if i > 1 else 0.0, 0.0, 0.0),
+            axis=(0, 1, 0),
+            lower=-0.3,
+            upper=0.3,
+        )
+    clusters = []
+    for r in range(rods):
+        p, tag = 2 * r, f"rod{r}"
+        pivot = np.array([0.05, 0.0, h_pivot])
+        tip = pivot + np.array([0.0, 0.0, crank])  # the crank stands across the rod: mid-range
+        gap = step * ((p + 1) - max(p - 1, 0))  # link p + 2's origin from link p's, at zero configuration
+        end = np.array([gap + 0.05, 0.0, h_end]) - tip  # the anchor on link p + 2, from the tip
+        u.link(f"{tag}_crank", 0.05, (0, 0, crank / 2), np.diag([1e-5, 1e-5, 2e-6]))
+        u.joint(f"{tag}_crank_joint", f"link{p}", f"{tag}_crank", pivot, axis=(0, 1, 0))
+        u.link(f"{tag}_cross")
+        u.joint(f"{tag}_u1", f"{tag}_crank", f"{tag}_cross", (0, 0, crank), axis=(1, 0, 0))
+        u.link(f"{tag}_rod", 0.05, end / 2, np.diag([1e-4, 1e-4, 1e-6]))
+        u.joint(f"{tag}_u2", f"{tag}_cross", f"{tag}_rod", (0, 0, 0), axis=(0, 1, 0))
+        u.frame(f"{tag}_end", f"{tag}_rod", end)
+        u.frame(f"{tag}_anchor", f"link{p + 2}", (0.05, 0.0, h_end))
+        chain = (f"joint{p + 1}", f"joint{p + 2}")
+        clusters.append(
+            wbc.Cluster(
+                tag,
+                chain + (f"{tag}_crank_joint", f"{tag}_u1", f"{tag}_u2"),
+                chain,
+                (LoopClosure(f"{tag}_end", f"{tag}_anchor", ClosureKind.POINT),),
+            )
+        )
+    text = u.text()
+    cm = ClusterModel(wbc.load_urdf(text, False), tuple(clusters), name=f"rod_chain_{n}_{rods}", urdf=text)
+    return ClusterRobot(cm.name, cm, cm.neutral(), (("link" + str(n), (0.1, 0.0, 0.0)),))
 
 
 # ------------------------------------------------------------------------------------ Mini Cheetah
@@ -495,7 +552,7 @@ def mit_humanoid(gear_scale: float = 1.0) -> ClusterRobot:
 def _stand(cm: ClusterModel, y: np.ndarray, feet) -> np.ndarray:
     """Shift the free-flyer height so that the lowest sole is at z = 0."""
     y = y.copy()
-    low = min(wbc.frame_placement(cm.tree, y, f)[2, 3] for f in feet)
+    low = min(wbc.eager.frame_placement(cm.tree, y, f)[2, 3] for f in feet)
     y[2] -= low
     return y
 

@@ -42,12 +42,17 @@ class CoMTask(Task):
     def target_size(self) -> int:
         return self.dim
 
+    target_name = "position"
+
     def set_target(self, position, velocity=None, acceleration=None) -> None:
         """Target CoM ``position`` (3,) m, with optional ``velocity`` (3,) m/s and ``acceleration`` (3,) m/s²."""
-        self._set_target_parameters(self._select(position, "position"))
-        self.set_reference_velocity(self._select(np.zeros(3) if velocity is None else velocity, "velocity"))
-        self.set_reference_acceleration(
-            self._select(np.zeros(3) if acceleration is None else acceleration, "acceleration")
+        if self.dim == 3:  # every axis: the arrays as given
+            self.set_target_parameters(position, velocity, acceleration)
+            return
+        self.set_target_parameters(
+            self._select(position, "position"),
+            None if velocity is None else self._select(velocity, "velocity"),
+            None if acceleration is None else self._select(acceleration, "acceleration"),
         )
 
     def set_target_from_configuration(self, model: Model, q) -> None:

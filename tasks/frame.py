@@ -38,11 +38,16 @@ class _FrameTaskBase(Task):
             R = np.asarray(value, float)
         except (TypeError, ValueError):
             raise InputError(f"task {self.name!r}: expected a rotation matrix (3, 3), got {value!r}") from None
-        if not is_rotation(R):
-            raise InputError(
-                f"task {self.name!r}: expected a rotation matrix (3, 3), orthonormal with determinant +1, got {R}"
-            )
+        if R.shape != (3, 3):
+            raise InputError(f"task {self.name!r}: expected a rotation matrix (3, 3), got shape {R.shape}")
         return R
+
+    def _check_rotation(self, check: _RotationCheck) -> None:
+        if not check.is_rotation():
+            raise InputError(
+                f"task {self.name!r}: expected a rotation matrix (3, 3), orthonormal with determinant +1, "
+                f"got {check.matrix.tolist()}"
+            )
 
     def _constraint(self):
         return WeldConstraint(self.frame)
@@ -69,17 +74,41 @@ class FrameTask(_FrameTaskBase):
     def target_size(self) -> int:
         return 12
 
+    target_name = "placement"
+
     def set_target(self, placement, velocity=None, acceleration=None) -> None:
-        """Target ``placement`` (4, 4) in the world; optional spatial ``velocity``/``acceleration`` (6,)."""
+        """Target ``placement`` (4, 4) in the world; optional spatial ``velocity``/``acceleration`` (6,).
+
+        The target parameters (:meth:`set_target_parameters`) are the position (3,) and the
+        rotation's columns (9,)."""
+        staging = self._staging or self._make_staging()
+        p, R, _ = self._views
         try:
-            T = np.asarray(placement, float)
+            if placement.shape != (4, 4):
+                raise TypeError
+            np.copyto(p, placement[0:3, 3])
+            np.copyto(R, placement[0:3, 0:3])
+        except (AttributeError, TypeError, ValueError):
+            staging[0][:] = self._convert_target(placement)
+        self._commit(staging, velocity, acceleration)
+
+    def _make_staging(self) -> tuple[np.ndarray, ...]:
+        staging = super()._make_staging()
+        t = staging[0]
+        self._views = (t[0:3], t[3:12].reshape((3, 3), order="F"), _RotationCheck(t[3:12]))
+        return staging
+
+    def _convert_target(self, target) -> np.ndarray:
+        try:
+            T = np.asarray(target, float)
         except (TypeError, ValueError):
-            raise InputError(f"task {self.name!r}: placement must be a (4, 4) transform, got {placement!r}") from None
+            raise InputError(f"task {self.name!r}: placement must be a (4, 4) transform, got {target!r}") from None
         if T.shape != (4, 4):
             raise InputError(f"task {self.name!r}: placement must be a (4, 4) transform, got shape {T.shape}")
-        self._set_target_parameters(np.concatenate([T[0:3, 3], self._rotation(T[0:3, 0:3]).reshape(-1, order="F")]))
-        self.set_reference_velocity(np.zeros(6) if velocity is None else velocity)
-        self.set_reference_acceleration(np.zeros(6) if acceleration is None else acceleration)
+        return np.concatenate([T[0:3, 3], T[0:3, 0:3].reshape(-1, order="F")])
+
+    def _check_target(self, target: np.ndarray) -> None:
+        self._check_rotation(self._views[2])
 
     def set_target_from_configuration(self, model: Model, q) -> None:
         """Target the frame's placement at configuration ``q`` (nq,), at rest."""
@@ -116,11 +145,11 @@ class PositionTask(_FrameTaskBase):
     def _constraint(self):
         return PointConstraint(self.frame, self.offset)
 
+    target_name = "position"
+
     def set_target(self, position, velocity=None, acceleration=None) -> None:
         """Target ``position`` (3,) m, optional ``velocity`` (3,) and ``acceleration`` (3,)."""
-        self._set_target_parameters(position)
-        self.set_reference_velocity(np.zeros(3) if velocity is None else velocity)
-        self.set_reference_acceleration(np.zeros(3) if acceleration is None else acceleration)
+        self.set_target_parameters(position, velocity, acceleration)
 
     def set_target_from_configuration(self, model: Model, q) -> None:
         """Target the point's position at configuration ``q`` (nq,), at rest."""
@@ -144,11 +173,31 @@ class OrientationTask(_FrameTaskBase):
     def target_size(self) -> int:
         return 9
 
+    target_name = "rotation"
+
     def set_target(self, rotation, velocity=None, acceleration=None) -> None:
-        """Target ``rotation`` (3, 3), optional angular ``velocity``/``acceleration`` (3,), world axes."""
-        self._set_target_parameters(self._rotation(rotation).reshape(-1, order="F"))
-        self.set_reference_velocity(np.zeros(3) if velocity is None else velocity)
-        self.set_reference_acceleration(np.zeros(3) if acceleration is None else acceleration)
+        """Target ``rotation`` (3, 3), optional angular ``velocity``/``acceleration`` (3,), world axes.
+
+        The target parameters (:meth:`set_target_parameters`) are the rotation's columns (9,)."""
+        staging = self._staging or self._make_staging()
+        try:
+            if rotation.shape != (3, 3):
+                raise TypeError
+            np.copyto(self._views[0], rotation)
+        except (AttributeError, TypeError, ValueError):
+            staging[0][:] = self._convert_target(rotation)
+        self._commit(staging, velocity, acceleration)
+
+    def _make_staging(self) -> tuple[np.ndarray, ...]:
+        staging = super()._make_staging()
+        self._views = (staging[0].reshape((3, 3), order="F"), _RotationCheck(staging[0]))
+        return staging
+
+    def _convert_target(self, target) -> np.ndarray:
+        return self._rotation(target).reshape(-1, order="F")
+
+    def _check_target(self, target: np.ndarray) -> None:
+        self._check_rotation(self._views[1])
 
     def set_target_from_configuration(self, model: Model, q) -> None:
         """Target the frame's orientation at configuration ``q`` (nq,), at rest."""
@@ -161,3 +210,28 @@ class OrientationTask(_FrameTaskBase):
     def error(self, ctx: StepContext, target):
         oMf = ctx.kin.frame_placement(ctx.model.frame_id(self.frame))
         return log3(ca.mtimes(ca.reshape(target, 3, 3), oMf.R.T))
+
+
+class _RotationCheck:
+    """Whether 9 staged numbers (a rotation's columns, column-major) are a rotation: ``‖RᵀR − I‖``
+    and ``det R − 1`` within :func:`~wbc.spatial.lie.is_rotation`'s tolerance, in plain float
+    arithmetic (cheaper than numpy's calls on a 3 × 3 matrix); a borderline matrix is decided by
+    ``is_rotation`` itself."""
+
+    def __init__(self, columns: np.ndarray) -> None:
+        self.columns = columns
+        self.matrix = columns.reshape((3, 3), order="F")
+
+    def is_rotation(self) -> bool:
+        a0, a1, a2, b0, b1, b2, c0, c1, c2 = self.columns.tolist()
+        aa, bb, cc = (
+            a0 * a0 + a1 * a1 + a2 * a2 - 1.0,
+            b0 * b0 + b1 * b1 + b2 * b2 - 1.0,
+            c0 * c0 + c1 * c1 + c2 * c2 - 1.0,
+        )
+        ab, ac, bc = a0 * b0 + a1 * b1 + a2 * b2, a0 * c0 + a1 * c1 + a2 * c2, b0 * c0 + b1 * c1 + b2 * c2
+        gram = aa * aa + bb * bb + cc * cc + 2.0 * (ab * ab + ac * ac + bc * bc)  # ‖RᵀR − I‖²_F
+        det = c0 * (a1 * b2 - a2 * b1) + c1 * (a2 * b0 - a0 * b2) + c2 * (a0 * b1 - a1 * b0)
+        if gram <= 1e-12 and abs(det - 1.0) <= 1e-6:
+            return True
+        return is_rotation(self.matrix)

@@ -34,10 +34,15 @@ class MomentumTask(Task):
     def target_size(self) -> int:
         return self.dim
 
+    target_name = "momentum"
+
     def set_target(self, momentum=None, rate=None) -> None:
         """Target momentum ``h_ref`` (dim,), default zero, and rate feed-forward ``ḣ_ref`` (dim,)."""
-        self._set_target_parameters(np.zeros(self.dim) if momentum is None else momentum)
-        self.set_reference_acceleration(np.zeros(self.dim) if rate is None else rate)
+        self.set_target_parameters(self._zero if momentum is None else momentum, None, rate)
+
+    @property
+    def _zero(self) -> np.ndarray:
+        return np.zeros(self.dim)
 
     def set_target_from_configuration(self, model: Model, q) -> None:
         """At rest in any configuration the momentum is zero: target zero momentum and rate."""

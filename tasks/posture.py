@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import casadi as ca
 import numpy as np
 
@@ -67,13 +69,22 @@ class PostureTask(Task):
         if model.nq != self._model.nq or model.actuated != self._model.actuated:
             raise InputError(f"task {self.name!r} was built for another model (nq or actuation differs)")
 
+    target_name = "configuration"
+
     def set_target(self, q, velocity=None, acceleration=None) -> None:
         """Target configuration ``q`` (nq,) (a spanning configuration for a clustered model), optional
         joint velocity / acceleration (dim,)."""
-        self._set_target_parameters(checks.configuration(self._tree, q, f"task {self.name!r}: target"))
-        zeros = np.zeros(self.dim)
-        self.set_reference_velocity(zeros if velocity is None else velocity)
-        self.set_reference_acceleration(zeros if acceleration is None else acceleration)
+        self.set_target_parameters(q, velocity, acceleration)
+
+    def _make_staging(self) -> tuple[np.ndarray, ...]:
+        staging = super()._make_staging()
+        self._unit_parts = [staging[0][start:stop] for start, stop, _, _ in checks.unit_parts(self._tree)]
+        return staging
+
+    def _check_target(self, target: np.ndarray) -> None:
+        for part in self._unit_parts:  # quaternions and (cos, sin) pairs: unit norm
+            if abs(math.sqrt(part.dot(part)) - 1.0) > checks.UNIT_TOLERANCE:
+                checks.configuration(self._tree, target.copy(), f"task {self.name!r}: target")  # names the joint
 
     def set_target_from_configuration(self, model: Model | ClusterModel, q) -> None:
         """Target configuration ``q`` itself, at rest."""

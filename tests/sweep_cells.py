@@ -16,13 +16,14 @@ import numpy as np
 
 import wbc
 from wbc import robots
+from wbc.codegen import algorithm_functions as traced
 from wbc.sweep import Cell
 
 
 @functools.cache
 def aba_kernel(robot: str) -> wbc.codegen.Kernel:
     """The robot's ABA kernel, compiled (or loaded from the kernel cache) once per process."""
-    return wbc.codegen.compile_function(wbc.kernels.aba_function(robots.load(robot).model))
+    return wbc.codegen.compile_function(traced.aba_function(robots.load(robot).model))
 
 
 def dynamics_cell(cell: Cell) -> dict:

@@ -178,7 +178,7 @@ def test_clustered_robot_with_ball_joints_in_the_controller():
     the controller's inputs include each ball joint's three motor axes, its q̈ is C-ABA's for the
     motor efforts it commands (through ``motor_map``), and the posture error is the SO(3) difference."""
     from tests.cluster_cases import evaluate
-    from wbc.codegen import cluster_kernels as ck
+    from wbc.codegen import cluster_functions as ck
 
     cm = ball_cluster_model("g1_parallel_ankle", BALL_CLUSTER_CASES["g1_parallel_ankle"])
     rng = np.random.default_rng(93)

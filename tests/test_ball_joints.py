@@ -103,8 +103,8 @@ def test_quaternion_helpers_vs_pinocchio():
 @pytest.mark.parametrize(
     "call",
     [
-        lambda m, q: wbc.crba(m, q),
-        lambda m, q: wbc.frame_placement(m, q, m.frames[-1].name),
+        lambda m, q: wbc.eager.crba(m, q),
+        lambda m, q: wbc.eager.frame_placement(m, q, m.frames[-1].name),
         lambda m, q: wbc.integrate(m, q, np.zeros(m.nv)),
         lambda m, q: wbc.difference(m, q, wbc.neutral(m)),
     ],
@@ -157,9 +157,11 @@ def test_lock_ball_joint_vs_pinocchio():
         q = wbc.random_configuration(reduced, rng)
         pin.framesForwardKinematics(pr, pd, q)
         for f in reduced.frames[1:]:
-            T = wbc.frame_placement(reduced, q, f.name)
+            T = wbc.eager.frame_placement(reduced, q, f.name)
             assert_close(T, pd.oMf[pr.getFrameId(f.name, _PIN_FRAME[f.kind])].homogeneous, what=f"placement {f.name}")
-        assert_close(wbc.crba(reduced, q), np.triu(pin.crba(pr, pd, q)) + np.triu(pin.crba(pr, pd, q), 1).T, what="M")
+        assert_close(
+            wbc.eager.crba(reduced, q), np.triu(pin.crba(pr, pd, q)) + np.triu(pin.crba(pr, pd, q), 1).T, what="M"
+        )
     with pytest.raises(wbc.InputError, match="quaternion has norm"):
         wbc.lock_joints(m, {ball.name: [0.0, 0.0, 0.0, 2.0]})
 
@@ -180,7 +182,7 @@ def test_cluster_algorithms_with_ball_joints_vs_pinocchio(name):
     top-left block of the KKT inverse) on clustered robots with ball joints, to 1e-9; the motor
     inputs of an actuated ball joint are its three axes."""
     from tests.cluster_cases import evaluate, span_tau
-    from wbc.codegen import cluster_kernels as ck
+    from wbc.codegen import cluster_functions as ck
 
     cm = ball_cluster_model(name, BALL_CLUSTER_CASES[name])
     pm = oracle.cluster_model(cm)

@@ -18,6 +18,7 @@ import wbc
 from tests.helpers import compile_in, robot_case
 from wbc import tasks
 from wbc.codegen import BatchKernel, Kernel, trace
+from wbc.codegen import algorithm_functions as traced
 from wbc.errors import InputError, WbcPerformanceWarning
 
 N = 23  # not a multiple of the thread counts: uneven chunks
@@ -45,9 +46,9 @@ def talos():
 def talos_kernels(kernel_dir):
     model = talos().model
     return {
-        "aba": compile_in(wbc.kernels.aba_function(model), kernel_dir),
-        "rnea": compile_in(wbc.kernels.rnea_function(model), kernel_dir),
-        "crba": compile_in(wbc.kernels.crba_function(model), kernel_dir),
+        "aba": compile_in(traced.aba_function(model), kernel_dir),
+        "rnea": compile_in(traced.rnea_function(model), kernel_dir),
+        "crba": compile_in(traced.crba_function(model), kernel_dir),
     }
 
 

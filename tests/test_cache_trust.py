@@ -24,6 +24,7 @@ import pytest
 import wbc
 from tests.helpers import TOL_KERNEL, assert_close
 from wbc import tasks
+from wbc.codegen import algorithm_functions as traced
 from wbc.codegen import cache as cache_module
 from wbc.codegen import index as index_module
 from wbc.codegen.cache import find_compiler
@@ -44,7 +45,7 @@ __attribute__((constructor)) static void planted(void) {
 
 
 def _function():
-    return wbc.kernels.aba_function(synthetic.chain(3))
+    return traced.aba_function(synthetic.chain(3))
 
 
 def _check(kernel) -> None:
@@ -215,7 +216,7 @@ def test_a_user_does_not_load_from_a_cache_root_left_open(tmp_path, other_user):
             "import warnings, wbc\nfrom wbc.robots import synthetic\n"
             "with warnings.catch_warnings(record=True) as w:\n"
             "    warnings.simplefilter('always')\n"
-            "    f = wbc.kernels.aba_function(synthetic.chain(3))\n"
+            "    f = wbc.codegen.algorithm_functions.aba_function(synthetic.chain(3))\n"
             f"    k = wbc.codegen.compile_function(f, directory={str(shared)!r})\n"
             "print(k.library, [str(x.message) for x in w])\n"
         )

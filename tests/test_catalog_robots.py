@@ -50,29 +50,29 @@ def test_kinematics_and_dynamics_vs_pinocchio(name):
         pin.updateFramePlacements(pm, pd)
         for f in frames:
             fid = case.pin_frame(f)
-            assert_close(wbc.frame_placement(m, q, f), pd.oMf[fid].homogeneous, what=f"{where} {f} placement")
+            assert_close(wbc.eager.frame_placement(m, q, f), pd.oMf[fid].homogeneous, what=f"{where} {f} placement")
             for ref, pref in oracle.REFERENCE.items():
                 J = pin.getFrameJacobian(pm, pd, fid, pref)
-                assert_close(wbc.frame_jacobian(m, q, f, ref), J, what=f"{where} {f} J {ref.name}")
+                assert_close(wbc.eager.frame_jacobian(m, q, f, ref), J, what=f"{where} {f} J {ref.name}")
                 drift = pin.getFrameClassicalAcceleration(pm, pd, fid, pref).vector
-                assert_close(wbc.frame_drift(m, q, v, f, ref), drift, what=f"{where} {f} drift {ref.name}")
-        M = wbc.crba(m, q)
+                assert_close(wbc.eager.frame_drift(m, q, v, f, ref), drift, what=f"{where} {f} drift {ref.name}")
+        M = wbc.eager.crba(m, q)
         assert_close(M, oracle.symmetrized(pin.crba(pm, pd, q)), what=f"{where} M")
-        assert_close(wbc.nonlinear_effects(m, q, v), pin.nonLinearEffects(pm, pd, q, v), what=f"{where} h")
+        assert_close(wbc.eager.nonlinear_effects(m, q, v), pin.nonLinearEffects(pm, pd, q, v), what=f"{where} h")
         fext = {f: 20.0 * rng.normal(size=6) for f in frames}
         pf = oracle.external_forces(pm, fext)
-        assert_close(wbc.rnea(m, q, v, a, fext), pin.rnea(pm, pd, q, v, a, pf), what=f"{where} RNEA")
-        assert_close(wbc.aba(m, q, v, tau, fext), pin.aba(pm, pd, q, v, tau, pf), what=f"{where} ABA")
-        assert_close(wbc.center_of_mass(m, q), pin.centerOfMass(pm, pd, q), what=f"{where} CoM")
-        assert_close(wbc.centroidal_map(m, q), pin.computeCentroidalMap(pm, pd, q), what=f"{where} A_g")
+        assert_close(wbc.eager.rnea(m, q, v, a, fext), pin.rnea(pm, pd, q, v, a, pf), what=f"{where} RNEA")
+        assert_close(wbc.eager.aba(m, q, v, tau, fext), pin.aba(pm, pd, q, v, tau, pf), what=f"{where} ABA")
+        assert_close(wbc.eager.center_of_mass(m, q), pin.centerOfMass(pm, pd, q), what=f"{where} CoM")
+        assert_close(wbc.eager.centroidal_map(m, q), pin.computeCentroidalMap(pm, pd, q), what=f"{where} A_g")
         pin.computeCentroidalMomentumTimeVariation(pm, pd, q, v, 0 * v)
-        assert_close(wbc.centroidal_drift(m, q, v), pd.dhg.vector, what=f"{where} A_g drift")
+        assert_close(wbc.eager.centroidal_drift(m, q, v), pd.dhg.vector, what=f"{where} A_g drift")
         constraints = _contacts(spec)
         J = oracle.constraint_jacobian(pm, q, constraints)
         Minv = oracle.minverse(pm, q)
-        B = wbc.inertia_weighted_input_matrix(m, q, constraints)
+        B = wbc.eager.inertia_weighted_input_matrix(m, q, constraints)
         assert_close(B, Minv @ np.hstack([m.actuation_matrix(), J.T]), what=f"{where} B̂ (IIM)")
-        assert_close(wbc.delassus(m, q, constraints), J @ Minv @ J.T, what=f"{where} Delassus (PV-OSIMr)")
+        assert_close(wbc.eager.delassus(m, q, constraints), J @ Minv @ J.T, what=f"{where} Delassus (PV-OSIMr)")
 
 
 @pytest.mark.parametrize("name", NEW)
@@ -85,7 +85,7 @@ def test_default_posture_stands(name):
     assert inside.all(), [m.joints[k].name for k in range(1, m.njoints) if not inside[m.joints[k].idx_q]]
     if not spec.feet:
         return
-    feet = np.array([wbc.frame_placement(m, q0, f) for f in spec.feet])
+    feet = np.array([wbc.eager.frame_placement(m, q0, f) for f in spec.feet])
     height = spec.foot_radius or 0.0
     assert np.allclose(feet[:, 2, 3], height, atol=2e-3), feet[:, 2, 3]
     if spec.sole is not None:
@@ -93,7 +93,7 @@ def test_default_posture_stands(name):
         points = np.vstack([(T[:3, :3] @ spec.sole.corners().T).T + T[:3, 3] for T in feet])
     else:
         points = feet[:, :3, 3]
-    com = wbc.center_of_mass(m, q0)
+    com = wbc.eager.center_of_mass(m, q0)
     lo, hi = points[:, :2].min(0), points[:, :2].max(0)
     margin = 0.25 * (hi - lo)
     assert np.all(com[:2] > lo + margin) and np.all(com[:2] < hi - margin), (com, lo, hi)

@@ -40,13 +40,15 @@ def _check_centroidal(case, seed: int) -> None:
     for i in range(N_STATES):
         q, v, _, _ = random_state(m, rng)
         where = f"{case.name} state {i}"
-        assert_close(wbc.center_of_mass(m, q), pin.centerOfMass(pm, pd, q), what=f"{where} CoM")
-        assert_close(wbc.com_jacobian(m, q), pin.jacobianCenterOfMass(pm, pd, q), what=f"{where} CoM Jacobian")
+        assert_close(wbc.eager.center_of_mass(m, q), pin.centerOfMass(pm, pd, q), what=f"{where} CoM")
+        assert_close(wbc.eager.com_jacobian(m, q), pin.jacobianCenterOfMass(pm, pd, q), what=f"{where} CoM Jacobian")
         pin.centerOfMass(pm, pd, q, v, 0 * v)
-        assert_close(wbc.com_drift(m, q, v), pd.acom[0], what=f"{where} CoM drift")
-        assert_close(wbc.centroidal_map(m, q), pin.computeCentroidalMap(pm, pd, q), what=f"{where} centroidal map")
+        assert_close(wbc.eager.com_drift(m, q, v), pd.acom[0], what=f"{where} CoM drift")
+        assert_close(
+            wbc.eager.centroidal_map(m, q), pin.computeCentroidalMap(pm, pd, q), what=f"{where} centroidal map"
+        )
         pin.computeCentroidalMomentumTimeVariation(pm, pd, q, v, 0 * v)
-        assert_close(wbc.centroidal_drift(m, q, v), pd.dhg.vector, what=f"{where} centroidal drift")
+        assert_close(wbc.eager.centroidal_drift(m, q, v), pd.dhg.vector, what=f"{where} centroidal drift")
 
 
 @pytest.mark.parametrize("name,floating_base", ROBOTS, ids=[f"{n}-{fb}" for n, fb in ROBOTS])
@@ -74,17 +76,17 @@ def test_com_jacobian_and_centroidal_map_are_consistent():
     for fb in (True, False):
         m = tree_case(4, 10, fb).model
         q, _v, _, _ = random_state(m, np.random.default_rng(31))
-        A, J = wbc.centroidal_map(m, q), wbc.com_jacobian(m, q)
+        A, J = wbc.eager.centroidal_map(m, q), wbc.eager.com_jacobian(m, q)
         assert_close(A[0:3], m.total_mass * J, tol=1e-12, what=f"A_g linear rows (floating={fb})")
         mass_com = np.zeros(3)
         for f in m.frames:
             if f.kind is wbc.FrameKind.JOINT:
                 I = m.inertias[f.joint]
                 c_local = np.array([I[5, 1], I[3, 2], I[4, 0]])  # m c of the body, joint frame
-                T = wbc.frame_placement(m, q, f.name)  # joint frames sit at the joint (identity placement)
+                T = wbc.eager.frame_placement(m, q, f.name)  # joint frames sit at the joint (identity placement)
                 mass_com += T[0:3, 0:3] @ c_local + I[0, 0] * T[0:3, 3]
         assert_close(
-            wbc.center_of_mass(m, q),
+            wbc.eager.center_of_mass(m, q),
             mass_com / m.total_mass,
             tol=1e-12,
             what=f"CoM as mean of the moving bodies' CoMs (floating={fb})",

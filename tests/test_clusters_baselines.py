@@ -16,7 +16,7 @@ from benchmarks import pinocchio_adapter as oracle
 from tests.cluster_cases import case, evaluate, states
 from tests.helpers import TOL_PIN, assert_close
 from wbc.algorithms.clusters import baselines as bl
-from wbc.codegen import cluster_kernels as ck
+from wbc.codegen import cluster_functions as ck
 
 NAMES = ["geared_chain", "belt_chain", "mini_cheetah", "tello", "mit_humanoid", "g1_parallel_ankle"]
 

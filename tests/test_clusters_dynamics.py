@@ -25,7 +25,7 @@ from tests.cluster_cases import FAST, SLOW, case, evaluate, span_tau, states
 from tests.helpers import TOL_PIN, assert_close
 from wbc.algorithms import clusters as C
 from wbc.algorithms import dynamics as D
-from wbc.codegen import cluster_kernels as ck
+from wbc.codegen import cluster_functions as ck
 from wbc.robots import synthetic
 
 ALL = [*FAST, *SLOW]  # all fast enough (traced once, evaluated in the VM)

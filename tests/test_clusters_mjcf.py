@@ -17,7 +17,7 @@ import wbc
 from tests.cluster_cases import evaluate
 from tests.helpers import TOL_PIN, assert_close
 from wbc.algorithms import dynamics as D
-from wbc.codegen import cluster_kernels as ck
+from wbc.codegen import cluster_functions as ck
 from wbc.robots import synthetic
 
 mujoco = pytest.importorskip("mujoco")
@@ -259,42 +259,42 @@ def test_tree_only_mjcf_equals_load_urdf():
         assert_close(h_m, d.qfrc_bias, TOL_PIN, "MJCF bias vs MuJoCo")
 
 
+_B = (
+    "<body name='b'><joint name='j'/><inertial pos='0 0 0' mass='1' diaginertia='1 1 1'/><site name='s'/>"
+    "<body name='c' pos='0 0 1'><joint name='k'/><inertial pos='0 0 0' mass='1' diaginertia='1 1 1'/>"
+    "<site name='s2'/></body></body>"
+)
+
+
 @pytest.mark.parametrize(
     ("text", "match"),
     [
         ("<robot/>", "expected <mujoco>"),
+        ("<mujoco><include file='x.xml'/><worldbody/></mujoco>", "MuJoCo rejected the file: .*x.xml"),
         (
-            "<mujoco><worldbody><body name='b'><joint type='ball'/>"
-            "<inertial mass='1' diaginertia='1 1 1'/></body></worldbody></mujoco>",
-            "ball joints are not supported",
+            f"<mujoco><worldbody>{_B}</worldbody><tendon><spatial name='t'><site site='s'/><site site='s2'/>"
+            "</spatial></tendon><equality><tendon name='e' tendon1='t'/></equality></mujoco>",
+            "equality 'e' holds the spatial tendon 't'",
         ),
         (
-            "<mujoco><worldbody><body name='b'><joint/><geom size='1'/></body></worldbody></mujoco>",
-            "inertia from geoms",
+            f"<mujoco><worldbody>{_B}</worldbody><tendon><fixed name='t1'><joint joint='j' coef='1'/></fixed>"
+            "<fixed name='t2'><joint joint='k' coef='1'/></fixed></tendon>"
+            "<equality><tendon name='e' tendon1='t1' tendon2='t2' polycoef='0 1 0.5 0 0'/></equality></mujoco>",
+            "degree > 1",
         ),
-        ("<mujoco><include file='x.xml'/><worldbody/></mujoco>", "<include> is not supported"),
+        (f"<mujoco><worldbody>{_B}</worldbody><actuator><motor name='thrust' site='s2'/></actuator></mujoco>", "site"),
         (
-            "<mujoco><worldbody><body name='b'><joint name='j'/><inertial mass='1' diaginertia='1 1 1'/></body>"
-            "</worldbody><equality><tendon tendon1='t'/></equality></mujoco>",
-            "equality <tendon> is not supported",
-        ),
-        (
-            "<mujoco><worldbody><body name='b'><joint name='j'/><inertial mass='1' diaginertia='1 1 1'/></body>"
-            "</worldbody><equality><joint joint1='j'/></equality></mujoco>",
-            "locked joint",
+            "<mujoco><worldbody><flexcomp name='cloth' type='grid' count='3 3 1' spacing='.1 .1 .1' dim='2' "
+            "mass='1' radius='0.01'/></worldbody></mujoco>",
+            "flex 'cloth'",
         ),
         (
-            "<mujoco><worldbody><body name='b'><joint name='j' ref='0.3'/><inertial mass='1' diaginertia='1 1 1'/>"
-            "</body></worldbody></mujoco>",
-            "non-zero ref",
-        ),
-        (
-            "<mujoco><worldbody><body name='b'><freejoint/><inertial mass='1' diaginertia='1 1 1'/></body></worldbody>"
-            "<equality><connect body1='b' anchor='0 0 0'/></equality></mujoco>",
+            "<mujoco><worldbody><body name='b'><freejoint/><inertial pos='0 0 0' mass='1' diaginertia='1 1 1'/></body>"
+            "</worldbody><equality><connect body1='b' anchor='0 0 0'/></equality></mujoco>",
             "free_flyer",
         ),
-        ("<mujoco><worldbody><body><joint/></body></worldbody></mujoco>", "has no name"),
-        ("<mujoco><worldbody", "malformed XML"),
+        ("<mujoco><worldbody><body><joint/></body></worldbody></mujoco>", "mass and inertia of moving bodies"),
+        ("<mujoco><worldbody", "MuJoCo rejected the file"),
     ],
 )
 def test_bad_mjcf_is_a_model_error_naming_the_element(text, match):

@@ -15,7 +15,7 @@ import wbc
 from benchmarks import pinocchio_adapter as oracle
 from tests.cluster_cases import FAST, SLOW, case, evaluate, states
 from tests.helpers import TOL_PIN, assert_close
-from wbc.codegen import cluster_kernels as ck
+from wbc.codegen import cluster_functions as ck
 
 
 def _points(robot):

@@ -24,6 +24,7 @@ import pytest
 
 import wbc
 from tests.helpers import TOL_KERNEL, assert_close
+from wbc.codegen import algorithm_functions as traced
 from wbc.robots import synthetic
 
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -34,7 +35,7 @@ def _model(n: int = 3) -> wbc.Model:
 
 
 def _function(n: int = 3) -> ca.Function:
-    return wbc.kernels.aba_function(_model(n))
+    return traced.aba_function(_model(n))
 
 
 def _state(model):
@@ -66,7 +67,7 @@ from wbc.robots import synthetic
 
 directory, n, ready, go, count = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5])
 model = synthetic.chain(n)
-function = wbc.kernels.aba_function(model)
+function = wbc.codegen.algorithm_functions.aba_function(model)
 if ready:
     open(ready, "w").close()
     while not os.path.exists(go):
@@ -133,7 +134,7 @@ def test_distinct_functions_get_distinct_libraries(tmp_path):
     """Different functions (or the same name with different bodies) never share a library."""
     a = wbc.codegen.compile_function(_function(3), directory=tmp_path)
     b = wbc.codegen.compile_function(_function(4), directory=tmp_path)
-    c = wbc.codegen.compile_function(wbc.kernels.rnea_function(_model(3)), directory=tmp_path)
+    c = wbc.codegen.compile_function(traced.rnea_function(_model(3)), directory=tmp_path)
     assert len({a.library, b.library, c.library}) == 3
     _check_results(a, 3)
     _check_results(b, 4)
@@ -398,7 +399,7 @@ def test_hostile_model_name_reaches_no_path(tmp_path):
     import dataclasses
 
     model = dataclasses.replace(_model(), name='../../ evil "name"; rm -rf ~ 名前')
-    kernel = wbc.codegen.compile_function(wbc.kernels.aba_function(model), directory=tmp_path)
+    kernel = wbc.codegen.compile_function(traced.aba_function(model), directory=tmp_path)
     assert kernel.library.parent == tmp_path
     assert IDENTIFIER.match(kernel.name)
     assert re.match(r"^[A-Za-z0-9_]+-[0-9a-f]{24}\.so$", kernel.library.name), kernel.library.name

@@ -40,13 +40,14 @@ import pytest
 
 import wbc
 from tests.helpers import TOL_KERNEL, assert_close
+from wbc.codegen import algorithm_functions as traced
 from wbc.robots import synthetic
 
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def _function(n: int = 3) -> ca.Function:
-    return wbc.kernels.aba_function(synthetic.chain(n))
+    return traced.aba_function(synthetic.chain(n))
 
 
 def _expected(n: int = 3) -> np.ndarray:
@@ -92,7 +93,7 @@ model = synthetic.chain(3)
 directory = None if sys.argv[1] == "-" else sys.argv[1]
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
-    kernel = wbc.codegen.compile_function(wbc.kernels.aba_function(model), directory=directory)
+    kernel = wbc.codegen.compile_function(wbc.codegen.algorithm_functions.aba_function(model), directory=directory)
 rng = np.random.default_rng(70)
 q, v, tau = wbc.random_configuration(model, rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
 print(json.dumps({
@@ -186,7 +187,7 @@ def test_compiler_that_writes_an_unusable_library_is_a_compile_error(what, tmp_p
     if what == "garbage":
         body = 'for a; do [ "$prev" = -o ] && out=$a; prev=$a; done; echo "not a library" > "$out"\n'
     else:
-        other = wbc.codegen.compile_function(wbc.kernels.rnea_function(synthetic.chain(3)), directory=tmp_path / "o")
+        other = wbc.codegen.compile_function(traced.rnea_function(synthetic.chain(3)), directory=tmp_path / "o")
         body = f'for a; do [ "$prev" = -o ] && out=$a; prev=$a; done; cp {other.library} "$out"\n'
     compiler = _script(tmp_path / "fakecc", body)
     cache = tmp_path / "cache"
@@ -377,8 +378,9 @@ def _slow_compiler(tmp_path: Path) -> str:
 def _start_slow_build(tmp_path: Path, cache: Path, compiler: str, n: int = 3):
     code = (
         "import sys, wbc\nfrom wbc.robots import synthetic\n"
-        f"wbc.codegen.compile_function(wbc.kernels.aba_function(synthetic.chain({n})), directory=sys.argv[1], "
-        f"compiler={compiler!r})\n"
+        "from wbc.codegen import algorithm_functions\n"
+        f"wbc.codegen.compile_function(algorithm_functions.aba_function(synthetic.chain({n})), "
+        f"directory=sys.argv[1], compiler={compiler!r})\n"
     )
     mark = tmp_path / f"compiling{n}"
     proc = subprocess.Popen(
@@ -455,7 +457,7 @@ def test_stale_builds_of_other_kernels_are_cleaned_but_never_a_live_one(tmp_path
 # ----------------------------------------------------------------------------- item 5: shapes
 def test_one_joint_robot_kernels_keep_matrix_shapes(tmp_path):
     """For a one-joint robot (issue 17 #5: a one-column output came back 1-D) every kernel of
-    wbc.kernels returns the shape of the eager function: M (1, 1), J (6, 1), B̂ (1, 1), Λ⁻¹ (1, 1),
+    wbc.codegen.algorithm_functions returns the shape of the eager function: M (1, 1), J (6, 1), B̂ (1, 1), Λ⁻¹ (1, 1),
     qdd and a0 (1,), with the same numbers."""
     m = synthetic.chain(1)
     q, v, tau = np.array([0.4]), np.array([-0.7]), np.array([0.3])
@@ -464,16 +466,16 @@ def test_one_joint_robot_kernels_keep_matrix_shapes(tmp_path):
     point = [wbc.PointConstraint(frame, (0.1, 0.0, 0.2))]
     one_row = [wbc.PointConstraint(frame)]  # 3 rows
     cases = [
-        (wbc.kernels.aba_function(m), (q, v, tau), [wbc.aba(m, q, v, tau)]),
-        (wbc.kernels.rnea_function(m), (q, v, tau), [wbc.rnea(m, q, v, tau)]),
-        (wbc.kernels.crba_function(m), (q,), [wbc.crba(m, q)]),
-        (wbc.kernels.nonlinear_effects_function(m), (q, v), [wbc.nonlinear_effects(m, q, v)]),
-        (wbc.kernels.frame_jacobians_function(m, [frame], ref), (q,), [wbc.frame_jacobian(m, q, frame, ref)]),
-        (wbc.kernels.input_matrix_function(m), (q,), [wbc.inertia_weighted_input_matrix(m, q)]),
-        (wbc.kernels.delassus_function(m, point), (q,), [wbc.delassus(m, q, point)]),
-        (wbc.kernels.input_matrix_function(m, one_row), (q,), [wbc.inertia_weighted_input_matrix(m, q, one_row)]),
+        (traced.aba_function(m), (q, v, tau), [wbc.aba(m, q, v, tau)]),
+        (traced.rnea_function(m), (q, v, tau), [wbc.rnea(m, q, v, tau)]),
+        (traced.crba_function(m), (q,), [wbc.crba(m, q)]),
+        (traced.nonlinear_effects_function(m), (q, v), [wbc.nonlinear_effects(m, q, v)]),
+        (traced.frame_jacobians_function(m, [frame], ref), (q,), [wbc.frame_jacobian(m, q, frame, ref)]),
+        (traced.input_matrix_function(m), (q,), [wbc.inertia_weighted_input_matrix(m, q)]),
+        (traced.delassus_function(m, point), (q,), [wbc.delassus(m, q, point)]),
+        (traced.input_matrix_function(m, one_row), (q,), [wbc.inertia_weighted_input_matrix(m, q, one_row)]),
         (
-            wbc.kernels.free_acceleration_and_input_matrix_function(m),
+            traced.free_acceleration_and_input_matrix_function(m),
             (q, v),
             [wbc.free_acceleration(m, q, v), wbc.inertia_weighted_input_matrix(m, q)],
         ),

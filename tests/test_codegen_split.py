@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import wbc
+from wbc.codegen import algorithm_functions as traced
 from wbc.codegen import emit
 from wbc.codegen.cache import find_compiler
 from wbc.robots import synthetic
@@ -227,7 +228,7 @@ def test_one_failing_file_of_many_is_a_compile_error(tmp_path, monkeypatch):
         f'#!/bin/sh\ncase "$*" in *_2.c*) echo "broken on purpose" >&2; exit 1;; esac\nexec {find_compiler()} "$@"\n'
     )
     script.chmod(0o755)
-    function = wbc.kernels.aba_function(synthetic.chain(3))
+    function = traced.aba_function(synthetic.chain(3))
     cache = tmp_path / "cache"
     with pytest.raises(wbc.CompileError, match=r"(?s)compiling \S+_2\.c failed.*broken on purpose"):
         wbc.codegen.compile_function(function, directory=cache, compiler=str(script))

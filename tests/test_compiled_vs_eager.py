@@ -21,6 +21,7 @@ from tests.helpers import (
     robot_case,
     tree_case,
 )
+from wbc.codegen import algorithm_functions as traced
 
 RF = wbc.ReferenceFrame
 N_STATES = 4
@@ -38,7 +39,7 @@ def talos():
 
 def test_talos_aba_kernel(talos, kernel_dir):
     """The compiled ABA equals wbc.aba at random states (τ on every degree of freedom)."""
-    kernel = compile_in(wbc.kernels.aba_function(talos), kernel_dir)
+    kernel = compile_in(traced.aba_function(talos), kernel_dir)
     assert kernel.input_names == ["q", "v", "tau"] and kernel.output_names == ["qdd"]
     for q, v, _, tau in _states(talos, 40):
         qdd = kernel(q, v, tau)[0].copy()
@@ -47,14 +48,14 @@ def test_talos_aba_kernel(talos, kernel_dir):
 
 def test_talos_rnea_kernel(talos, kernel_dir):
     """The compiled RNEA equals wbc.rnea at random states."""
-    kernel = compile_in(wbc.kernels.rnea_function(talos), kernel_dir)
+    kernel = compile_in(traced.rnea_function(talos), kernel_dir)
     for q, v, a, _ in _states(talos, 41):
         assert_close(kernel(q, v, a)[0].copy(), wbc.rnea(talos, q, v, a), tol=TOL_KERNEL, what="RNEA kernel")
 
 
 def test_talos_crba_kernel(talos, kernel_dir):
     """The compiled CRBA equals wbc.crba (a full symmetric (nv, nv) matrix) at random states."""
-    kernel = compile_in(wbc.kernels.crba_function(talos), kernel_dir)
+    kernel = compile_in(traced.crba_function(talos), kernel_dir)
     for q, _, _, _ in _states(talos, 42):
         M = kernel(q)[0].copy()
         assert M.shape == (talos.nv, talos.nv)
@@ -66,7 +67,7 @@ def test_talos_frame_jacobians_kernel(talos, kernel_dir):
     """The compiled Jacobians of the feet and hands (LOCAL_WORLD_ALIGNED) equal wbc.frame_jacobian."""
     spec = robot_case("talos").spec
     frames = list(spec.feet + spec.hands)
-    kernel = compile_in(wbc.kernels.frame_jacobians_function(talos, frames, RF.LOCAL_WORLD_ALIGNED), kernel_dir)
+    kernel = compile_in(traced.frame_jacobians_function(talos, frames, RF.LOCAL_WORLD_ALIGNED), kernel_dir)
     for q, _, _, _ in _states(talos, 43)[:2]:
         out = [J.copy() for J in kernel(q)]
         assert len(out) == len(frames)
@@ -81,7 +82,7 @@ def test_talos_frame_jacobians_kernel(talos, kernel_dir):
 
 def test_kernel_outputs_are_reused_buffers(talos, kernel_dir):
     """A kernel returns its own buffers: the next call overwrites them (hence the copies above)."""
-    kernel = compile_in(wbc.kernels.rnea_function(talos), kernel_dir)
+    kernel = compile_in(traced.rnea_function(talos), kernel_dir)
     (q, v, a, _), (q2, v2, a2, _) = _states(talos, 44)[:2]
     first = kernel(q, v, a)[0]
     kept = first.copy()
@@ -95,11 +96,11 @@ def test_random_tree_kernels(kernel_dir):
     Jacobian kernels (all three reference frames) equal the eager API."""
     m = tree_case(2, 12, True).model
     frames = [f.name for f in m.frames[1::4]]
-    aba = compile_in(wbc.kernels.aba_function(m), kernel_dir)
-    rnea = compile_in(wbc.kernels.rnea_function(m), kernel_dir)
-    crba = compile_in(wbc.kernels.crba_function(m), kernel_dir)
-    nle = compile_in(wbc.kernels.nonlinear_effects_function(m), kernel_dir)
-    jacs = {ref: compile_in(wbc.kernels.frame_jacobians_function(m, frames, ref), kernel_dir) for ref in RF}
+    aba = compile_in(traced.aba_function(m), kernel_dir)
+    rnea = compile_in(traced.rnea_function(m), kernel_dir)
+    crba = compile_in(traced.crba_function(m), kernel_dir)
+    nle = compile_in(traced.nonlinear_effects_function(m), kernel_dir)
+    jacs = {ref: compile_in(traced.frame_jacobians_function(m, frames, ref), kernel_dir) for ref in RF}
     for q, v, a, tau in _states(m, 45):
         assert_close(aba(q, v, tau)[0].copy(), wbc.aba(m, q, v, tau), tol=TOL_KERNEL, what="ABA")
         assert_close(rnea(q, v, a)[0].copy(), wbc.rnea(m, q, v, a), tol=TOL_KERNEL, what="RNEA")
@@ -121,14 +122,14 @@ def test_ball_joint_tree_kernels(kernel_dir):
     pd = pm.createData()
     frames = [f.name for f in m.frames[1::4]]
     constraints = random_constraints(m, np.random.default_rng(46))
-    aba = compile_in(wbc.kernels.aba_function(m), kernel_dir)
-    rnea = compile_in(wbc.kernels.rnea_function(m), kernel_dir)
-    crba = compile_in(wbc.kernels.crba_function(m), kernel_dir)
-    nle = compile_in(wbc.kernels.nonlinear_effects_function(m), kernel_dir)
-    jacs = {ref: compile_in(wbc.kernels.frame_jacobians_function(m, frames, ref), kernel_dir) for ref in RF}
-    delassus = compile_in(wbc.kernels.delassus_function(m, constraints), kernel_dir)
-    bhat = compile_in(wbc.kernels.input_matrix_function(m, constraints), kernel_dir)
-    both = compile_in(wbc.kernels.free_acceleration_and_input_matrix_function(m, constraints), kernel_dir)
+    aba = compile_in(traced.aba_function(m), kernel_dir)
+    rnea = compile_in(traced.rnea_function(m), kernel_dir)
+    crba = compile_in(traced.crba_function(m), kernel_dir)
+    nle = compile_in(traced.nonlinear_effects_function(m), kernel_dir)
+    jacs = {ref: compile_in(traced.frame_jacobians_function(m, frames, ref), kernel_dir) for ref in RF}
+    delassus = compile_in(traced.delassus_function(m, constraints), kernel_dir)
+    bhat = compile_in(traced.input_matrix_function(m, constraints), kernel_dir)
+    both = compile_in(traced.free_acceleration_and_input_matrix_function(m, constraints), kernel_dir)
     for q, v, a, tau in _states(m, 47):
         qdd = aba(q, v, tau)[0].copy()
         assert_close(qdd, wbc.aba(m, q, v, tau), tol=TOL_KERNEL, what="ABA")
@@ -159,6 +160,6 @@ def test_ball_joint_tree_kernels(kernel_dir):
 def test_kernel_rejects_wrong_number_of_inputs(kernel_dir):
     """Calling a kernel with the wrong number of arguments is a TypeError naming its inputs."""
     m = tree_case(1, 6, False).model
-    kernel = compile_in(wbc.kernels.aba_function(m), kernel_dir)
+    kernel = compile_in(traced.aba_function(m), kernel_dir)
     with pytest.raises(TypeError, match="tau"):
         kernel(np.zeros(m.nq), np.zeros(m.nv))

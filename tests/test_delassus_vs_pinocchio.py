@@ -30,6 +30,7 @@ from tests.helpers import (
     tree_case,
 )
 from wbc.algorithms.delassus import DelassusMethod
+from wbc.codegen import algorithm_functions as traced
 
 RF = wbc.ReferenceFrame
 N_STATES = 5
@@ -60,7 +61,7 @@ def _check_delassus(case: Case, constraints_at, seed: int, dense_states: int = N
         for method in DelassusMethod:
             if method is DelassusMethod.DENSE and i >= dense_states:
                 continue
-            D = wbc.delassus(m, q, constraints, method)
+            D = wbc.eager.delassus(m, q, constraints, method)
             np.testing.assert_array_equal(D, D.T, err_msg=f"{where}: {method} is not symmetric")
             assert_close(D, expected, what=f"{where}: {method} vs Pinocchio J M⁻¹ Jᵀ")
             results[method] = D
@@ -159,13 +160,13 @@ def test_talos_delassus_vs_pinocchio_compute_delassus_matrix(which):
         where = f"talos {which} state {i}"
         for method in (DelassusMethod.PV_OSIMR, DelassusMethod.PV_OSIM, DelassusMethod.EFPA, DelassusMethod.LTL):
             assert_close(
-                wbc.delassus(m, q, local, method),
+                wbc.eager.delassus(m, q, local, method),
                 expected,
                 what=f"{where}: {method} (LOCAL rows) vs pin.computeDelassusMatrix",
             )
         R = _world_rotation(case, q, constraints)
         assert_close(
-            wbc.delassus(m, q, constraints),
+            wbc.eager.delassus(m, q, constraints),
             R @ expected @ R.T,
             what=f"{where}: world-aligned constraints vs rotated pin.computeDelassusMatrix",
         )
@@ -187,7 +188,7 @@ def test_constraint_order_and_repeats():
     J = oracle.constraint_jacobian(case.pin_model, q, constraints)
     expected = J @ oracle.minverse(case.pin_model, q) @ J.T
     for method in (DelassusMethod.PV_OSIMR, DelassusMethod.PV_OSIM, DelassusMethod.EFPA):
-        D = wbc.delassus(m, q, constraints, method)
+        D = wbc.eager.delassus(m, q, constraints, method)
         assert_close(D, expected, what=f"{method} vs Pinocchio")
         assert_close(D[:3], D[-3:], tol=1e-12, what=f"{method}: the rows of a repeated constraint")
 
@@ -199,14 +200,14 @@ def test_talos_corners_delassus_kernel(kernel_dir):
     case = robot_case("talos")
     m = case.model
     constraints = catalog_constraints(case, "corners")
-    kernel = compile_in(wbc.kernels.delassus_function(m, constraints, "pv-osimr"), kernel_dir)
+    kernel = compile_in(traced.delassus_function(m, constraints, "pv-osimr"), kernel_dir)
     assert kernel.input_names == ["q"] and kernel.output_names == ["delassus"]
     rng = np.random.default_rng(330)
     for i in range(3):
         q = wbc.random_configuration(m, rng)
         D = kernel(q)[0].copy()
         assert D.shape == (24, 24)
-        assert_close(D, wbc.delassus(m, q, constraints, "pv-osimr"), tol=TOL_KERNEL, what=f"state {i}")
+        assert_close(D, wbc.eager.delassus(m, q, constraints, "pv-osimr"), tol=TOL_KERNEL, what=f"state {i}")
 
 
 def test_random_tree_delassus_kernel(kernel_dir):
@@ -215,9 +216,9 @@ def test_random_tree_delassus_kernel(kernel_dir):
     m = tree_case(1, 6, True).model
     rng = np.random.default_rng(331)
     constraints = random_constraints(m, rng)
-    kernel = compile_in(wbc.kernels.delassus_function(m, constraints, "pv-osimr"), kernel_dir)
+    kernel = compile_in(traced.delassus_function(m, constraints, "pv-osimr"), kernel_dir)
     for i in range(3):
         q = wbc.random_configuration(m, rng)
         assert_close(
-            kernel(q)[0].copy(), wbc.delassus(m, q, constraints, "pv-osimr"), tol=TOL_KERNEL, what=f"state {i}"
+            kernel(q)[0].copy(), wbc.eager.delassus(m, q, constraints, "pv-osimr"), tol=TOL_KERNEL, what=f"state {i}"
         )

@@ -225,7 +225,8 @@ def test_one_level_equals_the_weighted_controller(contact_model):
 
 
 def test_one_level_equals_weighted_without_equalities():
-    """Panda (no contacts), a joint at its limit: the lexicographic solver on one level is the QP's."""
+    """Panda (no contacts), a joint at its limit and the posture asking beyond it: the lexicographic
+    solver on one level is the QP's."""
     case = robot_case("panda")
     model, spec = case.model, case.spec
     frame = tasks.FrameTask("panda_hand_tcp", weight=1.0, kp=100.0)
@@ -242,7 +243,9 @@ def test_one_level_equals_weighted_without_equalities():
         T = wbc.frame_placement(model, spec.q0, "panda_hand_tcp")
         T[0:3, 3] += rng.normal(size=3) * 0.1
         frame.set_target(T)
-        posture.set_target(spec.q0)
+        beyond = spec.q0.copy()
+        beyond[j.idx_q] = j.upper[0] + 0.5  # the posture pulls the joint into its limit
+        posture.set_target(beyond)
         cmd = ctrl.step(q, v)
         problem = ctrl.build_problem(q, v)
         assert problem.violation(cmd.u) < 1e-9

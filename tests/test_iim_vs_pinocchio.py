@@ -32,6 +32,7 @@ from tests.helpers import (
     robot_case,
     tree_case,
 )
+from wbc.codegen import algorithm_functions as traced
 
 RF = wbc.ReferenceFrame
 N_STATES = 5
@@ -75,17 +76,17 @@ def _check_input_matrix(
         J = oracle.constraint_jacobian(case.pin_model, q, constraints)
         expected = oracle.minverse(case.pin_model, q) @ np.hstack([S, J.T])
         where = f"{case.name} state {i} ({len(constraints)} constraints, {J.shape[0]} rows)"
-        B = wbc.inertia_weighted_input_matrix(m, q, constraints, "iim")
+        B = wbc.eager.inertia_weighted_input_matrix(m, q, constraints, "iim")
         assert B.shape == (m.nv, n_act + J.shape[0]), where
         assert_close(B, expected, what=f"{where}: iim vs Pinocchio M⁻¹ [Sᵀ, Jᵀ]")
         assert_close(B[act, :n_act], B[act, :n_act].T, tol=TOL_KERNEL, what=f"{where}: symmetry of S M⁻¹ Sᵀ")
         if constraints:
-            D = wbc.delassus(m, q, constraints, "pv-osimr")
+            D = wbc.eager.delassus(m, q, constraints, "pv-osimr")
             assert_close(J @ B[:, n_act:], D, what=f"{where}: J B̂_λ vs pv-osimr")
             assert_close(J @ B[:, :n_act], B[act, n_act:].T, what=f"{where}: J B̂_τ vs (S B̂_λ)ᵀ")
         others = ["dense"] * (i < dense_states) + ["eufm"] * (i < eufm_states)
         for method in others:
-            Bm = wbc.inertia_weighted_input_matrix(m, q, constraints, method)
+            Bm = wbc.eager.inertia_weighted_input_matrix(m, q, constraints, method)
             assert_close(Bm, expected, what=f"{where}: {method} vs Pinocchio M⁻¹ [Sᵀ, Jᵀ]")
             assert_close(Bm, B, what=f"{where}: {method} vs iim")
 
@@ -159,8 +160,10 @@ def test_no_constraint_gives_inverse_inertia_times_actuation(name):
         expected = oracle.minverse(case.pin_model, q) @ m.actuation_matrix()
         methods = ("iim",) if i > 0 or name == "talos" else ("iim", "dense", "eufm")
         for method in methods:
-            assert_close(wbc.inertia_weighted_input_matrix(m, q, [], method), expected, what=f"{case.name} {method}")
-    assert wbc.inertia_weighted_input_matrix(m.with_actuation([]), q).shape == (m.nv, 0)
+            assert_close(
+                wbc.eager.inertia_weighted_input_matrix(m, q, [], method), expected, what=f"{case.name} {method}"
+            )
+    assert wbc.eager.inertia_weighted_input_matrix(m.with_actuation([]), q).shape == (m.nv, 0)
 
 
 def test_local_point_constraints():
@@ -180,7 +183,7 @@ def test_local_point_constraints():
         J = oracle.constraint_jacobian(case.pin_model, q, constraints)
         expected = oracle.minverse(case.pin_model, q) @ np.hstack([m.actuation_matrix(), J.T])
         for method in ("iim", "dense", "eufm"):
-            B = wbc.inertia_weighted_input_matrix(m, q, constraints, method)
+            B = wbc.eager.inertia_weighted_input_matrix(m, q, constraints, method)
             assert_close(B, expected, what=f"{label}: {method} vs Pinocchio")
 
 
@@ -194,9 +197,9 @@ def test_free_acceleration(name):
     zero = np.zeros(m.nv)
     for i in range(3):
         q, v = wbc.random_configuration(m, rng), rng.normal(size=m.nv)
-        a0 = wbc.free_acceleration(m, q, v)
+        a0 = wbc.eager.free_acceleration(m, q, v)
         assert a0.shape == (m.nv,)
-        assert_close(a0, wbc.aba(m, q, v, zero), what=f"{case.name} state {i}: vs wbc.aba")
+        assert_close(a0, wbc.eager.aba(m, q, v, zero), what=f"{case.name} state {i}: vs wbc.aba")
         assert_close(a0, pin.aba(pm, pd, q, v, zero), what=f"{case.name} state {i}: vs pin.aba")
 
 
@@ -207,14 +210,14 @@ def test_talos_corners_input_matrix_kernel(kernel_dir):
     case = robot_case("talos")
     m = case.model
     constraints = catalog_constraints(case, "corners")
-    kernel = compile_in(wbc.kernels.input_matrix_function(m, constraints, "iim"), kernel_dir)
+    kernel = compile_in(traced.input_matrix_function(m, constraints, "iim"), kernel_dir)
     assert kernel.input_names == ["q"] and kernel.output_names == ["Bhat"]
     rng = np.random.default_rng(260)
     for i in range(3):
         q = wbc.random_configuration(m, rng)
         B = kernel(q)[0].copy()
         assert B.shape == (m.nv, m.n_actuated + 24)
-        assert_close(B, wbc.inertia_weighted_input_matrix(m, q, constraints), tol=TOL_KERNEL, what=f"state {i}")
+        assert_close(B, wbc.eager.inertia_weighted_input_matrix(m, q, constraints), tol=TOL_KERNEL, what=f"state {i}")
 
 
 def test_random_tree_input_matrix_kernels(kernel_dir):
@@ -224,13 +227,13 @@ def test_random_tree_input_matrix_kernels(kernel_dir):
     m = tree_case(1, 6, True).model
     rng = np.random.default_rng(261)
     constraints = random_constraints(m, rng)
-    bhat = compile_in(wbc.kernels.input_matrix_function(m, constraints, "iim"), kernel_dir)
-    both = compile_in(wbc.kernels.free_acceleration_and_input_matrix_function(m, constraints), kernel_dir)
+    bhat = compile_in(traced.input_matrix_function(m, constraints, "iim"), kernel_dir)
+    both = compile_in(traced.free_acceleration_and_input_matrix_function(m, constraints), kernel_dir)
     assert both.input_names == ["q", "v"] and both.output_names == ["a0", "Bhat"]
     for i in range(3):
         q, v = wbc.random_configuration(m, rng), rng.normal(size=m.nv)
-        expected = wbc.inertia_weighted_input_matrix(m, q, constraints)
+        expected = wbc.eager.inertia_weighted_input_matrix(m, q, constraints)
         assert_close(bhat(q)[0].copy(), expected, tol=TOL_KERNEL, what=f"state {i}: IIM kernel")
         a0, B = (x.copy() for x in both(q, v))
-        assert_close(a0.reshape(-1), wbc.free_acceleration(m, q, v), tol=TOL_KERNEL, what=f"state {i}: a0")
+        assert_close(a0.reshape(-1), wbc.eager.free_acceleration(m, q, v), tol=TOL_KERNEL, what=f"state {i}: a0")
         assert_close(B, expected, tol=TOL_KERNEL, what=f"state {i}: combined kernel's Bhat")

@@ -190,7 +190,8 @@ def test_non_unit_cos_sin_pair_is_rejected(fn, pair, model, state):
 
 @pytest.mark.parametrize("fn", ["frame_placement", "frame_jacobian", "frame_velocity", "frame_drift"])
 def test_unknown_frame(fn, model, state):
-    """An unknown frame is a FrameError (a KeyError) suggesting close names; a non-string one too."""
+    """An unknown frame is a FrameError (a KeyError) suggesting close names; neither a name nor an
+    index one too; an index out of range an InputError; an index is the frame it indexes."""
     q, v, _ = state
     call = {
         "frame_placement": lambda f: wbc.frame_placement(model, q, f),
@@ -204,7 +205,10 @@ def test_unknown_frame(fn, model, state):
     with pytest.raises(wbc.FrameError, match=r"no frame 'zzzz'$"):
         call("zzzz")
     with pytest.raises(wbc.FrameError, match="string"):
-        call(3)
+        call(3.0)
+    with pytest.raises(wbc.InputError, match="frame index 999 out of range"):
+        call(999)
+    np.testing.assert_array_equal(call(3), call(model.frames[3].name))  # a frame by index
 
 
 @pytest.mark.parametrize("reference", ["local", "WORLD", 0, None, wbc.JointType.REVOLUTE])

@@ -98,7 +98,7 @@ def test_bytes_are_decoded_by_their_declaration(encoding, tmp_path):
     data = text.encode(encoding)
     model = wbc.load_urdf(data, floating_base=False)
     assert model.name == "ré" and model.nv == reference.nv
-    assert np.allclose(wbc.crba(model, np.array([0.3])), wbc.crba(reference, np.array([0.3])))
+    assert np.allclose(wbc.eager.crba(model, np.array([0.3])), wbc.eager.crba(reference, np.array([0.3])))
     path = tmp_path / "r.urdf"
     path.write_bytes(data)
     assert wbc.load_urdf(path, floating_base=False).name == "ré"

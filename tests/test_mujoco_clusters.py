@@ -60,8 +60,8 @@ def test_state_conversion_and_spanning_dynamics_are_exact(name):
         ys, yds = sim.get_spanning_state()
         assert np.allclose(yds, cm.spanning_velocity(y, v), atol=1e-13, rtol=0)
         assert sim.loop_error() < 1e-12 and sim.coupling_error() < 1e-12
-        assert _rel(sim.mass_matrix(), wbc.crba(cm.tree, ys)) < TOL_DYN
-        assert _rel(sim.bias_forces(), wbc.nonlinear_effects(cm.tree, ys, yds)) < TOL_DYN
+        assert _rel(sim.mass_matrix(), wbc.eager.crba(cm.tree, ys)) < TOL_DYN
+        assert _rel(sim.bias_forces(), wbc.eager.nonlinear_effects(cm.tree, ys, yds)) < TOL_DYN
         for f in cm.tree.frames:
             if f.joint == 0:
                 continue
@@ -69,7 +69,7 @@ def test_state_conversion_and_spanning_dynamics_are_exact(name):
                 T = sim.frame_placement(f.name)
             except FrameError:  # on a massless body merged into its child
                 continue
-            assert np.allclose(T, wbc.frame_placement(cm.tree, ys, f.name), atol=1e-12, rtol=0), f.name
+            assert np.allclose(T, wbc.eager.frame_placement(cm.tree, ys, f.name), atol=1e-12, rtol=0), f.name
 
 
 @pytest.mark.parametrize("name", ["mit_humanoid", "g1_parallel_ankle"])
@@ -85,7 +85,7 @@ def test_constrained_acceleration_is_c_aba_up_to_mujoco_softness(name):
         sim.set_state(y, v)
         sim.set_torques(tau)
         qdd_mj = sim.acceleration()[cm.independent_v_indices]
-        qdd = wbc.cluster_aba(cm, y, v, cm.motor_map(y) @ tau)
+        qdd = wbc.eager.cluster_aba(cm, y, v, cm.motor_map(y) @ tau)
         worst = max(worst, _rel(qdd_mj, qdd))
     assert worst < TOL_SOFT
 

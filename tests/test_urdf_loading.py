@@ -23,6 +23,7 @@ import wbc
 from benchmarks import pinocchio_adapter as oracle
 from tests.helpers import assert_close
 from wbc import robots, tasks
+from wbc.codegen import algorithm_functions as traced
 
 BOX = (
     '<inertial>{origin}<mass value="{mass}"/>'
@@ -98,7 +99,7 @@ def test_tiago_loads_and_matches_pinocchio_up_to_the_projection():
     assert names == ["base_antenna_left_link", "base_antenna_right_link"]
     pm = oracle.build_model(urdf, False)
     q = wbc.random_configuration(model, np.random.default_rng(3))
-    assert_close(wbc.crba(model, q), oracle.symmetrized(pin.crba(pm, pm.createData(), q)), what="M")
+    assert_close(wbc.eager.crba(model, q), oracle.symmetrized(pin.crba(pm, pm.createData(), q)), what="M")
 
 
 def test_clearly_wrong_inertia_still_raises():
@@ -186,12 +187,12 @@ def test_joints_that_move_no_mass_load_and_are_named(case, floating_base):
     q, v, a = wbc.random_configuration(model, rng), rng.normal(size=model.nv), rng.normal(size=model.nv)
     M = oracle.symmetrized(pin.crba(pm, pd, q))
     assert np.linalg.eigvalsh(M).min() < 1e-12 * np.abs(M).max()
-    assert_close(wbc.crba(model, q), M, what="M")
-    assert_close(wbc.rnea(model, q, v, a), pin.rnea(pm, pd, q, v, a), what="rnea")
+    assert_close(wbc.eager.crba(model, q), M, what="M")
+    assert_close(wbc.eager.rnea(model, q, v, a), pin.rnea(pm, pd, q, v, a), what="rnea")
     pin.computeJointJacobians(pm, pd, q)
     for f in model.frames[1:]:
         J = pin.getFrameJacobian(pm, pd, pm.getFrameId(f.name), pin.LOCAL_WORLD_ALIGNED)
-        assert_close(wbc.frame_jacobian(model, q, f.name, wbc.ReferenceFrame.LOCAL_WORLD_ALIGNED), J, what=f.name)
+        assert_close(wbc.eager.frame_jacobian(model, q, f.name, wbc.ReferenceFrame.LOCAL_WORLD_ALIGNED), J, what=f.name)
 
 
 def _deferred_calls(model):
@@ -199,23 +200,23 @@ def _deferred_calls(model):
     frame = model.frames[-1].name
     qs, vs = ca.SX.sym("q", model.nq), ca.SX.sym("v", model.nv)
     return {
-        "wbc.aba": lambda: wbc.aba(model, q, v, v),
-        "wbc.free_acceleration": lambda: wbc.free_acceleration(model, q, v),
-        "wbc.inertia_weighted_input_matrix": lambda: wbc.inertia_weighted_input_matrix(model, q),
-        "wbc.inertia_weighted_input_matrix (dense)": lambda: wbc.inertia_weighted_input_matrix(
+        "wbc.aba": lambda: wbc.eager.aba(model, q, v, v),
+        "wbc.free_acceleration": lambda: wbc.eager.free_acceleration(model, q, v),
+        "wbc.inertia_weighted_input_matrix": lambda: wbc.eager.inertia_weighted_input_matrix(model, q),
+        "wbc.inertia_weighted_input_matrix (dense)": lambda: wbc.eager.inertia_weighted_input_matrix(
             model, q, method=wbc.InputMatrixMethod.DENSE
         ),
-        "wbc.delassus": lambda: wbc.delassus(model, q, [wbc.PointConstraint(frame)]),
+        "wbc.delassus": lambda: wbc.eager.delassus(model, q, [wbc.PointConstraint(frame)]),
         "wbc.symbolic.aba": lambda: wbc.symbolic.aba(model, qs, vs, vs),
         "wbc.symbolic.delassus": lambda: wbc.symbolic.delassus(
             model, qs, [wbc.PointConstraint(frame)], wbc.DelassusMethod.DENSE
         ),
         "Workspace.bodies": lambda: wbc.Workspace(model, qs, vs).bodies,
-        "kernels.aba_function": lambda: wbc.kernels.aba_function(model),
-        "kernels.input_matrix_function": lambda: wbc.kernels.input_matrix_function(model),
-        "kernels.delassus_function": lambda: wbc.kernels.delassus_function(model, [wbc.PointConstraint(frame)]),
+        "kernels.aba_function": lambda: traced.aba_function(model),
+        "kernels.input_matrix_function": lambda: traced.input_matrix_function(model),
+        "kernels.delassus_function": lambda: traced.delassus_function(model, [wbc.PointConstraint(frame)]),
         "kernels.free_acceleration_and_input_matrix_function": lambda: (
-            wbc.kernels.free_acceleration_and_input_matrix_function(model)
+            traced.free_acceleration_and_input_matrix_function(model)
         ),
         "WholeBodyController": lambda: wbc.WholeBodyController(model, [tasks.PostureTask(model)]),
     }
@@ -249,12 +250,12 @@ def test_massless_finger_joints_of_romeo():
     eig = np.linalg.eigvalsh(M)
     assert np.sum(eig < 1e-12 * eig.max()) == 24 and eig[24] > 1e-7 * eig.max()
     with pytest.raises(wbc.ModelError, match="'LFinger21'"):
-        wbc.aba(model, q, np.zeros(model.nv), np.zeros(model.nv))
+        wbc.eager.aba(model, q, np.zeros(model.nv), np.zeros(model.nv))
     reduced = wbc.lock_joints(model, dict.fromkeys(names, 0.0))
     pr = pin.buildReducedModel(pm, [pm.getJointId(n) for n in names], pin.neutral(pm))
     rng = np.random.default_rng(1)
     qr, vr, tau = wbc.random_configuration(reduced, rng), rng.normal(size=reduced.nv), rng.normal(size=reduced.nv)
-    assert_close(wbc.aba(reduced, qr, vr, tau), pin.aba(pr, pr.createData(), qr, vr, tau), what="aba")
+    assert_close(wbc.eager.aba(reduced, qr, vr, tau), pin.aba(pr, pr.createData(), qr, vr, tau), what="aba")
 
 
 def test_catalog_robots_have_no_massless_joints():
@@ -282,8 +283,10 @@ def test_world_link_with_a_floating_joint():
     pm = _pinocchio(WORLD, False)
     rng = np.random.default_rng(2)
     q, v, tau = wbc.random_configuration(model, rng), rng.normal(size=7), rng.normal(size=7)
-    assert_close(wbc.aba(model, q, v, tau), pin.aba(pm, pm.createData(), q, v, tau), what="aba")
-    assert_close(wbc.frame_placement(model, q, "arm"), pin.updateFramePlacement(pm, _fk(pm, q), pm.getFrameId("arm")))
+    assert_close(wbc.eager.aba(model, q, v, tau), pin.aba(pm, pm.createData(), q, v, tau), what="aba")
+    assert_close(
+        wbc.eager.frame_placement(model, q, "arm"), pin.updateFramePlacement(pm, _fk(pm, q), pm.getFrameId("arm"))
+    )
 
 
 def _fk(pm, q):
@@ -314,7 +317,7 @@ def test_a_chain_of_1200_links_loads_without_recursion():
     tip = pm.frames[pm.getFrameId(f"l{n - 1}")]
     assert tip.parentJoint == n - 1 and model.frames[model.frame_id(f"l{n - 1}")].joint == n - 1
     expected = (oMi * tip.placement).homogeneous
-    assert_close(wbc.frame_placement(model, q, f"l{n - 1}"), expected, what="tip placement")
+    assert_close(wbc.eager.frame_placement(model, q, f"l{n - 1}"), expected, what="tip placement")
 
 
 def test_bytes_load_like_text(tmp_path):

@@ -3,20 +3,19 @@
 Exact rigid-body dynamics written once against CasADi, compiled to C for the control loop,
 checked against Pinocchio. See the README for the tour and ``docs/`` for the architecture.
 
-The numeric API (numpy in, numpy out) is re-exported here from :mod:`wbc.numeric`; the same
-functions on CasADi symbols are in :mod:`wbc.symbolic`.
+The numeric API (numpy in, numpy out, compiled on first use) is re-exported here from
+:mod:`wbc.numeric`; :mod:`wbc.eager` has the same functions evaluated without compiling (one-off
+queries), :mod:`wbc.symbolic` the same on CasADi symbols.
 """
 
 from __future__ import annotations
 
-from . import codegen, numeric, symbolic
-from .algorithms.clusters.numeric import cluster_aba, cluster_delassus, cluster_input_matrix, cluster_rnea
+from . import codegen, eager, numeric, symbolic
 from .algorithms.constraints import LinkConstraint, PointConstraint, WeldConstraint
 from .algorithms.delassus import DelassusMethod
 from .algorithms.iim import InputMatrixMethod
 from .algorithms.kinematics import ReferenceFrame
 from .algorithms.workspace import Workspace
-from .codegen import kernels
 from .control import (
     Capsule,
     CollisionPair,
@@ -48,6 +47,7 @@ from .errors import (
     WbcError,
     WbcPerformanceWarning,
 )
+from .maximal import MaximalDynamics, MaximalMethod, maximal_forward_dynamics
 from .model import checks
 from .model.clusters import ClosureKind, Cluster, ClusterModel, JointCoupling, LoopClosure, PolynomialCoupling
 from .model.configuration import difference, integrate, neutral, normalize, random_configuration
@@ -62,8 +62,14 @@ from .numeric import (
     centroidal_drift,
     centroidal_map,
     centroidal_momentum,
+    cluster_aba,
+    cluster_delassus,
+    cluster_input_matrix,
+    cluster_jacobian,
+    cluster_rnea,
     com_drift,
     com_jacobian,
+    com_velocity,
     crba,
     delassus,
     frame_drift,
@@ -82,7 +88,7 @@ __all__ = [
     # modules
     "checks",
     "codegen",
-    "kernels",
+    "eager",
     "numeric",
     "symbolic",
     # model
@@ -113,7 +119,12 @@ __all__ = [
     "cluster_aba",
     "cluster_delassus",
     "cluster_input_matrix",
-    # numeric API (wbc.numeric; the same names on CasADi symbols in wbc.symbolic)
+    "cluster_jacobian",
+    # maximal-coordinate dynamics (trees and cluster models; reactions)
+    "maximal_forward_dynamics",
+    "MaximalMethod",
+    "MaximalDynamics",
+    # numeric API (wbc.numeric, compiled; uncompiled in wbc.eager, on CasADi symbols in wbc.symbolic)
     "ReferenceFrame",
     "Workspace",
     "rnea",
@@ -126,6 +137,7 @@ __all__ = [
     "frame_velocity",
     "frame_drift",
     "center_of_mass",
+    "com_velocity",
     "com_jacobian",
     "com_drift",
     "centroidal_map",

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .model.clusters import ClusterModel
 from .model.model import Model
 
 __all__ = [
@@ -23,20 +24,25 @@ __all__ = [
 ]
 
 
-def plot_torques_against_limits(ax, t: np.ndarray, tau: np.ndarray, model: Model, named: int = 6) -> None:
+def plot_torques_against_limits(
+    ax, t: np.ndarray, tau: np.ndarray, model: Model | ClusterModel, named: int = 6
+) -> None:
     """Draw ``|τ| / τ_max`` per actuated joint over time on ``ax``, the ``named`` most loaded joints
     in colour and labelled, the others grey, and the limit (1) in red.
 
     Args:
         t: (T,) times, s.
-        tau: (T, nu) joint torques in ``model.actuated`` order, N m.
+        tau: (T, nu) joint torques in ``model.actuated`` order (a clustered model's motor order), N m.
         model: gives the effort limits (joints without a finite positive limit are drawn as 0) and names.
     """
-    limit = model.effort_limit
+    if isinstance(model, ClusterModel):
+        limit, names = model.motor_effort_limit, model.motor_names
+    else:
+        limit, names = model.effort_limit, model.actuated_joint_names
     ratio = np.abs(tau) / np.where(np.isfinite(limit) & (limit > 0), limit, np.inf)
     for rank, k in enumerate(np.argsort(ratio.max(axis=0))[::-1]):
         if rank < named:
-            ax.plot(t, ratio[:, k], lw=1.1, label=model.actuated_joint_names[k])
+            ax.plot(t, ratio[:, k], lw=1.1, label=names[k])
         else:
             ax.plot(t, ratio[:, k], lw=0.5, color="0.7")
     ax.axhline(1.0, color="tab:red", lw=1.5, label="limit")
@@ -79,7 +85,7 @@ def com_tracking_figure(t: np.ndarray, com: np.ndarray, com_ref: np.ndarray, tit
     return fig
 
 
-def torques_figure(t: np.ndarray, tau: np.ndarray, model: Model, spans=()):
+def torques_figure(t: np.ndarray, tau: np.ndarray, model: Model | ClusterModel, spans=()):
     """:func:`plot_torques_against_limits` in a figure of its own; ``spans`` shaded."""
     import matplotlib.pyplot as plt
 

@@ -1,30 +1,42 @@
-"""The numeric API: numpy in, numpy out.
+"""The numeric API, compiled: numpy in, numpy out, at the speed of a C call (re-exported as ``wbc.*``).
 
-Each function checks its arguments (:mod:`wbc.model.checks`: sizes, finiteness, unit quaternions,
-frame names), evaluates the algorithm on numbers (CasADi ``DM``) through a
-:class:`~wbc.algorithms.workspace.Workspace` and returns numpy arrays. This is the readable,
-debuggable path, meant for scripts, tests and one-off queries (milliseconds per call); a control
-loop uses compiled kernels instead (:mod:`wbc.codegen`). :mod:`wbc.symbolic` has the same functions
-with the same signatures on CasADi symbols.
+Each function runs one compiled kernel per (model, function, options) — options are a frame and
+its reference frame, or a set of constraints and a method — built on first use: traced from the
+same expressions as :mod:`wbc.eager`, compiled to C (a fraction of a second for a frame function,
+about a second for a humanoid's ABA) and kept in the kernel cache on disk, indexed so that another
+process loads it without tracing (milliseconds). The kernels live as long as the model
+(:mod:`wbc.codegen.model_kernels`).
 
-External forces ``fext`` are given as ``{frame name: wrench (6,)}``, each wrench ``[f; n]``
-(N, N m) acting on the frame's body, expressed in the frame (LOCAL) about its origin.
+A call copies the arguments into the kernel's buffers, checks inside the kernel that they are
+finite, that quaternions are unit (and, on a :class:`~wbc.ClusterModel`, that ``y`` closes the
+loops), and returns a new array: within about Pinocchio's Python call time
+(``python -m benchmarks.numeric``). Bad arguments raise the errors :mod:`wbc.eager` raises, naming
+the argument. Frames are names or indices into ``model.frames`` (an index skips nothing: both
+reach the same kernel). Calls from several threads on one model take turns.
+
+:mod:`wbc.eager` has the same functions evaluated on numbers without compiling (for one-off
+queries on many models, and as the reference these kernels are tested against), and
+:mod:`wbc.symbolic` the same on CasADi symbols.
+
+External forces ``fext`` are given as ``{frame: wrench (6,)}``, each wrench ``[f; n]`` (N, N m)
+acting on the frame's body, expressed in the frame (LOCAL) about its origin. Clustered models:
+positions are spanning-tree configurations ``y`` (``cm.tree.nq``, loops closed: build them with
+``cm.spanning_configuration(q)``); velocities, accelerations and generalized forces are
+independent (``cm.nv``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import casadi as ca
 import numpy as np
 
 from .algorithms.constraints import Constraint
 from .algorithms.delassus import DelassusMethod
 from .algorithms.iim import InputMatrixMethod
 from .algorithms.kinematics import ReferenceFrame
-from .algorithms.workspace import Workspace
-from .errors import InputError
-from .model import checks
+from .codegen.model_kernels import NonFiniteForces, _registry, kernels_of
+from .model.clusters import ClusterModel
 from .model.model import Model
 
 __all__ = [
@@ -38,6 +50,7 @@ __all__ = [
     "frame_velocity",
     "frame_drift",
     "center_of_mass",
+    "com_velocity",
     "com_jacobian",
     "com_drift",
     "centroidal_map",
@@ -45,119 +58,131 @@ __all__ = [
     "centroidal_momentum",
     "inertia_weighted_input_matrix",
     "delassus",
+    "cluster_rnea",
+    "cluster_aba",
+    "cluster_delassus",
+    "cluster_input_matrix",
+    "cluster_jacobian",
 ]
 
 ExternalForces = Mapping[str, object] | None
 
-
-def _dm(x: np.ndarray) -> ca.DM:
-    return ca.DM(np.asarray(x, dtype=float).reshape(-1, 1))
-
-
-def _vec(x) -> np.ndarray:
-    return np.array(ca.DM(x), dtype=float).reshape(-1)
-
-
-def _mat(x) -> np.ndarray:
-    return np.array(ca.DM(x), dtype=float)
-
-
-def _workspace(model: Model, q, v=None, needs_v: bool = False) -> Workspace:
-    if not isinstance(model, Model):
-        raise InputError(f"model must be a wbc.Model, got {type(model).__name__}")
-    q = checks.configuration(model, q)
-    if needs_v:
-        v = _dm(checks.velocity(model, v))
-    return Workspace(model, _dm(q), v)
-
-
-def _forces(model: Model, fext: ExternalForces) -> dict | None:
-    if not fext:
-        return None
-    if not isinstance(fext, Mapping):
-        raise InputError("fext must be a mapping {frame name: wrench (6,)}")
-    return {name: _dm(checks.vector(w, 6, f"fext[{name!r}]")) for name, w in fext.items()}
+_LOCAL = ReferenceFrame.LOCAL
+_NONE = id(None)  # the frames are keyed by the reference frame's identity (enum members: hashing them is slower)
 
 
 def rnea(model: Model, q, v, a, fext: ExternalForces = None) -> np.ndarray:
     """Inverse dynamics: ``τ = M(q) a + h(q, v) − Σ Jᵀ fext`` (nv,)."""
-    ws = _workspace(model, q, v, needs_v=True)
-    return _vec(ws.rnea(_dm(checks.vector(a, model.nv, "a")), _forces(model, fext)))
+    kernels = _registry.get(id(model)) or kernels_of(model)
+    if not fext:
+        return kernels.rnea(q, v, a)
+    try:
+        return kernels.rnea_fext(q, v, a, kernels.body_forces(fext))
+    except NonFiniteForces:
+        kernels.check_forces(fext)  # names the wrench
+        raise
 
 
 def nonlinear_effects(model: Model, q, v) -> np.ndarray:
     """``h(q, v)`` (nv,): Coriolis, centrifugal and gravity terms."""
-    return _vec(_workspace(model, q, v, needs_v=True).nonlinear_effects())
+    return (_registry.get(id(model)) or kernels_of(model)).nonlinear_effects(q, v)
 
 
 def crba(model: Model, q) -> np.ndarray:
     """The joint-space inertia matrix ``M(q)`` (nv, nv)."""
-    return _mat(_workspace(model, q).crba())
+    return (_registry.get(id(model)) or kernels_of(model)).crba(q)
 
 
 def aba(model: Model, q, v, tau, fext: ExternalForces = None) -> np.ndarray:
     """Forward dynamics: ``q̈`` (nv,) with ``M q̈ + h = τ + Σ Jᵀ fext``; ``tau`` is (nv,)."""
-    ws = _workspace(model, q, v, needs_v=True)
-    return _vec(ws.aba(_dm(checks.vector(tau, model.nv, "tau")), _forces(model, fext)))
+    kernels = _registry.get(id(model)) or kernels_of(model)
+    if not fext:
+        return kernels.aba(q, v, tau)
+    try:
+        return kernels.aba_fext(q, v, tau, kernels.body_forces(fext))
+    except NonFiniteForces:
+        kernels.check_forces(fext)  # names the wrench
+        raise
 
 
 def free_acceleration(model: Model, q, v) -> np.ndarray:
     """``a₀ = −M⁻¹ h(q, v)`` (nv,): the acceleration with zero inputs (the drift of ``q̈ = a₀ + B̂ u``)."""
-    return _vec(_workspace(model, q, v, needs_v=True).free_acceleration())
+    return (_registry.get(id(model)) or kernels_of(model)).free_acceleration(q, v)
 
 
-def frame_placement(model: Model, q, frame: str) -> np.ndarray:
+def frame_placement(model: Model, q, frame: str | int) -> np.ndarray:
     """The homogeneous transform (4, 4) of ``frame`` in the world."""
-    M = _workspace(model, q).frame_placement(checks.frame_index(model, frame))
-    T = np.eye(4)
-    T[0:3, 0:3] = _mat(M.R)
-    T[0:3, 3] = _vec(M.p)
-    return T
+    kernels = _registry.get(id(model)) or kernels_of(model)
+    try:
+        call = kernels.frames["placement", frame, _NONE]
+    except (KeyError, TypeError):
+        call = kernels.frame_function("placement", frame, None)
+    return call(q)
 
 
-def frame_jacobian(model: Model, q, frame: str, reference: ReferenceFrame = ReferenceFrame.LOCAL) -> np.ndarray:
+def frame_jacobian(model: Model, q, frame: str | int, reference: ReferenceFrame = _LOCAL) -> np.ndarray:
     """The Jacobian (6, nv) of ``frame`` in ``reference`` (rows [linear; angular])."""
-    return _mat(_workspace(model, q).frame_jacobian(checks.frame_index(model, frame), reference))
+    kernels = _registry.get(id(model)) or kernels_of(model)
+    try:
+        call = kernels.frames["jacobian", frame, id(reference)]
+    except (KeyError, TypeError):
+        call = kernels.frame_function("jacobian", frame, reference)
+    return call(q)
 
 
-def frame_velocity(model: Model, q, v, frame: str, reference: ReferenceFrame = ReferenceFrame.LOCAL) -> np.ndarray:
+def frame_velocity(model: Model, q, v, frame: str | int, reference: ReferenceFrame = _LOCAL) -> np.ndarray:
     """The spatial velocity (6,) of ``frame`` in ``reference``."""
-    return _vec(_workspace(model, q, v, needs_v=True).frame_velocity(checks.frame_index(model, frame), reference))
+    kernels = _registry.get(id(model)) or kernels_of(model)
+    try:
+        call = kernels.frames["velocity", frame, id(reference)]
+    except (KeyError, TypeError):
+        call = kernels.frame_function("velocity", frame, reference)
+    return call(q, v)
 
 
-def frame_drift(model: Model, q, v, frame: str, reference: ReferenceFrame = ReferenceFrame.LOCAL) -> np.ndarray:
+def frame_drift(model: Model, q, v, frame: str | int, reference: ReferenceFrame = _LOCAL) -> np.ndarray:
     """The classical acceleration drift ``J̇ v`` (6,) of ``frame`` in ``reference``."""
-    return _vec(_workspace(model, q, v, needs_v=True).frame_drift(checks.frame_index(model, frame), reference))
+    kernels = _registry.get(id(model)) or kernels_of(model)
+    try:
+        call = kernels.frames["drift", frame, id(reference)]
+    except (KeyError, TypeError):
+        call = kernels.frame_function("drift", frame, reference)
+    return call(q, v)
 
 
 def center_of_mass(model: Model, q) -> np.ndarray:
     """Position (3,) of the centre of mass in the world, m."""
-    return _vec(_workspace(model, q).center_of_mass())
+    return (_registry.get(id(model)) or kernels_of(model)).center_of_mass(q)
+
+
+def com_velocity(model: Model, q, v) -> np.ndarray:
+    """Velocity (3,) of the centre of mass, world axes, m/s."""
+    return (_registry.get(id(model)) or kernels_of(model)).com_velocity(q, v)
 
 
 def com_jacobian(model: Model, q) -> np.ndarray:
     """Jacobian (3, nv) of the centre of mass, world axes."""
-    return _mat(_workspace(model, q).com_jacobian())
+    return (_registry.get(id(model)) or kernels_of(model)).com_jacobian(q)
 
 
 def com_drift(model: Model, q, v) -> np.ndarray:
     """CoM acceleration (3,) at zero joint acceleration, world axes, m/s²."""
-    return _vec(_workspace(model, q, v, needs_v=True).com_drift())
+    return (_registry.get(id(model)) or kernels_of(model)).com_drift(q, v)
 
 
 def centroidal_map(model: Model, q) -> np.ndarray:
     """Centroidal momentum matrix (6, nv): [linear; angular] momentum about the CoM, world axes."""
-    return _mat(_workspace(model, q).centroidal_map())
+    return (_registry.get(id(model)) or kernels_of(model)).centroidal_map(q)
 
 
 def centroidal_drift(model: Model, q, v) -> np.ndarray:
     """``Ȧ_g v`` (6,): centroidal momentum rate at zero joint acceleration (no gravity)."""
-    return _vec(_workspace(model, q, v, needs_v=True).centroidal_drift())
+    return (_registry.get(id(model)) or kernels_of(model)).centroidal_drift(q, v)
 
 
 def centroidal_momentum(model: Model, q, v) -> np.ndarray:
     """Centroidal momentum (6,) about the CoM, world axes: [kg m/s; kg m²/s]."""
-    return _vec(_workspace(model, q, v, needs_v=True).centroidal_momentum())
+    return (_registry.get(id(model)) or kernels_of(model)).centroidal_momentum(q, v)
 
 
 def inertia_weighted_input_matrix(
@@ -171,8 +196,12 @@ def inertia_weighted_input_matrix(
         method: an :class:`~wbc.algorithms.iim.InputMatrixMethod` (default the IIM; its value, e.g.
             ``"dense"``, also works).
     """
-    method = checks.option(InputMatrixMethod, method, "method")
-    return _mat(_workspace(model, q).input_matrix(constraints, method))
+    kernels = _registry.get(id(model)) or kernels_of(model)
+    try:
+        call = kernels.constrained["input_matrix", method, tuple(constraints)]
+    except (KeyError, TypeError):
+        call = kernels.constrained_function("input_matrix", constraints, method)
+    return call(q)
 
 
 def delassus(
@@ -188,5 +217,42 @@ def delassus(
         InputError: no constraints, an unknown method or a bad configuration.
         FrameError: a constraint on an unknown frame.
     """
-    method = checks.option(DelassusMethod, method, "method")
-    return _mat(_workspace(model, q).delassus(constraints, method))
+    kernels = _registry.get(id(model)) or kernels_of(model)
+    try:
+        call = kernels.constrained["delassus", method, tuple(constraints)]
+    except (KeyError, TypeError):
+        call = kernels.constrained_function("delassus", constraints, method)
+    return call(q)
+
+
+def cluster_rnea(cm: ClusterModel, y, v, a) -> np.ndarray:
+    """C-RNEA: independent generalized forces (nv,) for accelerations ``a`` (nv,)."""
+    return (_registry.get(id(cm)) or kernels_of(cm)).cluster_rnea(y, v, a)
+
+
+def cluster_aba(cm: ClusterModel, y, v, tau) -> np.ndarray:
+    """C-ABA: independent accelerations (nv,) for independent generalized forces ``tau`` (nv,)."""
+    return (_registry.get(id(cm)) or kernels_of(cm)).cluster_aba(y, v, tau)
+
+
+def cluster_delassus(cm: ClusterModel, y, constraints: Sequence[Constraint]) -> np.ndarray:
+    """C-EFPA: the Delassus matrix ``J M⁻¹ Jᵀ`` (m, m) of link constraints on spanning-tree bodies."""
+    return _cluster_constrained(cm, "cluster_delassus", constraints)(y)
+
+
+def cluster_input_matrix(cm: ClusterModel, y, constraints: Sequence[Constraint] = ()) -> np.ndarray:
+    """Clustered IIM: ``B̂ = M⁻¹ [Sᵀ, Jᵀ]`` (nv, n_actuated + m)."""
+    return _cluster_constrained(cm, "cluster_input_matrix", constraints)(y)
+
+
+def cluster_jacobian(cm: ClusterModel, y, constraints: Sequence[Constraint]) -> np.ndarray:
+    """Stacked constraint Jacobians (m, nv) in independent coordinates."""
+    return _cluster_constrained(cm, "cluster_jacobian", constraints)(y)
+
+
+def _cluster_constrained(cm: ClusterModel, what: str, constraints):
+    kernels = _registry.get(id(cm)) or kernels_of(cm)
+    try:
+        return kernels.constrained[what, None, tuple(constraints)]
+    except (KeyError, TypeError):
+        return kernels.constrained_function(what, constraints, None)

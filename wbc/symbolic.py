@@ -1,5 +1,8 @@
 """The symbolic API: the functions of :mod:`wbc.numeric`, same names and signatures, on CasADi.
 
+Clustered models: positions ``y`` are spanning-tree configurations (symbols are not checked for
+closing the loops).
+
 Arguments are CasADi column vectors (``SX`` symbols to trace a kernel, or ``DM`` numbers; numpy
 arrays are taken as constants) and results are CasADi expressions, so the quantities compose into
 your own traced functions (:func:`wbc.codegen.trace`, :func:`wbc.codegen.compile_function`)::
@@ -20,19 +23,25 @@ import casadi as ca
 import numpy as np
 
 from . import numeric as _numeric
-from .algorithms.constraints import Constraint
+from .algorithms.clusters import dynamics as cluster_dynamics
+from .algorithms.clusters import operational as cluster_operational
+from .algorithms.clusters.kinematics import ClusterKinematics
+from .algorithms.constraints import Constraint, resolve
 from .algorithms.delassus import DelassusMethod
 from .algorithms.iim import InputMatrixMethod
 from .algorithms.kinematics import ReferenceFrame
 from .algorithms.workspace import Workspace
 from .errors import InputError
 from .model import checks
+from .model.clusters import ClusterModel
 from .model.model import Model
 
 #: The same names as :mod:`wbc.numeric` (a test checks the signatures match), plus the Workspace.
 __all__ = ["Workspace", *_numeric.__all__]
 
 ExternalForces = Mapping[str, object] | None
+
+_LOCAL = ReferenceFrame.LOCAL
 
 
 def _column(x, n: int, name: str):
@@ -88,23 +97,23 @@ def free_acceleration(model: Model, q, v):
     return _workspace(model, q, v, True).free_acceleration()
 
 
-def frame_placement(model: Model, q, frame: str):
+def frame_placement(model: Model, q, frame: str | int):
     """The homogeneous transform (4, 4) of ``frame`` in the world."""
     M = _workspace(model, q).frame_placement(checks.frame_index(model, frame))
     return ca.vertcat(ca.horzcat(M.R, M.p), ca.DM([[0.0, 0.0, 0.0, 1.0]]))
 
 
-def frame_jacobian(model: Model, q, frame: str, reference: ReferenceFrame = ReferenceFrame.LOCAL):
+def frame_jacobian(model: Model, q, frame: str | int, reference: ReferenceFrame = _LOCAL):
     """The Jacobian (6, nv) of ``frame`` in ``reference`` (rows [linear; angular])."""
     return _workspace(model, q).frame_jacobian(checks.frame_index(model, frame), reference)
 
 
-def frame_velocity(model: Model, q, v, frame: str, reference: ReferenceFrame = ReferenceFrame.LOCAL):
+def frame_velocity(model: Model, q, v, frame: str | int, reference: ReferenceFrame = _LOCAL):
     """The spatial velocity (6, 1) of ``frame`` in ``reference``."""
     return _workspace(model, q, v, True).frame_velocity(checks.frame_index(model, frame), reference)
 
 
-def frame_drift(model: Model, q, v, frame: str, reference: ReferenceFrame = ReferenceFrame.LOCAL):
+def frame_drift(model: Model, q, v, frame: str | int, reference: ReferenceFrame = _LOCAL):
     """The classical acceleration drift ``J̇ v`` (6, 1) of ``frame`` in ``reference``."""
     return _workspace(model, q, v, True).frame_drift(checks.frame_index(model, frame), reference)
 
@@ -112,6 +121,11 @@ def frame_drift(model: Model, q, v, frame: str, reference: ReferenceFrame = Refe
 def center_of_mass(model: Model, q):
     """Position (3, 1) of the centre of mass in the world, m."""
     return _workspace(model, q).center_of_mass()
+
+
+def com_velocity(model: Model, q, v):
+    """Velocity (3, 1) of the centre of mass, world axes, m/s."""
+    return _workspace(model, q, v, True).com_velocity()
 
 
 def com_jacobian(model: Model, q):
@@ -151,3 +165,38 @@ def delassus(model: Model, q, constraints: Sequence[Constraint], method: Delassu
     """The Delassus matrix ``K M⁻¹ Kᵀ`` (m, m) of ``constraints`` by ``method``."""
     method = checks.option(DelassusMethod, method, "method")
     return _workspace(model, q).delassus(constraints, method)
+
+
+def _spanning(cm: ClusterModel, y):
+    if not isinstance(cm, ClusterModel):
+        raise InputError(f"model must be a wbc.ClusterModel, got {type(cm).__name__}")
+    return _column(y, cm.tree.nq, "y")
+
+
+def cluster_rnea(cm: ClusterModel, y, v, a):
+    """C-RNEA: independent generalized forces (nv, 1)."""
+    return cluster_dynamics.rnea(cm, _spanning(cm, y), _column(v, cm.nv, "v"), _column(a, cm.nv, "a"))
+
+
+def cluster_aba(cm: ClusterModel, y, v, tau):
+    """C-ABA: independent accelerations (nv, 1)."""
+    return cluster_dynamics.aba(cm, _spanning(cm, y), _column(v, cm.nv, "v"), _column(tau, cm.nv, "tau"))
+
+
+def cluster_delassus(cm: ClusterModel, y, constraints: Sequence[Constraint]):
+    """C-EFPA: the Delassus matrix (m, m) of link constraints on spanning-tree bodies."""
+    resolved = resolve(cm.tree, constraints)
+    if not resolved:
+        raise InputError("the Delassus matrix needs at least one constraint")
+    return cluster_operational.efpa(cm, ClusterKinematics(cm, _spanning(cm, y)), resolved)
+
+
+def cluster_input_matrix(cm: ClusterModel, y, constraints: Sequence[Constraint] = ()):
+    """Clustered IIM: ``B̂ = M⁻¹ [Sᵀ, Jᵀ]`` (nv, n_actuated + m)."""
+    return cluster_operational.iim(cm, ClusterKinematics(cm, _spanning(cm, y)), resolve(cm.tree, constraints))
+
+
+def cluster_jacobian(cm: ClusterModel, y, constraints: Sequence[Constraint]):
+    """Stacked constraint Jacobians (m, nv) in independent coordinates."""
+    kin = ClusterKinematics(cm, _spanning(cm, y))
+    return cluster_operational.constraint_jacobian(cm, kin, resolve(cm.tree, constraints))

@@ -6,7 +6,7 @@ C-EFPA and the clustered IIM in :mod:`.clusters`."""
 from __future__ import annotations
 
 from . import clusters
-from .clusters import ClusterKinematics, cluster_aba, cluster_delassus, cluster_input_matrix, cluster_rnea
+from .clusters import ClusterKinematics
 from .constraints import LinkConstraint, PointConstraint, WeldConstraint
 from .kinematics import ReferenceFrame, TreeKinematics
 
@@ -18,8 +18,4 @@ __all__ = [
     "LinkConstraint",
     "clusters",
     "ClusterKinematics",
-    "cluster_rnea",
-    "cluster_aba",
-    "cluster_delassus",
-    "cluster_input_matrix",
 ]

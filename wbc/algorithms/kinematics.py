@@ -234,6 +234,10 @@ class TreeKinematics:
         J = self._assemble({k: ca.vertcat(c, ca.DM.zeros(3, c.shape[1])) for k, c in cols.items()})
         return J[0:3, :] / self.total_mass
 
+    def com_velocity(self) -> ca.SX:
+        """Velocity (3,) of the centre of mass, world axes, m/s (the linear momentum over the mass)."""
+        return self.centroidal_momentum()[0:3] / self.total_mass
+
     def com_drift(self) -> ca.SX:
         """Acceleration (3,) of the centre of mass at zero joint acceleration, world axes."""
         m = self.model
@@ -266,13 +270,41 @@ class TreeKinematics:
 
     def centroidal_map(self) -> ca.SX:
         """Centroidal momentum matrix ``A_g`` (6, nv): [linear; angular] momentum about the CoM,
-        world axes (Pinocchio's ``computeCentroidalMap``)."""
+        world axes (Pinocchio's ``computeCentroidalMap``).
+
+        Each subtree's inertia is summed in the world frame as its mass ``M``, first moment ``h``
+        (3,) and rotational inertia ``I₀`` (3, 3) about the world origin (cheaper than 6×6 spatial
+        inertias); a joint's column is the momentum of its subtree moving with the joint's motion
+        ``[v; ω]`` (world axes, about the origin): ``[M v − h × ω; I₀ ω + h × v]``, then moved to the CoM.
+        """
         m = self.model
-        Ic = list(self.oI)
+        mass = [float(I[0, 0]) for I in m.inertias]
+        h: list = [ca.DM.zeros(3, 1) for _ in range(m.njoints)]
+        I0: list = [ca.DM.zeros(3, 3) for _ in range(m.njoints)]
+        for i in range(1, m.njoints):
+            I = m.inertias[i]
+            if not np.any(I):
+                continue
+            R, p = self.oMi[i].R, self.oMi[i].p
+            if mass[i] > 0.0:
+                c = first_moment(I) / mass[i]
+                Ic = I[3:6, 3:6] - mass[i] * (float((c.T @ c)[0, 0]) * np.eye(3) - c @ c.T)  # about the CoM, local axes
+                hw = mass[i] * (ca.mtimes(R, c) + p)
+                h[i] = hw
+                I0[i] = ca.mtimes(ca.mtimes(R, Ic), R.T) + ca.mtimes(skew(hw), skew(hw).T) / mass[i]
+            else:
+                I0[i] = ca.mtimes(ca.mtimes(R, I[3:6, 3:6]), R.T)
         for i in range(m.njoints - 1, 0, -1):
-            p = m.joints[i].parent
-            Ic[p] = Ic[p] + Ic[i]
-        cols = {k: self._to_com(ca.mtimes(Ic[k], act_motion(self.oMi[k], self.S[k]))) for k in range(1, m.njoints)}
+            j = m.joints[i].parent
+            mass[j] += mass[i]
+            h[j] = h[j] + h[i]
+            I0[j] = I0[j] + I0[i]
+        cols = {}
+        for k in range(1, m.njoints):
+            s = act_motion(self.oMi[k], self.S[k])
+            v, w = s[0:3, :], s[3:6, :]
+            hx = skew(h[k])
+            cols[k] = self._to_com(ca.vertcat(mass[k] * v - ca.mtimes(hx, w), ca.mtimes(I0[k], w) + ca.mtimes(hx, v)))
         return self._assemble(cols)
 
     def centroidal_drift(self) -> ca.SX:

@@ -11,10 +11,10 @@ everything it computes once (placements, velocities, articulated-body inertias) 
     Bhat = ws.input_matrix([WeldConstraint("left_sole_link")])                   # (nv, n_act + 6)
     f = wbc.codegen.compile_function(wbc.codegen.trace(...))                     # as usual
 
-The same methods back :mod:`wbc.numeric` (numpy in, numpy out) and :mod:`wbc.symbolic` (CasADi in,
-CasADi out). Frames are given by name or index; external forces ``fext`` as ``{frame name: wrench}``,
-each wrench ``[f; n]`` (N, N m) acting on the frame's body, expressed in the frame (LOCAL) about its
-origin.
+The same methods back :mod:`wbc.eager` (numbers, uncompiled), the kernels of the compiled numeric
+API :mod:`wbc.numeric` and :mod:`wbc.symbolic` (CasADi in, CasADi out). Frames are given by name
+or index; external forces ``fext`` as ``{frame name: wrench}``, each wrench ``[f; n]`` (N, N m)
+acting on the frame's body, expressed in the frame (LOCAL) about its origin.
 """
 
 from __future__ import annotations
@@ -116,6 +116,10 @@ class Workspace:
     def com_jacobian(self):
         """Jacobian (3, nv) of the centre of mass, world axes."""
         return self.kinematics.com_jacobian()
+
+    def com_velocity(self):
+        """Velocity (3, 1) of the centre of mass, world axes, m/s."""
+        return self.kinematics.com_velocity()
 
     def com_drift(self):
         """CoM acceleration (3, 1) at zero joint acceleration, world axes, m/s²."""

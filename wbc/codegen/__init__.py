@@ -6,15 +6,17 @@ several files (:mod:`.emit`: compilers are superlinear in a function's size) and
 parallel by the system C compiler into a shared library kept in an on-disk cache (:mod:`.cache`),
 then loaded and evaluated through ``Function.buffer()`` into preallocated numpy arrays
 (:mod:`.kernel`). :mod:`.index` finds a kernel by a fingerprint of what it is traced from
-(:mod:`.fingerprint`), without tracing. :mod:`.kernels` has
-ready-made traced functions for the classical algorithms, :mod:`.cluster_kernels` for clustered
-models (loops and transmissions). :mod:`.batch` evaluates a compiled kernel over a batch of
-states per call, in parallel threads (:class:`BatchKernel`).
+(:mod:`.fingerprint`), without tracing. :mod:`.algorithm_functions` has ready-made traced
+functions for the classical algorithms, :mod:`.cluster_functions` for clustered models (loops
+and transmissions), :mod:`.maximal_functions` for maximal-coordinate dynamics (and its compiled
+numeric call). :mod:`.model_kernels` keeps the kernels of the compiled numeric API
+(:mod:`wbc.numeric`) per model, :mod:`.calls` is their per-call path. :mod:`.batch` evaluates a
+compiled kernel over a batch of states per call, in parallel threads (:class:`BatchKernel`).
 """
 
 from __future__ import annotations
 
-from . import cluster_kernels, kernels
+from . import algorithm_functions, cluster_functions, maximal_functions
 from .batch import BatchKernel, available_threads
 from .cache import DEFAULT_FLAGS, cache_dir, find_compiler
 from .kernel import Kernel, compile_function
@@ -31,6 +33,7 @@ __all__ = [
     "cache_dir",
     "find_compiler",
     "DEFAULT_FLAGS",
-    "kernels",
-    "cluster_kernels",
+    "algorithm_functions",
+    "cluster_functions",
+    "maximal_functions",
 ]

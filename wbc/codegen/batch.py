@@ -8,7 +8,7 @@ called through ``ctypes``, which releases the GIL for the whole call, so there i
 state and other Python threads run meanwhile. Each state is computed exactly as a single call of
 the kernel computes it: a batched call equals N single calls bit for bit::
 
-    aba = wbc.codegen.compile_function(wbc.kernels.aba_function(model))
+    aba = wbc.codegen.compile_function(wbc.codegen.algorithm_functions.aba_function(model))
     batch = wbc.codegen.BatchKernel(aba)              # threads: every processor this process may use
     qdd, = batch(Q, V, TAU)                           # Q (N, nq), V and TAU (N, nv) -> qdd (N, nv)
     tau, = rnea_batch(Q, V, a0)                       # a0 (nv,): one value shared by all states

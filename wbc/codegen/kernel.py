@@ -72,6 +72,8 @@ class Kernel:
         input_shapes, output_shapes: their numpy shapes.
         inputs: the input arrays (write into them and call :meth:`run` to skip the copies).
         outputs: the output arrays.
+        evaluate: the bare evaluation, a callable of no arguments returning nothing (what
+            :meth:`run` calls): reads :attr:`inputs`, writes :attr:`outputs`.
     """
 
     def __init__(
@@ -102,6 +104,7 @@ class Kernel:
         self.inputs = [f.reshape(s, order="F") for f, s in zip(self._in_flat, in_shapes)]
         self.outputs = [f.reshape(s, order="F") for f, s in zip(self._out_flat, out_shapes)]
         self._buffer, self._eval = function.buffer()
+        self.evaluate = self._eval
         for i, f in enumerate(self._in_flat):
             self._buffer.set_arg(i, memoryview(f))  # type: ignore[call-arg, arg-type]
         for i, f in enumerate(self._out_flat):

@@ -14,6 +14,15 @@ controller never writes to the task.
 Concrete tasks live in :mod:`wbc.tasks`. A new task subclasses :class:`Task` and implements
 :attr:`Task.target_size`, :meth:`Task.measure` and :meth:`Task.error` (plus :meth:`Task.input_rows`
 when it knows a cheaper exact map than ``J B̂``, and :meth:`Task.set_target_from_configuration`).
+``measure`` and ``error`` receive CasADi symbols (they are traced once, into the controller's
+kernel): compute with ``casadi`` (``ca.mtimes``, ``ca.vertcat``, ...), not numpy, on them.
+
+Targets at the speed of the step: :meth:`Task.set_target_parameters` (which every ``set_target``
+calls) copies the target, velocity and acceleration into a staging buffer (a shape check and a copy
+per argument), checks all of them at once for finiteness (one dot product), lets the task check the
+target (:meth:`Task._check_target`: a rotation, unit quaternions) and copies the buffer into the
+parameters the kernel reads: about a microsecond, all or nothing (a refused target leaves the task
+as it was), with an :class:`~wbc.errors.InputError` naming the task and the argument.
 
 Parameter layout of a task (its slice of the controller's parameter vector)::
 
@@ -23,6 +32,7 @@ Parameter layout of a task (its slice of the controller's parameter vector)::
 from __future__ import annotations
 
 import abc
+import traceback
 import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -30,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 import casadi as ca
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, WbcError
 from ..model.model import Model
 from .contributor import Contributor, Runtime
 from .pieces import Cost, Group, Kind
@@ -41,6 +51,8 @@ if TYPE_CHECKING:
 __all__ = ["Task", "Gain"]
 
 Gain = float | Sequence[float] | np.ndarray
+
+_INF = float("inf")
 
 
 def _per_axis(value: Gain, dim: int, what: str, name: str) -> np.ndarray:
@@ -76,6 +88,7 @@ class Task(Contributor):
         if not isinstance(self.name, str) or not self.name:
             raise InputError(f"a task name must be a non-empty string, got {self.name!r}")
         self._params_storage: np.ndarray | None = None
+        self._staging: tuple[np.ndarray, ...] | None = None
         self._owner: weakref.ref | None = None
         self._priority = 0
         self.set_gains(kp, kd)
@@ -134,16 +147,92 @@ class Task(Contributor):
         """The target parameters (target_size,) (a copy)."""
         return self._params[: self.target_size].copy()
 
-    def _set_target_parameters(self, values) -> None:
+    def set_target_parameters(self, target, velocity=None, acceleration=None) -> None:
+        """Set the target parameters ``target`` (target_size,), the velocity feed-forward ``ẋ_ref``
+        (dim,) and the acceleration feed-forward ``ẍ_ref`` (dim,) (None: zero) at once.
+
+        What a task's ``set_target`` calls (see the module docstring: about a microsecond with
+        float arrays of these shapes); anything else is converted, or refused with an
+        :class:`~wbc.errors.InputError` naming the task and the argument, and the task keeps its
+        previous target.
+        """
+        staging = self._staging or self._make_staging()
+        t = staging[0]
         try:
-            values = np.asarray(values, dtype=float).reshape(-1)
+            if target.shape != t.shape:
+                raise TypeError
+            np.copyto(t, target)
+        except (AttributeError, TypeError, ValueError):
+            t[:] = self._numbers(target, self.target_size, self.target_name)
+        self._commit(staging, velocity, acceleration)
+
+    def _commit(self, staging: tuple[np.ndarray, ...], velocity, acceleration) -> None:
+        """Stage the feed-forwards next to the staged target, check everything once, copy it where
+        the kernel reads it (nothing when anything is refused)."""
+        t, v, a, stage, live = staging
+        copyto = np.copyto
+        try:
+            if velocity is None:
+                v.fill(0.0)
+            elif velocity.shape != v.shape:
+                raise TypeError
+            else:
+                copyto(v, velocity)
+            if acceleration is None:
+                a.fill(0.0)
+            elif acceleration.shape != a.shape:
+                raise TypeError
+            else:
+                copyto(a, acceleration)
+        except (AttributeError, TypeError, ValueError):
+            v[:] = np.zeros(self.dim) if velocity is None else self._numbers(velocity, self.dim, "velocity")
+            a[:] = np.zeros(self.dim) if acceleration is None else self._numbers(acceleration, self.dim, "acceleration")
+        if not stage.dot(stage) < _INF:
+            self._refuse_non_finite()
+        self._check_target(t)
+        copyto(live, stage)
+
+    #: What the target is called in error messages (``"position"``, ``"rotation"``, ...).
+    target_name = "target"
+
+    def _check_target(self, target: np.ndarray) -> None:
+        """Raise an :class:`~wbc.errors.InputError` naming the task when the staged ``target``
+        (target_size,) (finite) is not a valid target; nothing by default."""
+
+    def _set_target_parameters(self, values) -> None:
+        """Set the target parameters alone (target_size,), the feed-forwards unchanged."""
+        v, a = self._params[self._slice(0)].copy(), self._params[self._slice(1)].copy()
+        self.set_target_parameters(values, v, a)
+
+    def _make_staging(self) -> tuple[np.ndarray, ...]:
+        """Views ``(target, velocity, acceleration)`` of a staging buffer, the buffer, and the
+        parameters it is copied into (target, ẋ_ref, ẍ_ref: contiguous)."""
+        ts, d = self.target_size, self.dim
+        stage = np.zeros(ts + 2 * d)
+        self._staging = (stage[:ts], stage[ts : ts + d], stage[ts + d :], stage, self._params[: ts + 2 * d])
+        return self._staging
+
+    def _numbers(self, value, n: int, what: str) -> np.ndarray:
+        """``value`` as (n,) floats, or an InputError naming the task and ``what``."""
+        if np.iscomplexobj(value):
+            raise InputError(f"task {self.name!r}: {what} must be real numbers, got complex values")
+        try:
+            arr = np.asarray(value, dtype=float).reshape(-1)
         except (TypeError, ValueError):
-            raise InputError(f"task {self.name!r}: target must be {self.target_size} numbers, got {values!r}") from None
-        if values.shape != (self.target_size,) or not np.all(np.isfinite(values)):
-            raise InputError(
-                f"task {self.name!r}: target must be {self.target_size} finite numbers, got shape {values.shape}"
-            )
-        self._params[: self.target_size] = values
+            raise InputError(f"task {self.name!r}: {what} must be {n} numbers, got {value!r}") from None
+        if arr.shape != (n,):
+            raise InputError(f"task {self.name!r}: {what} must be {n} numbers, got shape {arr.shape}")
+        return arr
+
+    def _refuse_non_finite(self) -> None:
+        """Name the staged argument that is not finite (returns when all are: an overflow of the check)."""
+        names = (self.target_name, "velocity", "acceleration")
+        for into, what in zip(self._staging or self._make_staging(), names):
+            if not np.all(np.isfinite(into)):
+                raise InputError(
+                    f"task {self.name!r}: {what} must be finite numbers, got non-finite entries at "
+                    f"{np.flatnonzero(~np.isfinite(into)).tolist()}"
+                )
 
     def set_reference_velocity(self, velocity) -> None:
         """Velocity feed-forward ``ẋ_ref`` (dim,)."""
@@ -232,8 +321,7 @@ class Task(Contributor):
         target = p[0:ts]
         vel_ref, acc_ref = p[ts : ts + d], p[ts + d : ts + 2 * d]
         kp, kd, sw = p[ts + 2 * d : ts + 3 * d], p[ts + 3 * d : ts + 4 * d], p[ts + 4 * d : ts + 5 * d]
-        J, drift, velocity = self.measure(ctx)
-        e = self.error(ctx, target)
+        J, drift, velocity, e = self._measured(ctx, target)
         desired = acc_ref + kd * (vel_ref - velocity) + kp * e
         A_u, d0 = self.input_rows(ctx, J, drift)
         return [
@@ -246,5 +334,61 @@ class Task(Contributor):
             )
         ]
 
+    def _measured(self, ctx: StepContext, target) -> tuple:
+        """``measure(ctx)`` and ``error(ctx, target)``, their shapes checked: an InputError naming the
+        task, the method and the shape expected (rather than CasADi's dimension error further on)."""
+        d, nv = self.dim, ctx.model.nv if ctx.kin.v is None else ctx.kin.v.shape[0]
+        measured = self._traced("measure", ctx)
+        if not isinstance(measured, (tuple, list)) or len(measured) != 3:
+            raise InputError(
+                f"task {self.name!r}: measure() must return (J, drift, velocity), got {type(measured).__name__}"
+            )
+        J = _shaped(measured[0], (d, nv), self.name, "measure", "J")
+        drift = _shaped(measured[1], (d, 1), self.name, "measure", "drift J̇v")
+        velocity = _shaped(measured[2], (d, 1), self.name, "measure", "velocity Jv")
+        e = _shaped(self._traced("error", ctx, target), (d, 1), self.name, "error", "the error")
+        return J, drift, velocity, e
+
+    def _traced(self, method: str, *args):
+        try:
+            return getattr(self, method)(*args)
+        except WbcError:
+            raise
+        except (TypeError, ValueError, AttributeError, IndexError, NotImplementedError, RuntimeError) as e:
+            raise InputError(f"task {self.name!r}: {method}() failed: {type(e).__name__}: {e}{_numpy_hint(e)}") from e
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, dim={self.dim})"
+
+
+def _shaped(value, shape: tuple[int, int], task: str, method: str, what: str):
+    """``value`` (CasADi, or numbers taken as a constant) of ``shape``; a vector may come as (n,)."""
+    if isinstance(value, (ca.SX, ca.MX, ca.DM)):
+        got = value.shape
+    else:
+        try:
+            array = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            raise InputError(
+                f"task {task!r}: {method}() returned {what} as {type(value).__name__}; expected a CasADi "
+                f"expression of shape {shape}{_NUMPY_HINT}"
+            ) from None
+        if array.ndim == 1 and shape[1] == 1:
+            array = array.reshape(-1, 1)
+        got, value = array.shape, ca.DM(array) if array.ndim == 2 else value
+    if got != shape:
+        raise InputError(f"task {task!r}: {method}() returned {what} of shape {tuple(got)}, expected {shape}")
+    return value
+
+
+_NUMPY_HINT = (
+    "; measure() and error() receive CasADi symbols (they are traced once into the controller's kernel): "
+    "compute with casadi (ca.mtimes, ca.vertcat, ca.norm_2, ca.cross, ...), not numpy"
+)
+
+
+def _numpy_hint(error: BaseException) -> str:
+    """The hint about CasADi symbols when ``error`` came from numpy (or from converting a symbol)."""
+    frames = traceback.extract_tb(error.__traceback__)
+    from_numpy = any("/numpy/" in f.filename or "\\numpy\\" in f.filename for f in frames)
+    return _NUMPY_HINT if from_numpy or "numpy" in str(error) or "Implicit conversion" in str(error) else ""

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import enum
 import functools
+import weakref
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numpy as np
@@ -71,7 +73,27 @@ def vector(x: Any, n: int, name: str) -> np.ndarray:
     return a
 
 
-@functools.lru_cache(maxsize=64)
+R = TypeVar("R")
+
+
+def _per_model(function: Callable[[Model], R]) -> Callable[[Model], R]:
+    """Memoize ``function(model)`` for as long as the model lives (weakly: a dropped model is freed)."""
+    memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    @functools.wraps(function)
+    def memoized(model: Model) -> R:
+        try:
+            return memo[model]
+        except KeyError:
+            value = memo[model] = function(model)
+            return value
+        except TypeError:  # not weakly referenceable: computed every time
+            return function(model)
+
+    return memoized
+
+
+@_per_model
 def unit_parts(model: Model) -> tuple[tuple[int, int, str, str], ...]:
     """(start, stop, joint name, what) of every slice of q that must have unit norm."""
     parts = []
@@ -105,7 +127,12 @@ def velocity(model: Model, v: Any, name: str = "v") -> np.ndarray:
 
 
 def frame_index(model: Model, frame: Any) -> int:
-    """The index of ``frame`` (a frame name); :class:`~wbc.errors.FrameError` if unknown."""
+    """The index of ``frame``: a frame name (:class:`~wbc.errors.FrameError` if unknown) or an index
+    into ``model.frames`` (:class:`InputError` if out of range)."""
+    if isinstance(frame, (int, np.integer)) and not isinstance(frame, (bool, np.bool_)):
+        if not 0 <= frame < len(model.frames):
+            raise InputError(f"frame index {frame} out of range (model {model.name!r} has {len(model.frames)} frames)")
+        return int(frame)
     return model.frame_id(frame)
 
 
@@ -164,7 +191,7 @@ def _vanishes(D: np.ndarray, Dc: np.ndarray) -> bool:
     return bool(np.linalg.eigvalsh(Linv @ Dn @ Linv.T).min() <= MASSLESS_TOLERANCE)
 
 
-@functools.lru_cache(maxsize=64)
+@_per_model
 def massless_joints(model: Model) -> tuple[str, ...]:
     """The joints whose motion moves no mass, in model order: those at which the articulated-body
     algorithm would divide by zero, so ``M(q)`` is singular at every configuration.

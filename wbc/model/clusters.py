@@ -56,10 +56,14 @@ __all__ = [
     "Cluster",
     "ClusterInfo",
     "ClusterModel",
+    "LOOP_TOLERANCE",
+    "closed_configuration",
 ]
 
 #: Residual tolerance of the position solve (relative to the loop's size, metres or radians).
 SOLVE_TOLERANCE = 1e-13
+#: How far a spanning configuration given to an algorithm may be from closing its loops.
+LOOP_TOLERANCE = 1e-8
 
 
 class ClosureKind(enum.Enum):
@@ -838,3 +842,19 @@ def _frame(tree: Model, name: str, cluster: str) -> int:
         return tree.frame_id(name)
     except Exception as e:  # FrameError
         raise ModelError(f"cluster {cluster!r}: {e}") from None
+
+
+def closed_configuration(cm: ClusterModel, y, name: str = "y") -> np.ndarray:
+    """``y`` checked as a spanning configuration of ``cm`` (tree.nq,): valid for the tree and closing
+    every loop within :data:`LOOP_TOLERANCE`; an :class:`~wbc.errors.InputError` naming ``name``
+    otherwise (it suggests ``cm.spanning_configuration(q)``)."""
+    if not isinstance(cm, ClusterModel):
+        raise InputError(f"model must be a wbc.ClusterModel, got {type(cm).__name__}")
+    y = checks.configuration(cm.tree, y, name)
+    r = cm.loop_residual(y)
+    if r.size and np.max(np.abs(r)) > LOOP_TOLERANCE:
+        raise InputError(
+            f"{name} does not close the loops of {cm.name!r} (residual {np.max(np.abs(r)):.3g}); "
+            "use cm.spanning_configuration(q)"
+        )
+    return y

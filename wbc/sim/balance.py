@@ -46,9 +46,13 @@ from wbc import (
 )
 from wbc.control.contacts.base import DEFAULT_CONTACT_KP
 from wbc.model.checks import option
+from wbc.model.clusters import ClusterModel
+from wbc.model.model import Model
 
 from . import catalog
 from .catalog import FootKind, LeggedRobot
+from .faults import Faults
+from .injection import inject
 from .mujoco import ContactSphere, MujocoSim
 
 __all__ = [
@@ -170,8 +174,13 @@ SCENARIO_DEFAULTS = {
 }
 
 
+#: Sway amplitude (m) and push (share of the weight, over 0.1 s) of robots without defaults.
+OTHER_SWAY = 0.02
+OTHER_PUSH = 0.1
+
+
 def standard_scenario(
-    robot: str,
+    robot: str | LeggedRobot,
     duration: float = 9.0,
     lateral: float | None = None,
     forward: float | None = None,
@@ -179,13 +188,19 @@ def standard_scenario(
 ) -> Scenario:
     """The balance demos' scenario: settle 1 s, sway 4 s, a lateral push (+y) at 5.5 s and a forward
     push (+x) at 7 s (N over ``push_duration`` s; default :data:`SCENARIO_DEFAULTS`, 0 leaves a push
-    out), standing until ``duration``."""
-    try:
-        d = SCENARIO_DEFAULTS[robot]
-    except KeyError:
-        raise errors.InputError(
-            f"no scenario defaults for robot {robot!r}; known: {', '.join(SCENARIO_DEFAULTS)}"
-        ) from None
+    out), standing until ``duration``. A robot outside the defaults (one from an MJCF) sways by
+    :data:`OTHER_SWAY` m and is pushed by :data:`OTHER_PUSH` times its weight."""
+    if isinstance(robot, str):
+        try:
+            d = SCENARIO_DEFAULTS[robot]
+        except KeyError:
+            raise errors.InputError(
+                f"no scenario defaults for robot {robot!r}; known: {', '.join(SCENARIO_DEFAULTS)}"
+            ) from None
+    else:
+        model = robot.model.tree if isinstance(robot.model, ClusterModel) else robot.model
+        weight = model.total_mass * float(np.linalg.norm(model.gravity))
+        d = {"sway": OTHER_SWAY, "push": round(OTHER_PUSH * weight, 1)}
     pushes = (
         Push("lateral", (0.0, 1.0, 0.0), d["push"] if lateral is None else lateral, push_duration, 5.5),
         Push("forward", (1.0, 0.0, 0.0), d["push"] if forward is None else forward, push_duration, 7.0),
@@ -203,7 +218,10 @@ class Balance:
         solver: the QP solver (an enum, or its name).
         input_matrix: how the controller computes ``B̂`` (an enum, or its name).
         contact_kp: the contacts' pose-feedback stiffness (1/s²); default :data:`CONTACT_KP` for
-            soles, the library's default for point feet.
+            soles, the library's default for point feet, at a 1 ms period (scaled by ``(1 ms / Δt)²``
+            for a robot whose MJCF sets another time step ``Δt``: the same feedback per step).
+        faults: model errors, sensor noise, latency, actuator limits (:mod:`wbc.sim.faults`);
+            None or all off: none.
 
     Raises:
         ModelError: the robot has no feet (see :func:`wbc.sim.catalog.legged_robot`).
@@ -216,24 +234,35 @@ class Balance:
         solver: Solver | str = Solver.DAQP,
         input_matrix: InputMatrixMethod | str = InputMatrixMethod.IIM,
         contact_kp: float | None = None,
+        faults: Faults | None = None,
     ) -> None:
         self.spec = spec = catalog.legged_robot(robot, "balance")
         self.model = model = spec.model
+        self.tree: Model = model.tree if isinstance(model, ClusterModel) else model
         self.scenario = scenario
         self.feet = catalog.foot_kind(spec)
-        self.base = model.joints[1].link
+        self.base = self.tree.joints[1].link
         contacts: list
         sole = spec.sole
+        own = getattr(spec, "simulator", None)  # a robot from an MJCF: its own file in MuJoCo
         if sole is not None:
-            self.sim = MujocoSim(model, [(f, sole.length, sole.width) for f in spec.feet])
-            kp = CONTACT_KP if contact_kp is None else contact_kp
-            contacts = [SurfaceContact(f, sole.length, sole.width, mu=MU, kp=kp) for f in spec.feet]
+            self.sim = own() if own else MujocoSim(model, [(f, sole.length, sole.width) for f in spec.feet])
         else:
             radius = cast(float, spec.foot_radius)  # legged_robot: a sole or a radius
-            self.sim = MujocoSim(model, contact_spheres=[ContactSphere(f, radius) for f in spec.feet])
-            kp = DEFAULT_CONTACT_KP if contact_kp is None else contact_kp
+            self.sim = own() if own else MujocoSim(model, contact_spheres=[ContactSphere(f, radius) for f in spec.feet])
+        #: The control period, s: the simulator's time step (1 ms but for an MJCF's own setting).
+        self.dt = self.sim.timestep
+        # the contact stiffness for a period other than 1 ms keeps kp Δt² (the step's feedback) the same
+        stiffness = (CONTACT_KP if sole is not None else DEFAULT_CONTACT_KP) * (DT / self.dt) ** 2
+        kp = stiffness if contact_kp is None else contact_kp
+        if sole is not None:
+            contacts = [SurfaceContact(f, sole.length, sole.width, mu=MU, kp=kp) for f in spec.feet]
+        else:
             contacts = [PointContact(f, mu=MU, kp=kp) for f in spec.feet]
         self.sim.reset(spec.q0)
+        self.faults = inject(faults, self.sim, model, dict(getattr(spec, "locked", ())))
+        if self.faults is not None:  # the controller's model and sensors, the motors (wbc.sim.injection)
+            self.sim, model = self.faults.sim, self.faults.controller_model
         tasks = catalog.tasks()
         self.com = tasks.CoMTask(weight=10.0, kp=100.0)
         self.orientation = tasks.OrientationTask(self.base, weight=1.0, kp=100.0)
@@ -244,10 +273,14 @@ class Balance:
             contacts,
             solver=solver,
             input_matrix=option(InputMatrixMethod, input_matrix, "input_matrix"),
+            dt=self.dt,
         )
         self.controller.compile()
-        self.com0 = center_of_mass(model, spec.q0)
-        self.orientation.set_target_from_configuration(model, spec.q0)
+        if self.faults is not None:
+            self.controller = self.faults.controller(self.controller)
+        tree = model.tree if isinstance(model, ClusterModel) else model  # the controller's
+        self.com0 = center_of_mass(tree, spec.q0)
+        self.orientation.set_target_from_configuration(tree, spec.q0)
         self.posture.set_target(self.controller.within_limits(spec.q0))
         self.com.set_target(self.com0)
 
@@ -277,7 +310,7 @@ class Balance:
             (T, 2, 2) in the sole; point feet: ``force`` (T, 4, 3)), ``fell`` and ``base_z0``.
         """
         sc, sim, spec = self.scenario, self.sim, self.spec
-        steps = int(round(sc.duration / DT))
+        steps = int(round(sc.duration / self.dt))
         feet0 = {f: sim.frame_placement(f)[0:3, 3].copy() for f in spec.feet}
         base_z0 = sim.get_state()[0][2]
         forces = ("normal", "cop") if self.feet is FootKind.SOLE else ("force",)
@@ -286,7 +319,7 @@ class Balance:
         bar = tqdm(total=steps, unit="step", desc=spec.name, disable=not progress or not sys.stderr.isatty())
         fell = False
         for i in range(steps):
-            t = i * DT
+            t = i * self.dt
             q, v = sim.get_state()
             offset, vel, acc = sc.com_offset(t)
             self.com.set_target(self.com0 + offset, vel, acc)
@@ -318,14 +351,14 @@ class Balance:
     def _record_frame(self, replay, t: float, q: np.ndarray, cmd) -> None:
         from wbc.viz import contact_arrows
 
-        arrows = contact_arrows(self.model, q, self.controller.contacts, cmd.forces)
+        arrows = contact_arrows(self.tree, q, self.controller.contacts, cmd.forces)
         active = {p.name: (q[0:3].copy(), p.force) for p in self.scenario.pushes if p.active(t)}
         replay.add(t, q, arrows, active)
 
     def _record(self, log: dict, t: float, q: np.ndarray, cmd, offset: np.ndarray, feet0: dict) -> None:
         every_10 = len(log["t"]) % 10 == 0
         log["t"].append(t)
-        log["com"].append(center_of_mass(self.model, q) if every_10 else log["com"][-1])
+        log["com"].append(center_of_mass(self.tree, q) if every_10 else log["com"][-1])
         log["com_ref"].append(self.com0 + offset)
         log["base_z"].append(q[2])
         log["tau"].append(cmd.tau)
@@ -464,8 +497,9 @@ def _survived(fell: bool, base_ratio: float, slip_m: float) -> bool:
     return not fell and base_ratio >= MIN_BASE_RATIO and slip_m < MAX_SLIP_M
 
 
-def push_trial(robot: str | LeggedRobot, trial: PushTrial) -> PushOutcome:
-    """Run one :class:`PushTrial` on ``robot`` (a catalog name or a :class:`LeggedRobot`).
+def push_trial(robot: str | LeggedRobot, trial: PushTrial, faults: Faults | None = None) -> PushOutcome:
+    """Run one :class:`PushTrial` on ``robot`` (a catalog name or a :class:`LeggedRobot`), under
+    ``faults`` if given (:mod:`wbc.sim.faults`).
 
     Deterministic, and a pure function of its arguments (both picklable, as is the result): a sweep
     can run each cell in its own process.
@@ -475,7 +509,7 @@ def push_trial(robot: str | LeggedRobot, trial: PushTrial) -> PushOutcome:
         from . import walking
 
         length = STEPPING_TRIAL_S if trial.length_s is None else trial.length_s
-        _, _, s = walking.stand_and_push(robot, push.force, trial.time_s, length, trial.duration_s)
+        _, _, s = walking.stand_and_push(robot, push.force, trial.time_s, length, trial.duration_s, faults=faults)
         fell, ratio, slip = s["fell"], s["min_pelvis_height_ratio"], s["max_foot_slip_m"]
         return PushOutcome(
             s["robot"],
@@ -488,7 +522,7 @@ def push_trial(robot: str | LeggedRobot, trial: PushTrial) -> PushOutcome:
             len(s["recovery_steps"]),
         )
     sc = Scenario.standing(3.0 if trial.length_s is None else trial.length_s, (push,))
-    balance = Balance(robot, sc)
+    balance = Balance(robot, sc, faults=faults)
     s = balance.summarize(balance.run(progress=False))
     ratio = s[f"min_{balance.base_name}_height_ratio"]
     return PushOutcome(
@@ -562,8 +596,9 @@ class SoakSettings:
     seed: int = 0
 
 
-def soak(robot: str | LeggedRobot, settings: SoakSettings, progress: bool = True) -> dict:
-    """Push the standing robot at random for ``settings.seconds`` simulated s, resetting it after a fall.
+def soak(robot: str | LeggedRobot, settings: SoakSettings, progress: bool = True, faults: Faults | None = None) -> dict:
+    """Push the standing robot at random for ``settings.seconds`` simulated s, resetting it after a fall
+    (under ``faults`` if given, :mod:`wbc.sim.faults`).
 
     A fall is the base below half its initial height, a diverged simulation or a controller error.
     Feet are sampled every 10 steps; a push's foot displacement is how far (horizontally) a foot
@@ -576,7 +611,7 @@ def soak(robot: str | LeggedRobot, settings: SoakSettings, progress: bool = True
         foot by more than 1 cm, the non-optimal steps by status, the steps whose torques were not
         finite (NaN count) and the exceptions.
     """
-    bal = Balance(robot, Scenario.standing(settings.seconds))
+    bal = Balance(robot, Scenario.standing(settings.seconds), faults=faults)
     sim, ctrl, spec = bal.sim, bal.controller, bal.spec
     rng = np.random.default_rng(settings.seed)
     steps = int(round(settings.seconds / DT))

@@ -1,4 +1,5 @@
-"""Simulation bridge: a MuJoCo model built from a :class:`wbc.Model`, and exact state conversion.
+"""Simulation bridge: a MuJoCo model built from a :class:`wbc.Model` (or the user's own MJCF), and
+exact state conversion.
 
 MuJoCo is optional (the ``sim`` extra, ``pip install 'wbc[sim]'``); ``import wbc`` never imports it,
 this module does.
@@ -7,12 +8,17 @@ this module does.
 ``mujoco.MjSpec`` (no meshes): one MuJoCo body per wbc joint, in wbc's depth-first order, carrying
 that joint's merged inertia (mass, centre of mass, principal axes computed here in float64 from the
 6x6 spatial inertia); a free joint for a free-flyer root, hinges for revolute joints (continuous ones
-unlimited), slides for prismatic joints; position limits as joint ranges where finite (optional);
-no damping, armature, friction loss or springs, so the smooth dynamics are exactly wbc's; a torque
+unlimited), slides for prismatic joints, balls for spherical joints (three torque motors each, about
+the child frame's axes, their cone as the ball's ``range``); position limits as joint ranges where
+finite (optional); no damping, armature, friction loss or springs, so the smooth dynamics are exactly wbc's; a torque
 motor (gear 1) on every actuated joint, in ``model.actuated`` order, unlimited or clamped to the
 effort limits (optional); gravity ``model.gravity``; a floor plane at z = 0 (floating-base models by
 default); thin collision boxes under the given soles and spheres at the given point feet. Only
 those collide, and only with the floor: every other body has no geometry at all.
+
+**A user's MJCF** (:meth:`MujocoSim.from_mjcf`): the file itself is simulated, as written (its geoms,
+contacts, options, solver settings, passive forces), not a scene generated from the model;
+:mod:`wbc.sim.mjcf_scene` says how wbc's joint torques reach its actuators.
 
 **Coordinates.** MuJoCo and wbc agree on everything but these, which the converters handle:
 
@@ -20,15 +26,17 @@ those collide, and only with the floor: every other body has no geometry at all.
 quantity                    wbc (Pinocchio)                        MuJoCo
 ==========================  =====================================  ====================================
 free-flyer quaternion       ``[qx qy qz qw]``                      ``[qw qx qy qz]``
+ball-joint quaternion       ``[qx qy qz qw]``                      ``[qw qx qy qz]``
 free-flyer linear velocity  base-origin velocity, **base** axes    base-origin velocity, **world** axes
 free-flyer angular vel.     base axes                              base axes
 continuous joint            ``q = (cos θ, sin θ)``, one velocity   ``qpos = θ``
 ==========================  =====================================  ====================================
 
-With ``R`` the base rotation, ``v_mj = T v`` with ``T = diag(R, I₃, I)``. Generalized forces map
-with ``Tᵀ`` (power is invariant), so ``M = Tᵀ M_mj T`` and, since ``Ṫ v = [R (ω × v_lin); 0]``
-(``d/dt (R v_lin) = R (v̇_lin + ω × v_lin)``), ``h = Tᵀ (h_mj + M_mj Ṫ v)`` and
-``q̈_mj = T v̇ + Ṫ v``. Actuator torques map one to one.
+With ``R`` the base rotation, ``v_mj = T v`` with ``T = diag(R, I₃, I)`` (each free joint's ``R`` on
+its linear block when an MJCF has several; a ball joint's angular velocity is in its child frame in
+both). Generalized forces map with ``Tᵀ`` (power is invariant), so ``M = Tᵀ M_mj T`` and, since
+``Ṫ v = [R (ω × v_lin); 0]`` (``d/dt (R v_lin) = R (v̇_lin + ω × v_lin)``), ``h = Tᵀ (h_mj + M_mj Ṫ v)`` and
+``q̈_mj = T v̇ + Ṫ v``. Actuator torques map one to one (a user's file: through its motors' gears).
 
 **Contacts.** Defaults (:class:`ContactParameters`) are chosen for a standing humanoid at 1 ms:
 elliptic friction cones with ``impratio = 10`` (little creeping slip), ``condim = 3`` (each box
@@ -40,7 +48,7 @@ requires for stability) and ``solimp = (0.95, 0.99, 0.001)``: a 75 kg robot sink
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -179,16 +187,14 @@ def _matrix_to_quat_wxyz(R: np.ndarray) -> np.ndarray:
     return np.array([w, x, y, z])
 
 
-def _free_joint(model: Model):
-    """The free-flyer joint of ``model`` (always joint 1) or None."""
-    return model.joints[1] if model.floating_base else None
+def _free_joints(model: Model) -> tuple:
+    """The free joints of ``model`` (a floating base is joint 1; an MJCF may have more, each on a
+    body hanging from the world)."""
+    return tuple(j for j in model.joints[1:] if j.type is JointType.FREE_FLYER)
 
 
-def _base_rotation(model: Model, q: np.ndarray) -> np.ndarray:
-    """Rotation (3, 3) of the free-flyer base in the world, identity for fixed-base models."""
-    j = _free_joint(model)
-    if j is None:
-        return np.eye(3)
+def _free_rotation(j, q: np.ndarray) -> np.ndarray:
+    """Rotation (3, 3) in the world of the body of free joint ``j``."""
     return quaternion_to_rotation(q[j.idx_q + 3 : j.idx_q + 7])
 
 
@@ -199,7 +205,7 @@ def _qpos_layout(model: Model) -> tuple[np.ndarray, int]:
     n = 0
     for i, j in enumerate(model.joints[1:], start=1):
         adr[i] = n
-        n += 7 if j.type is JointType.FREE_FLYER else 1
+        n += j.nq if j.type in (JointType.FREE_FLYER, JointType.SPHERICAL) else 1
     return adr, n
 
 
@@ -226,6 +232,9 @@ def qpos_from_q(model: Model, q, reference: np.ndarray | None = None) -> np.ndar
             qpos[a : a + 3] = q[s : s + 3]
             qpos[a + 3] = q[s + 6]
             qpos[a + 4 : a + 7] = q[s + 3 : s + 6]
+        elif j.type is JointType.SPHERICAL:
+            qpos[a] = q[s + 3]
+            qpos[a + 1 : a + 4] = q[s : s + 3]
         elif j.type is JointType.REVOLUTE_UNBOUNDED:
             theta = np.arctan2(q[s + 1], q[s])
             if reference is not None:
@@ -248,6 +257,9 @@ def q_from_qpos(model: Model, qpos) -> np.ndarray:
             q[s : s + 3] = qpos[a : a + 3]
             q[s + 3 : s + 6] = qpos[a + 4 : a + 7]
             q[s + 6] = qpos[a + 3]
+        elif j.type is JointType.SPHERICAL:
+            q[s : s + 3] = qpos[a + 1 : a + 4]
+            q[s + 3] = qpos[a]
         elif j.type is JointType.REVOLUTE_UNBOUNDED:
             q[s : s + 2] = np.cos(qpos[a]), np.sin(qpos[a])
         else:
@@ -256,21 +268,19 @@ def q_from_qpos(model: Model, qpos) -> np.ndarray:
 
 
 def velocity_map(model: Model, q) -> np.ndarray:
-    """``T`` (nv, nv) with ``qvel = T v``: the base rotation on the free-flyer linear block, else I."""
+    """``T`` (nv, nv) with ``qvel = T v``: each free joint's rotation on its linear block, else I."""
     q = checks.configuration(model, q)
     T = np.eye(model.nv)
-    j = _free_joint(model)
-    if j is not None:
-        T[j.idx_v : j.idx_v + 3, j.idx_v : j.idx_v + 3] = _base_rotation(model, q)
+    for j in _free_joints(model):
+        T[j.idx_v : j.idx_v + 3, j.idx_v : j.idx_v + 3] = _free_rotation(j, q)
     return T
 
 
 def _rotate_base(model: Model, q: np.ndarray, x: np.ndarray, transpose: bool) -> np.ndarray:
-    """``x`` (nv, ...) with its free-flyer linear block multiplied by R (or Rᵀ)."""
+    """``x`` (nv, ...) with each free joint's linear block multiplied by its R (or Rᵀ)."""
     out = np.array(x, dtype=float)
-    j = _free_joint(model)
-    if j is not None:
-        R = _base_rotation(model, q)
+    for j in _free_joints(model):
+        R = _free_rotation(j, q)
         s = slice(j.idx_v, j.idx_v + 3)
         out[s] = (R.T if transpose else R) @ out[s]
     return out
@@ -291,10 +301,9 @@ def v_from_qvel(model: Model, q, qvel) -> np.ndarray:
 def _tdot_v(model: Model, q: np.ndarray, v: np.ndarray) -> np.ndarray:
     """``Ṫ v`` (nv,): ``R (ω × v_lin)`` on the free-flyer linear block, zero elsewhere (m/s²)."""
     out = np.zeros(model.nv)
-    j = _free_joint(model)
-    if j is not None:
+    for j in _free_joints(model):
         s = j.idx_v
-        out[s : s + 3] = _base_rotation(model, q) @ np.cross(v[s + 3 : s + 6], v[s : s + 3])
+        out[s : s + 3] = _free_rotation(j, q) @ np.cross(v[s + 3 : s + 6], v[s : s + 3])
     return out
 
 
@@ -421,6 +430,19 @@ def _add_body(
 def _add_joint(body, model: Model, k: int, R: np.ndarray, p: np.ndarray, position_limits: bool, armature) -> None:
     """Joint ``k`` in ``body``, its frame at ``(R, p)`` in the body frame."""
     j = model.joints[k]
+    if j.type is JointType.SPHERICAL:  # MuJoCo's ball turns the body about the anchor: frames must agree
+        if not np.allclose(R, np.eye(3), atol=1e-12):
+            raise ModelError(f"model {model.name!r}: ball joint {j.name!r} inside a chain of massless bodies")
+        joint = body.add_joint(name=j.name, type=mujoco.mjtJoint.mjJNT_BALL, pos=p)
+        joint.armature, joint.frictionloss = 0.0, 0.0
+        if armature is not None:
+            joint.armature = float(armature[j.idx_v])
+        joint.damping, joint.stiffness = np.zeros_like(joint.damping), np.zeros_like(joint.stiffness)
+        if position_limits and np.isfinite(j.max_angle):
+            joint.limited, joint.range = mujoco.mjtLimited.mjLIMITED_TRUE, [0.0, float(j.max_angle)]
+        else:
+            joint.limited = mujoco.mjtLimited.mjLIMITED_FALSE
+        return
     kind = mujoco.mjtJoint.mjJNT_SLIDE if j.type is JointType.PRISMATIC else mujoco.mjtJoint.mjJNT_HINGE
     joint = body.add_joint(name=j.name, type=kind, axis=R @ np.asarray(j.axis, dtype=float), pos=p)
     joint.armature, joint.frictionloss = 0.0, 0.0  # exact rigid-body dynamics: no added terms
@@ -439,20 +461,20 @@ def _add_joint(body, model: Model, k: int, R: np.ndarray, p: np.ndarray, positio
 def _add_actuators(spec, model: Model, torque_limits: bool, joints: Sequence[int] | None = None) -> None:
     for i in model.actuated if joints is None else joints:
         j = model.joints[i]
-        if j.nv != 1:
-            raise ModelError(
-                f"model {model.name!r}: joint {j.name!r} is actuated but the bridge only drives 1-dof joints"
-            )
-        act = spec.add_actuator(name=j.name, target=j.name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
-        act.gear = [1.0, 0, 0, 0, 0, 0]
-        act.gaintype, act.biastype = mujoco.mjtGain.mjGAIN_FIXED, mujoco.mjtBias.mjBIAS_NONE
-        act.dyntype = mujoco.mjtDyn.mjDYN_NONE
-        act.gainprm[:3] = [1.0, 0.0, 0.0]
-        effort = float(j.effort[0])
-        if torque_limits and np.isfinite(effort) and effort > 0:
-            act.ctrllimited, act.ctrlrange = mujoco.mjtLimited.mjLIMITED_TRUE, [-effort, effort]
-        else:
-            act.ctrllimited = mujoco.mjtLimited.mjLIMITED_FALSE
+        for k in range(j.nv):  # a ball joint: one motor per axis of its child frame
+            name = j.name if j.nv == 1 else f"{j.name}[{k}]"
+            act = spec.add_actuator(name=name, target=j.name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
+            gear = np.zeros(6)
+            gear[k] = 1.0
+            act.gear = gear
+            act.gaintype, act.biastype = mujoco.mjtGain.mjGAIN_FIXED, mujoco.mjtBias.mjBIAS_NONE
+            act.dyntype = mujoco.mjtDyn.mjDYN_NONE
+            act.gainprm[:3] = [1.0, 0.0, 0.0]
+            effort = float(j.effort[k])
+            if torque_limits and np.isfinite(effort) and effort > 0:
+                act.ctrllimited, act.ctrlrange = mujoco.mjtLimited.mjLIMITED_TRUE, [-effort, effort]
+            else:
+                act.ctrllimited = mujoco.mjtLimited.mjLIMITED_FALSE
 
 
 def _set_contact(geom, contact: ContactParameters) -> None:
@@ -677,7 +699,8 @@ class MujocoSim:
         timestep: integration step, s (MuJoCo's semi-implicit Euler: ``v += dt a; q ⊕= dt v``).
         floor: add a floor plane at z = 0 (default: for floating-base models).
         position_limits: joint ranges from the model's finite position limits.
-        torque_limits: clamp actuator commands to the model's effort limits.
+        torque_limits: clamp actuator commands to the model's effort limits (the URDF's ``effort``;
+            default), as a real robot's drives do; ``False``: apply any torque.
         contact: contact settings of soles and floor.
         scene: called with the ``mujoco.MjSpec`` before it is compiled, to add world geoms (terrain:
             :func:`wbc.sim.terrain.terrain_scene`, with ``floor=False``).
@@ -701,7 +724,7 @@ class MujocoSim:
         timestep: float = 1e-3,
         floor: bool | None = None,
         position_limits: bool = True,
-        torque_limits: bool = False,
+        torque_limits: bool = True,
         contact: ContactParameters = ContactParameters(),
         loops: LoopParameters = LoopParameters(),
         scene: Callable | None = None,
@@ -724,19 +747,115 @@ class MujocoSim:
             scene=scene,
         )
         try:
-            self.mjmodel = self.spec.compile()
+            mjmodel = self.spec.compile()
         except ValueError as e:
             raise ModelError(f"MuJoCo rejected the model {model.name!r}: {e}") from None
-        self.mjdata = mujoco.MjData(self.mjmodel)
+        geoms = {b.frame: (f"{b.frame}_contact",) for b in self.contact_boxes + self.contact_spheres}
+        self._setup(mjmodel, geoms, None)
         self._check_layout()
-        self._box_geoms = {
-            b.frame: self.mjmodel.geom(f"{b.frame}_contact").id for b in self.contact_boxes + self.contact_spheres
-        }
+        self.reset(neutral(self.tree) if self.cluster_model is None else self.cluster_model.neutral())
+
+    @classmethod
+    def from_mjcf(
+        cls,
+        source,
+        model: Model | ClusterModel | None = None,
+        *,
+        contact_geoms: Mapping[str, Sequence[str]] | None = None,
+        timestep: float | None = None,
+    ) -> MujocoSim:
+        """A simulation of the user's own MJCF, as written (see :mod:`wbc.sim.mjcf_scene`).
+
+        Its geoms, contacts, options, solver settings and passive forces are the file's; wbc's joint
+        torques reach MuJoCo through the file's torque motors (servos are replaced by torque motors,
+        with a :class:`~wbc.sim.mjcf_scene.ServoReplacedWarning`).
+
+        Args:
+            source: a path, MJCF text, a ``mujoco.MjSpec`` (copied) or a ``mujoco.MjModel``.
+            model: the wbc model of the file (default ``wbc.load_mjcf(source)``).
+            contact_geoms: for :meth:`contact_forces`, the file's geoms (names) whose contacts count
+                for each foot frame.
+            timestep: s, instead of the file's ``<option timestep>`` (the only setting changed).
+
+        Raises:
+            ModelError: a file MuJoCo rejects, or that wbc cannot represent. InputError: ``model`` is
+                not the file's, an unknown geom, a bad time step.
+        """
+        from ..model.mjcf import load_mjcf
+        from .mjcf_scene import user_scene
+
+        model = load_mjcf(source) if model is None else model
+        scene = user_scene(source, model)
+        self = cls.__new__(cls)
+        self.contact_boxes, self.contact_spheres = (), ()
+        self.model = model
+        self.cluster_model = model if isinstance(model, ClusterModel) else None
+        self.tree = model.tree if isinstance(model, ClusterModel) else model
+        self.spec = scene.spec
+        if timestep is not None:
+            if not (np.isfinite(timestep) and timestep > 0):
+                raise InputError(f"timestep must be positive and finite, got {timestep!r}")
+            if self.spec is None:
+                raise InputError(f"{scene.where}: a compiled MjModel's time step cannot be changed here")
+            self.spec.option.timestep = float(timestep)
+        try:
+            mjmodel = scene.mjmodel if self.spec is None else self.spec.compile()
+        except ValueError as e:
+            raise ModelError(f"{scene.where}: MuJoCo rejected the scene: {e}") from None
+        ctrl = np.zeros((mjmodel.nu, len(scene.drives)))
+        for k, drive in enumerate(scene.drives):
+            for key, c in drive:
+                ctrl[key if isinstance(key, int) else mjmodel.actuator(key).id, k] += c
+        self._setup(mjmodel, dict(contact_geoms or {}), ctrl)
+        adr, _ = _qpos_layout(self.tree)
+        for i, j in enumerate(self.tree.joints[1:], start=1):
+            if mjmodel.jnt_qposadr[i - 1] != adr[i] or mjmodel.jnt_dofadr[i - 1] != j.idx_v:
+                raise InputError(f"{scene.where}: joint {j.name!r} of {model.name!r} is not the file's")
+        q0 = q_from_qpos(self.tree, mjmodel.qpos0)
+        self.reset(
+            q0
+            if self.cluster_model is None
+            else self.cluster_model.spanning_configuration(self.cluster_model.independent_configuration(q0), q0)
+        )
+        return self
+
+    def _setup(self, mjmodel, contact_geoms: Mapping[str, Sequence[str]], ctrl: np.ndarray | None) -> None:
+        """Data, contact geoms, the body of each joint, the input map (None: one actuator per input)."""
+        self.mjmodel = mjmodel
+        self.mjdata = mujoco.MjData(mjmodel)
+        self._box_geoms: dict[str, tuple[int, ...]] = {}
+        for frame, names in contact_geoms.items():
+            self.tree.frame_id(frame)
+            try:
+                self._box_geoms[frame] = tuple(mjmodel.geom(n).id for n in names)
+            except KeyError:
+                raise InputError(f"contact geoms of {frame!r}: the scene has no geom among {list(names)}") from None
+        self._ctrl = ctrl
+        if ctrl is not None and ctrl.shape[1] != self.n_inputs:
+            raise ModelError(f"{self.model.name!r}: {ctrl.shape[1]} drives for {self.n_inputs} inputs (internal error)")
+        self._joint_body = self._bodies_of_joints()
         self._pushes: list[_Push] = []
         self._M = np.zeros((self.tree.nv, self.tree.nv))
         self._residuals = None if self.cluster_model is None else _residual_function(self.cluster_model)
         self._stale = True
-        self.reset(neutral(self.tree) if self.cluster_model is None else self.cluster_model.neutral())
+        self._warnings = dict.fromkeys(_BAD_STATE, 0)
+
+    def _bodies_of_joints(self) -> dict[int, int]:
+        """MuJoCo body of each tree joint whose frame is a body's (a generated scene: by the link's
+        name; a user's file: the body of the last of its joints)."""
+        m, out = self.mjmodel, {}
+        if self._ctrl is None:
+            for i, j in enumerate(self.tree.joints[1:], start=1):
+                try:
+                    out[i] = m.body(j.link).id
+                except KeyError:
+                    continue  # a massless body merged into its child
+            return out
+        for i in range(1, self.tree.njoints):
+            b = int(m.jnt_bodyid[i - 1])
+            if i - 1 == int(m.body_jntadr[b]) + int(m.body_jntnum[b]) - 1:
+                out[i] = b
+        return out
 
     @property
     def n_inputs(self) -> int:
@@ -842,9 +961,10 @@ class MujocoSim:
             InputError: wrong size, non-finite entries or entries beyond 1e10.
         """
         tau = checks.vector(tau, self.n_inputs, "tau")
-        if np.any(np.abs(tau) >= _MAX_VALUE):
+        ctrl = tau if self._ctrl is None else self._ctrl @ tau
+        if np.any(np.abs(ctrl) >= _MAX_VALUE):
             raise InputError(f"tau has entries beyond {_MAX_VALUE:g}, which MuJoCo would replace by zero")
-        self.mjdata.ctrl[:] = tau
+        self.mjdata.ctrl[:] = ctrl
         self._stale = True
 
     def step(self, n: int = 1) -> None:
@@ -970,7 +1090,7 @@ class MujocoSim:
         """Total contact force (3,) the floor exerts on each sole box and point foot, N, world axes."""
         self._fresh()
         out = {name: np.zeros(3) for name in self._box_geoms}
-        owner = {g: name for name, g in self._box_geoms.items()}
+        owner = {g: name for name, geoms in self._box_geoms.items() for g in geoms}
         f6 = np.zeros(6)
         d = self.mjdata
         for k in range(d.ncon):
@@ -1002,12 +1122,12 @@ class MujocoSim:
 
     def _mj_body(self, joint: int, frame: str) -> int:
         """MuJoCo's id of the body of tree joint ``joint`` (FrameError for a merged massless body)."""
-        link = self.tree.joints[joint].link
         try:
-            return self.mjmodel.body(link).id
+            return self._joint_body[joint]
         except KeyError:
             raise FrameError(
-                f"frame {frame!r} is on the massless body {link!r}, merged into its child in MuJoCo"
+                f"frame {frame!r} is on the massless body {self.tree.joints[joint].link!r}, which MuJoCo "
+                "merges into its child (or a joint inside a MuJoCo body)"
             ) from None
 
     def to_xml(self) -> str:
@@ -1048,4 +1168,4 @@ def _residual_function(cm: ClusterModel):
         others = [i for i in range(r.shape[0]) if i not in rows]
         loops += [r[i] for i in rows]
         couplings += [r[i] for i in others]
-    return ca.Function(f"residuals_{cm.name}", [y], [ca.vertcat(*loops, 0), ca.vertcat(*couplings, 0)])
+    return ca.Function("residuals", [y], [ca.vertcat(*loops, 0), ca.vertcat(*couplings, 0)])

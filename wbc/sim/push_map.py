@@ -424,7 +424,7 @@ def plot_walking(pm: PushMap, path: Path | str) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 4.2))
+    fig, ax = plt.subplots(figsize=(9.5, 4.2))
     ok = [r for r in pm.walking.results if r.ok]
     colors = {"left": "tab:green", "right": "tab:purple"}
     if ok:
@@ -452,7 +452,7 @@ def plot_walking(pm: PushMap, path: Path | str) -> Path:
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles))
     if unique:
-        ax.legend(unique.values(), unique.keys(), fontsize=8, loc="upper right")
+        ax.legend(unique.values(), unique.keys(), fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(alpha=0.3)
     fig.tight_layout()
     path = Path(path)

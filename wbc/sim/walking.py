@@ -47,6 +47,8 @@ from wbc import locomotion as loco
 from wbc.locomotion.sequencer import RISE_LOAD, TOUCHDOWN_LOAD, TOUCHDOWN_WINDOW, FootPhase, flat_foothold
 from wbc.sim import catalog
 from wbc.sim.catalog import LeggedRobot
+from wbc.sim.faults import Faults
+from wbc.sim.injection import inject
 from wbc.sim.mujoco import MujocoSim
 from wbc.sim.terrain import terrain_scene
 
@@ -324,6 +326,8 @@ class Walker:
             capsules (:func:`leg_collision_pairs`).
         recovery_tolerance: take a recovery step whose plan leaves at most this much of the DCM
             uncaptured, m (:class:`wbc.locomotion.GaitSequencer`).
+        faults: model errors, sensor noise, latency, actuator limits (:mod:`wbc.sim.faults`): the
+            controller and the CoM estimate of the stabilizer see the faulty robot.
     """
 
     def __init__(
@@ -342,6 +346,7 @@ class Walker:
         terrain: loco.Terrain | loco.TerrainKind | str | None = None,
         crossover: bool = False,
         recovery_tolerance: float = 0.0,
+        faults: Faults | None = None,
     ) -> None:
         self.spec = spec = catalog.legged_robot(robot, "walk")
         self.robot = spec.name
@@ -362,6 +367,9 @@ class Walker:
         else:
             self.sim = MujocoSim(model, boxes, floor=False, scene=terrain_scene(terrain))
         self.sim.reset(spec.q0)
+        self.faults = inject(faults, self.sim, model, dict(getattr(spec, "locked", ())))
+        if self.faults is not None:  # the controller's model and sensors, the motors (wbc.sim.injection)
+            self.sim, model = self.faults.sim, self.faults.controller_model
         self.frame = {loco.Foot.LEFT: spec.feet[0], loco.Foot.RIGHT: spec.feet[1]}
         self.contacts = {
             f: wbc.SurfaceContact(frame, spec.sole.length, spec.sole.width, mu=0.7, kp=self._contact_kp(contact_kp))
@@ -392,6 +400,8 @@ class Walker:
             ]
         self.controller = wbc.WholeBodyController(model, all_tasks, list(self.contacts.values()), limits=limits)
         self.controller.compile()
+        if self.faults is not None:
+            self.controller = self.faults.controller(self.controller)
         self.posture.set_target(self.controller.within_limits(spec.q0))
         self.weight = model.total_mass * loco.GRAVITY
         self.shape = loco.FootShape(spec.sole.length, spec.sole.width)
@@ -488,7 +498,10 @@ class Walker:
         return self.timeline
 
     def _com(self) -> tuple[np.ndarray, np.ndarray]:
-        """MuJoCo's CoM (3,) and CoM velocity (3,) at the current state."""
+        """MuJoCo's CoM (3,) and CoM velocity (3,) at the current state (with faults, the
+        controller's estimate: :meth:`wbc.sim.injection.Injection.center_of_mass`)."""
+        if self.faults is not None:
+            return self.faults.center_of_mass()
         self.sim.forward()
         m, d = self.sim.mjmodel, self.sim.mjdata
         mujoco.mj_subtreeVel(m, d)
@@ -788,6 +801,7 @@ def stand_and_push(
     crossover: bool = False,
     recovery_tolerance: float = 0.0,
     clip_zmp: bool = False,
+    faults: Faults | None = None,
 ):
     """Stand, push the pelvis with ``force`` (3,) N over ``push_length`` s at ``push_time``, recover
     by stepping when the capture point leaves the feet (unless ``recover`` is False); returns
@@ -804,6 +818,7 @@ def stand_and_push(
         clip_zmp=clip_zmp,
         crossover=crossover,
         recovery_tolerance=recovery_tolerance,
+        faults=faults,
     )
     pushes = [(push_time, np.asarray(force, float), push_length)]
     run = walker.run(duration, pushes=pushes, recover=recover, progress=False)

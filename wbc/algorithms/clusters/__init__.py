@@ -1,5 +1,7 @@
 """Algorithms for clustered models (kinematic loops and actuator transmissions, the cluster paper):
-C-RNEA, C-ABA, C-EFPA, the clustered IIM and the approximate, projected and Lagrange baselines."""
+C-RNEA, C-ABA, C-EFPA, the clustered IIM and the approximate, projected and Lagrange baselines.
+Numpy in, numpy out: ``wbc.cluster_rnea``, ... (compiled, :mod:`wbc.numeric`) and
+:mod:`wbc.eager` (uncompiled)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,6 @@ from .baselines import (
 )
 from .dynamics import ClusterArticulatedBodies, ClusterStructure, aba, nonlinear_effects, rnea
 from .kinematics import ClusterKinematics
-from .numeric import cluster_aba, cluster_delassus, cluster_input_matrix, cluster_jacobian, cluster_rnea
 from .operational import constraint_jacobian, efpa, iim
 
 __all__ = [
@@ -40,9 +41,4 @@ __all__ = [
     "projected_mass_matrix",
     "projected_efpa",
     "lagrange_aba",
-    "cluster_rnea",
-    "cluster_aba",
-    "cluster_delassus",
-    "cluster_input_matrix",
-    "cluster_jacobian",
 ]

@@ -5,7 +5,7 @@ inputs are plain vectors (``q`` (nq,), ``v`` (nv,), ...) and whose outputs are d
 shapes (a vector ``qdd`` (nv,), a matrix ``M`` (nv, nv) even when nv = 1). Compile it with
 :func:`wbc.codegen.compile_function`::
 
-    aba = wbc.codegen.compile_function(wbc.kernels.aba_function(model))
+    aba = wbc.codegen.compile_function(wbc.codegen.algorithm_functions.aba_function(model))
     qdd, = aba(q, v, tau)          # numpy in, numpy out (the kernel's buffers: copy to keep)
 
 The state is not validated here (kernels are the fast path); validate with :mod:`wbc.checks`

@@ -6,7 +6,7 @@ Each ``*_function(cm, ...)`` traces one algorithm for one :class:`~wbc.ClusterMo
 ``qdd`` (nv,), a matrix ``B̂`` (nv, n_actuated + m) even with one column). Compile with
 :func:`wbc.codegen.compile_function`::
 
-    aba = wbc.codegen.compile_function(wbc.cluster_kernels.c_aba_function(cm))
+    aba = wbc.codegen.compile_function(wbc.cluster_functions.c_aba_function(cm))
     (qdd,) = aba(y, v, tau)
 
 ``method`` of the inverse-dynamics, forward-dynamics and Delassus builders: ``"cluster"`` (C-RNEA,

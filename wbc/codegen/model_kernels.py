@@ -1,0 +1,536 @@
+"""The kernels of the compiled numeric API, one set per model: built on first use, memoized,
+bounded, freed with the model.
+
+:func:`kernels_of` gives the :class:`TreeKernels` (a :class:`~wbc.Model`) or
+:class:`ClusterKernels` (a :class:`~wbc.ClusterModel`) of a model: one dictionary lookup by the
+model's identity. The model is held weakly: when it is garbage-collected its entry, its kernels and
+their libraries go with it.
+
+Each function of :mod:`wbc.numeric` is one kernel per (model, function, options), traced from the
+same :class:`~wbc.algorithms.workspace.Workspace` expressions as :mod:`wbc.eager`, with a validity
+output (:func:`wbc.codegen.calls.validity`), compiled into the kernel cache and indexed by a
+fingerprint of the model, the function and its options (:mod:`wbc.codegen.index`): a later process
+loads it without tracing. It is called through :func:`wbc.codegen.calls.fast_call`.
+
+- Functions without options (``aba``, ``crba``, ...) are attributes, built by ``__getattr__`` on
+  first access and then plain attributes.
+- Frame functions: one kernel per (function, frame, reference frame), in :attr:`TreeKernels.frames`
+  keyed by ``(function, frame, id(reference))`` with the frame as the caller spelled it (a name or
+  an index; the same kernel under both) and the reference frame by identity (enum members live
+  forever; only valid ones are stored; hashing an enum member costs a Python call). Users query
+  few frames, each kernel is small (a chain of joints) and compiles in a fraction of a second; a
+  kernel computing every frame would cost every call the whole tree.
+- Constraint functions (Delassus, input matrices, cluster Jacobians): one kernel per (function,
+  method, constraints by value), in :attr:`ModelKernels.constrained`.
+
+Both dictionaries keep at most :data:`MAX_KEYS` keys; beyond, the oldest key is dropped (its kernel
+comes back from the disk cache, without tracing, if it is asked for again).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
+
+import casadi as ca
+import numpy as np
+
+from ..algorithms import dynamics
+from ..algorithms.clusters import dynamics as cluster_dynamics
+from ..algorithms.clusters import operational as cluster_operational
+from ..algorithms.clusters.kinematics import ClusterKinematics
+from ..algorithms.constraints import LinkConstraint, resolve
+from ..algorithms.workspace import Workspace
+from ..errors import InputError
+from ..model import checks
+from ..model.clusters import LOOP_TOLERANCE, ClusterModel, closed_configuration
+from ..model.model import Model
+from ..spatial.algebra import act_force
+from .calls import fast_call, validity
+from .fingerprint import fingerprint
+from .index import compile_indexed
+from .trace import trace
+
+__all__ = [
+    "kernels_of",
+    "ModelKernels",
+    "TreeKernels",
+    "ClusterKernels",
+    "NonFiniteForces",
+    "MAX_KEYS",
+    "LOOP_TOLERANCE",
+]
+
+#: How many (frame, reference) or (method, constraints) keys one model keeps kernels for.
+MAX_KEYS = 256
+
+_registry: dict[int, ModelKernels] = {}
+
+Shape = Callable[[Any], "int | tuple[int, int]"]
+
+
+def kernels_of(model) -> ModelKernels:
+    """The kernels of ``model`` (created empty on first use).
+
+    Raises:
+        InputError: ``model`` is neither a :class:`~wbc.Model` nor a :class:`~wbc.ClusterModel`.
+    """
+    found = _registry.get(id(model))
+    if found is not None:
+        return found
+    kind: type[ModelKernels]
+    if isinstance(model, Model):
+        kind = TreeKernels
+    elif isinstance(model, ClusterModel):
+        kind = ClusterKernels
+    else:
+        raise InputError(f"model must be a wbc.Model (or a wbc.ClusterModel), got {type(model).__name__}")
+    key = id(model)
+
+    def forget(_: weakref.ref) -> None:
+        _registry.pop(key, None)
+
+    entry = kind(weakref.ref(model, forget))
+    _registry[key] = entry
+    return entry
+
+
+class _Function:
+    """What one kernel computes: ``compute(model, *inputs)`` on symbols, its inputs (names whose
+    sizes :meth:`ModelKernels._size` knows) and its output (name, shape of ``model``)."""
+
+    __slots__ = ("compute", "inputs", "output", "shape")
+
+    def __init__(self, inputs: tuple[str, ...], output: str, shape: Shape, compute: Callable) -> None:
+        self.inputs, self.output, self.shape, self.compute = inputs, output, shape, compute
+
+
+def _nv(model) -> int:
+    return model.nv
+
+
+def _nv_square(model) -> tuple[int, int]:
+    return (model.nv, model.nv)
+
+
+def _three(model) -> int:
+    return 3
+
+
+def _six(model) -> int:
+    return 6
+
+
+def _body_forces(model: Model, F) -> dict[int, Any]:
+    """The columns of ``F`` (6, njoints) as the body-force map of :mod:`wbc.algorithms.dynamics`."""
+    return {i: F[:, i] for i in range(1, model.njoints)}
+
+
+def _aba_fext(model: Model, q, v, tau, F):
+    ws = Workspace(model, q, v)
+    return dynamics.aba(model, q, v, tau, _body_forces(model, F), kin=ws.kinematics, bodies=ws.bodies)
+
+
+def _rnea_fext(model: Model, q, v, a, F):
+    return dynamics.rnea(model, q, v, a, _body_forces(model, F), kin=Workspace(model, q, v).kinematics)
+
+
+_TREE_FUNCTIONS: dict[str, _Function] = {
+    "rnea": _Function(("q", "v", "a"), "tau", _nv, lambda m, q, v, a: Workspace(m, q, v).rnea(a)),
+    "rnea_fext": _Function(("q", "v", "a", "fext"), "tau", _nv, _rnea_fext),
+    "nonlinear_effects": _Function(("q", "v"), "h", _nv, lambda m, q, v: Workspace(m, q, v).nonlinear_effects()),
+    "crba": _Function(("q",), "M", _nv_square, lambda m, q: Workspace(m, q).crba()),
+    "aba": _Function(("q", "v", "tau"), "qdd", _nv, lambda m, q, v, tau: Workspace(m, q, v).aba(tau)),
+    "aba_fext": _Function(("q", "v", "tau", "fext"), "qdd", _nv, _aba_fext),
+    "free_acceleration": _Function(("q", "v"), "a0", _nv, lambda m, q, v: Workspace(m, q, v).free_acceleration()),
+    "center_of_mass": _Function(("q",), "com", _three, lambda m, q: Workspace(m, q).center_of_mass()),
+    "com_velocity": _Function(("q", "v"), "vcom", _three, lambda m, q, v: Workspace(m, q, v).com_velocity()),
+    "com_jacobian": _Function(("q",), "Jcom", lambda m: (3, m.nv), lambda m, q: Workspace(m, q).com_jacobian()),
+    "com_drift": _Function(("q", "v"), "acom", _three, lambda m, q, v: Workspace(m, q, v).com_drift()),
+    "centroidal_map": _Function(("q",), "Ag", lambda m: (6, m.nv), lambda m, q: Workspace(m, q).centroidal_map()),
+    "centroidal_drift": _Function(("q", "v"), "dhg", _six, lambda m, q, v: Workspace(m, q, v).centroidal_drift()),
+    "centroidal_momentum": _Function(("q", "v"), "hg", _six, lambda m, q, v: Workspace(m, q, v).centroidal_momentum()),
+}
+
+_CLUSTER_FUNCTIONS: dict[str, _Function] = {
+    "cluster_rnea": _Function(("y", "v", "a"), "tau", _nv, lambda cm, y, v, a: cluster_dynamics.rnea(cm, y, v, a)),
+    "cluster_aba": _Function(("y", "v", "tau"), "qdd", _nv, lambda cm, y, v, tau: cluster_dynamics.aba(cm, y, v, tau)),
+}
+
+
+class ModelKernels:
+    """The compiled functions of one model (see the module docstring).
+
+    Attributes:
+        constrained: ``(function, method, constraints) -> call`` of the constraint functions.
+    """
+
+    _FUNCTIONS: ClassVar[dict[str, _Function]] = {}
+    _KIND = ""  # what the model is, for messages
+
+    def __init__(self, model: weakref.ref) -> None:
+        self._model = model
+        self._fingerprint: list[str | None] = []
+        self.constrained: dict[tuple, Callable[..., np.ndarray]] = {}
+        self.frames: dict[tuple, Callable[..., np.ndarray]] = _NotApplicable(self._KIND)
+
+    def frame_function(self, what: str, frame, reference) -> Callable[..., np.ndarray]:
+        """See :meth:`TreeKernels.frame_function`."""
+        raise InputError(f"the frame functions do not apply to a {self._KIND}")
+
+    def constrained_function(self, what: str, constraints, method) -> Callable[..., np.ndarray]:
+        """See :meth:`TreeKernels.constrained_function` and :meth:`ClusterKernels.constrained_function`."""
+        raise NotImplementedError
+
+    def body_forces(self, fext: Mapping) -> np.ndarray:
+        """See :meth:`TreeKernels.body_forces`."""
+        raise InputError(f"external forces do not apply to a {self._KIND}")
+
+    def check_forces(self, fext: Mapping) -> None:
+        """See :meth:`TreeKernels.check_forces`."""
+
+    def __getattr__(self, name: str) -> Callable[..., np.ndarray]:
+        """Builds a function without options on its first use (afterwards a plain attribute)."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        function = self._FUNCTIONS.get(name)
+        if function is None:
+            raise InputError(f"{name} does not apply to a {self._KIND}")
+        call = self._compile(name, function, (), name)
+        setattr(self, name, call)
+        return call
+
+    @property
+    def model(self):
+        """The model (alive: it is the caller's argument)."""
+        return self._model()
+
+    def _size(self, name: str) -> int | tuple[int, int]:
+        raise NotImplementedError
+
+    def _validate_input(self, name: str, x) -> np.ndarray:
+        raise NotImplementedError
+
+    def _model_fingerprint(self) -> str | None:
+        raise NotImplementedError
+
+    def _residuals(self, q) -> list:
+        return []
+
+    def _compile(
+        self, name: str, function: _Function, options: tuple, label: str, frame_like: object = None
+    ) -> Callable[..., np.ndarray]:
+        """Trace (or find by fingerprint) and compile ``function``, wrapped by :func:`fast_call`."""
+        model = self.model
+        tree = model.tree if isinstance(model, ClusterModel) else model  # whose configuration is the first input
+        sizes = [(x, self._size(x)) for x in function.inputs]
+        shape = function.shape(model)
+
+        def build(*xs):
+            return [function.compute(model, *xs), validity(tree, xs, self._residuals(xs[0]), LOOP_TOLERANCE)]
+
+        def make():
+            traced = trace(f"wbc_{label}_{model.name}", sizes, build, [(function.output, shape), ("check", 1)])
+            return traced, True, True
+
+        fp = self._model_fingerprint()
+        key = None if fp is None else fingerprint("wbc.numeric", name, fp, options)
+        kernel, _, _ = compile_indexed(f"numeric_{name}", key, make, lambda record: True if record is True else None)
+        return fast_call(kernel, self._validator(function.inputs))
+
+    def _validator(self, names: tuple[str, ...]) -> Callable[..., tuple]:
+        """``validate(*args)``: the arguments checked (the eager API's errors) and converted."""
+        validate_input = self._validate_input
+
+        def validate(*args):
+            return tuple(validate_input(name, x) for name, x in zip(names, args))
+
+        return validate
+
+    def _remember(self, table: dict, keys: Sequence, call) -> None:
+        for key in keys:
+            table[key] = call
+        while len(table) > MAX_KEYS:
+            del table[next(iter(table))]
+
+
+class TreeKernels(ModelKernels):
+    """The compiled functions of a :class:`~wbc.Model`.
+
+    Attributes:
+        frames: ``(function, frame, reference) -> call`` of the frame functions.
+    """
+
+    _FUNCTIONS = _TREE_FUNCTIONS
+    _KIND = "wbc.Model (it takes a wbc.ClusterModel)"
+
+    def __init__(self, model: weakref.ref) -> None:
+        super().__init__(model)
+        self.frames = {}
+        self._force_maps: dict[object, tuple[np.ndarray, int]] = {}
+
+    def _size(self, name: str) -> int | tuple[int, int]:
+        model = self.model
+        if name == "q":
+            return model.nq
+        if name == "fext":
+            return (6, model.njoints)
+        return model.nv
+
+    def _validate_input(self, name: str, x) -> np.ndarray:
+        if name == "q":
+            return checks.configuration(self.model, x)
+        if name == "fext":  # made by body_forces: shaped, maybe not finite
+            if not np.all(np.isfinite(x)):
+                raise NonFiniteForces("fext has non-finite wrenches")
+            return x
+        return checks.vector(x, self.model.nv, name)
+
+    def _model_fingerprint(self) -> str | None:
+        if not self._fingerprint:
+            self._fingerprint.append(fingerprint(self.model))
+        return self._fingerprint[0]
+
+    # ----------------------------------------------------------------------------- frames
+    def frame_function(self, what: str, frame, reference) -> Callable[..., np.ndarray]:
+        """The call of frame function ``what`` (``"placement"``, ``"jacobian"``, ``"velocity"``,
+        ``"drift"``) for ``frame`` (name or index) in ``reference``, built if needed.
+
+        Raises:
+            FrameError: an unknown frame name.
+            InputError: a frame index out of range, a reference that is not a ReferenceFrame.
+        """
+        model = self.model
+        index = checks.frame_index(model, frame)
+        canonical = (what, index, id(reference))
+        call = self.frames.get(canonical)
+        if call is None:
+            call = self._compile(
+                f"frame_{what}",
+                _frame_function(what, index, reference),
+                (index, reference),
+                f"frame_{what}_{index}_{getattr(reference, 'name', 'none').lower()}",
+            )
+        keys = [canonical, (what, frame, id(reference))] if _hashable(frame) else [canonical]
+        self._remember(self.frames, keys, call)
+        return call
+
+    # ----------------------------------------------------------------------------- constraints
+    def constrained_function(self, what: str, constraints, method) -> Callable[..., np.ndarray]:
+        """The call of ``what`` (``"delassus"``, ``"input_matrix"``) for ``constraints`` by ``method``.
+
+        Raises:
+            FrameError, InputError, ModelError: as the eager API (unknown frames, bad constraints or
+                methods, no constraint for a Delassus matrix, joints that move no mass).
+        """
+        from ..algorithms.delassus import DelassusMethod
+        from ..algorithms.iim import InputMatrixMethod
+
+        if what not in ("delassus", "input_matrix"):
+            raise InputError(f"wbc.{what} takes a wbc.ClusterModel, got a wbc.Model")
+        given = method
+        method = checks.option(DelassusMethod if what == "delassus" else InputMatrixMethod, method, "method")
+        key = _constraints_key(constraints)
+        canonical = None if key is None else (what, method, key)
+        call = self.constrained.get(canonical) if canonical is not None else None
+        if call is None:
+            resolved = resolve(self.model, constraints)
+            if what == "delassus" and not resolved:
+                raise InputError("the Delassus matrix needs at least one constraint")
+            call = self._compile(what, _constraint_function(what, constraints, method), (method, key), what)
+        if canonical is not None:
+            self._remember(self.constrained, _keys(canonical, what, constraints, given), call)
+        return call
+
+    # ----------------------------------------------------------------------------- external forces
+    def body_forces(self, fext: Mapping) -> np.ndarray:
+        """``{frame: LOCAL wrench (6,)}`` as one spatial force per body in its joint frame (6, njoints).
+
+        Shapes and frames are checked here, finiteness by the kernel (then :meth:`check_forces`
+        names the wrench).
+        """
+        if type(fext) is not dict and not isinstance(fext, Mapping):
+            raise InputError("fext must be a mapping {frame name: wrench (6,)}")
+        F = np.zeros((self.model.njoints, 6))  # row j: body j's wrench; F.T is the kernel's column-major input
+        maps = self._force_maps
+        for frame, wrench in fext.items():
+            try:
+                X, joint = maps[frame]
+            except (KeyError, TypeError):
+                X, joint = self._force_map(frame)
+            if type(wrench) is not np.ndarray or wrench.shape != (6,):
+                wrench = checks.vector(wrench, 6, f"fext[{frame!r}]")
+            row = F[joint]
+            row += X.dot(wrench)
+        F[0] = 0.0  # a force on the ground does nothing
+        return F.T
+
+    def check_forces(self, fext: Mapping) -> None:
+        """Raises the :class:`~wbc.errors.InputError` naming a wrench of ``fext`` that is not finite."""
+        for frame, wrench in fext.items():
+            checks.vector(wrench, 6, f"fext[{frame!r}]")
+
+    def _force_map(self, frame) -> tuple[np.ndarray, int]:
+        model = self.model
+        f = model.frames[checks.frame_index(model, frame)]
+        found = (np.array(ca.DM(act_force(f.placement, ca.DM.eye(6)))), f.joint)
+        if len(self._force_maps) < MAX_KEYS and _hashable(frame):
+            self._force_maps[frame] = found
+        return found
+
+
+class _NotApplicable(dict):
+    """The frame table of a model the frame functions do not apply to: every lookup says so."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        self.kind = kind
+
+    def __getitem__(self, key):
+        raise InputError(f"the frame functions do not apply to a {self.kind}")
+
+
+class NonFiniteForces(InputError):
+    """The external forces given to a kernel are not finite (which one: :meth:`TreeKernels.check_forces`)."""
+
+
+class ClusterKernels(ModelKernels):
+    """The compiled functions of a :class:`~wbc.ClusterModel` (positions ``y``: spanning tree)."""
+
+    _FUNCTIONS = _CLUSTER_FUNCTIONS
+    _KIND = "wbc.ClusterModel (it takes a wbc.Model: use cm.tree with a spanning configuration)"
+
+    def _size(self, name: str) -> int | tuple[int, int]:
+        cm = self.model
+        return cm.tree.nq if name == "y" else cm.nv
+
+    def _validate_input(self, name: str, x) -> np.ndarray:
+        cm = self.model
+        return closed_configuration(cm, x) if name == "y" else checks.vector(x, cm.nv, name)
+
+    def _model_fingerprint(self) -> str | None:
+        if not self._fingerprint:
+            cm = self.model  # the constructor's arguments: everything else is computed from them
+            self._fingerprint.append(fingerprint("ClusterModel", cm.tree, cm.clusters, cm.name, cm.urdf, cm.armature))
+        return self._fingerprint[0]
+
+    def _residuals(self, y) -> list:
+        cm = self.model
+        return [c.residual(cm.cluster_coordinates(k, y)) for k, c in enumerate(cm.infos) if c.residual is not None]
+
+    def constrained_function(self, what: str, constraints, method) -> Callable[..., np.ndarray]:
+        """The call of ``what`` (``"cluster_delassus"``, ``"cluster_input_matrix"``,
+        ``"cluster_jacobian"``) for ``constraints``."""
+        if not what.startswith("cluster_"):
+            raise InputError(f"wbc.{what} takes a wbc.Model, got a wbc.ClusterModel (use cm.tree)")
+        key = _constraints_key(constraints)
+        canonical = None if key is None else (what, None, key)
+        call = self.constrained.get(canonical) if canonical is not None else None
+        if call is None:
+            cm = self.model
+            resolved = resolve(cm.tree, constraints)
+            if what == "cluster_delassus" and not resolved:
+                raise InputError("the Delassus matrix needs at least one constraint")
+            call = self._compile(what, _cluster_constraint_function(what, cm, resolved), (key,), what)
+        if canonical is not None:
+            self._remember(self.constrained, _keys(canonical, what, constraints, None), call)
+        return call
+
+
+# --------------------------------------------------------------------------------- helpers
+def _frame_function(what: str, index: int, reference) -> _Function:
+    if what == "placement":
+
+        def placement(m, q):
+            M = Workspace(m, q).frame_placement(index)
+            return ca.vertcat(ca.horzcat(M.R, M.p), ca.DM([[0.0, 0.0, 0.0, 1.0]]))
+
+        return _Function(("q",), "oMf", lambda m: (4, 4), placement)
+    if what == "jacobian":
+        return _Function(
+            ("q",), "J", lambda m: (6, m.nv), lambda m, q: Workspace(m, q).frame_jacobian(index, reference)
+        )
+    if what == "velocity":
+        return _Function(
+            ("q", "v"), "velocity", _six, lambda m, q, v: Workspace(m, q, v).frame_velocity(index, reference)
+        )
+    return _Function(("q", "v"), "drift", _six, lambda m, q, v: Workspace(m, q, v).frame_drift(index, reference))
+
+
+def _constraint_function(what: str, constraints, method) -> _Function:
+    constraints = list(constraints)
+    if what == "delassus":
+        m = sum(c.dim for c in constraints)
+        return _Function(
+            ("q",), "delassus", lambda _: (m, m), lambda mod, q: Workspace(mod, q).delassus(constraints, method)
+        )
+    return _Function(
+        ("q",),
+        "Bhat",
+        lambda mod: (mod.nv, mod.n_actuated + sum(c.dim for c in constraints)),
+        lambda mod, q: Workspace(mod, q).input_matrix(constraints, method),
+    )
+
+
+def _cluster_constraint_function(what: str, cm: ClusterModel, resolved) -> _Function:
+    m = sum(c.dim for c in resolved)
+    if what == "cluster_delassus":
+        return _Function(
+            ("y",),
+            "delassus",
+            lambda _: (m, m),
+            lambda c, y: cluster_operational.efpa(c, ClusterKinematics(c, y), resolved),
+        )
+    if what == "cluster_input_matrix":
+        return _Function(
+            ("y",),
+            "Bhat",
+            lambda c: (c.nv, c.n_actuated + m),
+            lambda c, y: cluster_operational.iim(c, ClusterKinematics(c, y), resolved),
+        )
+    return _Function(
+        ("y",),
+        "J",
+        lambda c: (m, c.nv),
+        lambda c, y: cluster_operational.constraint_jacobian(c, ClusterKinematics(c, y), resolved),
+    )
+
+
+def _hashable(x) -> bool:
+    try:
+        hash(x)
+    except TypeError:
+        return False
+    return True
+
+
+def _constraints_key(constraints) -> tuple | None:
+    """``constraints`` by value (a :class:`LinkConstraint` by its frame, rows and reference), or
+    None when they are not a sequence of hashable things (then nothing is memoized)."""
+    try:
+        items = tuple(constraints)
+    except TypeError:
+        return None
+    key: list = []
+    for c in items:
+        if isinstance(c, LinkConstraint):
+            try:
+                rows = np.asarray(c.rows, dtype=float)
+            except (TypeError, ValueError):
+                return None
+            key.append(("LinkConstraint", c.frame, rows.shape, rows.tobytes(), c.reference))
+        else:
+            key.append(c)
+    key_tuple = tuple(key)
+    return key_tuple if _hashable(key_tuple) else None
+
+
+def _keys(canonical: tuple, what: str, constraints, method) -> list[tuple]:
+    """The keys a constraint function is remembered under: by value, and as the caller spelled it
+    (unless a LinkConstraint's rows, an array the caller could change in place, are part of it)."""
+    keys = [canonical]
+    items = tuple(constraints)
+    if not any(isinstance(c, LinkConstraint) for c in items) and _hashable((what, method, items)):
+        keys.append((what, method, items))
+    return keys
