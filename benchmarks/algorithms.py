@@ -80,7 +80,7 @@ import numpy as np
 
 import wbc
 from benchmarks import pinocchio_adapter as oracle
-from benchmarks.harness import Record, interleaved_medians
+from benchmarks.harness import Record, choice_list, interleaved_medians
 from wbc import robots
 from wbc.algorithms.constraints import Constraint, ResolvedConstraint, resolve
 from wbc.algorithms.delassus import delassus_matrix
@@ -995,24 +995,9 @@ def plot_fig3(records: Sequence[Record], path: Path) -> None:
     for b, shade in zip(branches, shades):
         table = _ops_table([r for r in rows if r["branches"] == b])
         xs = sorted(table)
-        ax.plot(
-            xs,
-            [table[x]["pv-osim"] / table[x]["pv-osimr"] for x in xs],
-            "-",
-            color=shade,
-            marker="o",
-            ms=3,
-            label=f"PV-OSIM / PV-OSIMr, b={b}",
-        )
-        ax.plot(
-            xs,
-            [table[x]["efpa"] / table[x]["pv-osimr"] for x in xs],
-            ":",
-            color=shade,
-            marker="x",
-            ms=4,
-            label=f"EFPA / PV-OSIMr, b={b}",
-        )
+        for method, label, style, marker, size in (("pv-osim", "PV-OSIM", "-", "o", 3), ("efpa", "EFPA", ":", "x", 4)):
+            ratios = [table[x][method] / table[x]["pv-osimr"] for x in xs]
+            ax.plot(xs, ratios, style, color=shade, marker=marker, ms=size, label=f"{label} / PV-OSIMr, b={b}")
     ax.axhline(1.0, color="k", lw=0.8)
     ax.set_title("op-count ratios to PV-OSIMr")
     ax.set_xlabel("links in the stem L")
@@ -1277,11 +1262,7 @@ def run(experiments: Sequence[str], settings: Settings, emit: Emit, log: Log) ->
 
 
 def _experiment_list(text: str) -> list[str]:
-    chosen = [n.strip() for n in text.split(",") if n.strip()]
-    unknown = [n for n in chosen if n not in EXPERIMENTS]
-    if not chosen or unknown:
-        raise argparse.ArgumentTypeError(f"unknown experiment(s) {unknown or text!r}; known: {', '.join(EXPERIMENTS)}")
-    return chosen
+    return choice_list(text, list(EXPERIMENTS), "experiment")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

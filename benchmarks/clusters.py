@@ -55,7 +55,8 @@ from benchmarks import pinocchio_adapter as oracle
 from benchmarks.harness import Record, calls_per_block, interleaved_blocks, median, relative_spread
 from wbc.codegen import cluster_functions as ck
 from wbc.codegen.kernel import Kernel, compile_function
-from wbc.robots import transmissions as robots
+from wbc.robots import RobotSpec
+from wbc.robots import clustered as robots
 
 EXPERIMENTS = ("tables", "fig11", "fig13", "pinocchio")
 
@@ -136,7 +137,7 @@ Log = Callable[[str], None]
 Emit = Callable[[Record], None]
 
 
-def _table_robots(quick: bool) -> list[tuple[str, Callable[[], robots.ClusterRobot]]]:
+def _table_robots(quick: bool) -> list[tuple[str, Callable[[], RobotSpec]]]:
     out = [
         ("GT", lambda: robots.geared_chain(12)),
         ("PBT", lambda: robots.belt_chain(12)),
@@ -147,6 +148,28 @@ def _table_robots(quick: bool) -> list[tuple[str, Callable[[], robots.ClusterRob
         ("g1_parallel_ankle", robots.g1_parallel_ankle),
     ]
     return out[:3] if quick else out
+
+
+def _pinocchio_records(case: str, k: Kernel, times: dict, err, emit: Emit) -> list[Record]:
+    """The records (emitted) of one C-ABA against Pinocchio comparison: ``times`` method -> (µs,
+    spread), ``"c-aba"`` wbc's, the others Pinocchio's (with their ratio to it)."""
+    records = []
+    for m, (us, spread) in times.items():
+        rec = {
+            "experiment": "pinocchio",
+            "case": case,
+            "method": m,
+            "ops": k.n_instructions if m == "c-aba" else None,
+            "wbc_us": round(us, 3) if m == "c-aba" else None,
+            "pinocchio_us": None if m == "c-aba" else round(us, 3),
+            "spread": round(spread, 3),
+            "max_error": err,
+        }
+        if m != "c-aba":
+            rec["ratio"] = round(times["c-aba"][0] / us, 3)
+        emit(rec)
+        records.append(rec)
+    return records
 
 
 def _kernel(function, log: Log) -> Kernel:
@@ -324,21 +347,7 @@ def run_pinocchio(settings, emit: Emit, log: Log) -> list[Record]:
             err = None
         times = _time(sides, settings.rounds, settings.block_ms)
         case = f"g1_parallel_ankle{'' if geared else '_rotor_free'}"
-        for m, (us, spread) in times.items():
-            rec = {
-                "experiment": "pinocchio",
-                "case": case,
-                "method": m,
-                "ops": k.n_instructions if m == "c-aba" else None,
-                "wbc_us": round(us, 3) if m == "c-aba" else None,
-                "pinocchio_us": None if m == "c-aba" else round(us, 3),
-                "spread": round(spread, 3),
-                "max_error": err,
-            }
-            if m != "c-aba":
-                rec["ratio"] = round(times["c-aba"][0] / us, 3)
-            emit(rec)
-            records.append(rec)
+        records += _pinocchio_records(case, k, times, err, emit)
     # MIT Humanoid: constraintDynamics on the spanning tree (couplings not expressible) and C-ABA
     robot = robots.mit_humanoid()
     cm = robot.model
@@ -371,21 +380,7 @@ def run_pinocchio(settings, emit: Emit, log: Log) -> list[Record]:
         "pin.aba (spanning tree, no couplings)": lambda pd=pm_data: pin.aba(pm, pd, y, yd, tau),
     }
     times = _time(sides, settings.rounds, settings.block_ms)
-    for m, (us, spread) in times.items():
-        rec = {
-            "experiment": "pinocchio",
-            "case": "mit_humanoid",
-            "method": m,
-            "ops": k.n_instructions if m == "c-aba" else None,
-            "wbc_us": round(us, 3) if m == "c-aba" else None,
-            "pinocchio_us": None if m == "c-aba" else round(us, 3),
-            "spread": round(spread, 3),
-            "max_error": err,
-        }
-        if m != "c-aba":
-            rec["ratio"] = round(times["c-aba"][0] / us, 3)
-        emit(rec)
-        records.append(rec)
+    records += _pinocchio_records("mit_humanoid", k, times, err, emit)
     # Mini Cheetah: the exact route through Pinocchio's mimic joints (CRBA + bias + Cholesky)
     robot = robots.mini_cheetah()
     cm = robot.model
@@ -407,21 +402,7 @@ def run_pinocchio(settings, emit: Emit, log: Log) -> list[Record]:
 
     err = _check("Mini Cheetah C-ABA vs mimic", k(y, v, t)[0][vorder], mimic_fd())
     times = _time({"c-aba": _bind(k, y, v, t), "mimic crba+nle+cholesky": mimic_fd}, settings.rounds, settings.block_ms)
-    for m, (us, spread) in times.items():
-        rec = {
-            "experiment": "pinocchio",
-            "case": "mini_cheetah",
-            "method": m,
-            "ops": k.n_instructions if m == "c-aba" else None,
-            "wbc_us": round(us, 3) if m == "c-aba" else None,
-            "pinocchio_us": None if m == "c-aba" else round(us, 3),
-            "spread": round(spread, 3),
-            "max_error": err,
-        }
-        if m != "c-aba":
-            rec["ratio"] = round(times["c-aba"][0] / us, 3)
-        emit(rec)
-        records.append(rec)
+    records += _pinocchio_records("mini_cheetah", k, times, err, emit)
     return records
 
 

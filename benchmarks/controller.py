@@ -37,7 +37,7 @@ import numpy as np
 
 import wbc
 from wbc import robots, tasks
-from wbc.control.fastpath import INFEASIBLE
+from wbc.control.shortcut import INFEASIBLE
 
 #: The two force models of a rectangular sole, by their command-line names.
 CONTACT_MODELS = {"wrench": wbc.SurfaceContact, "corners": wbc.SurfaceCornersContact}
@@ -121,7 +121,7 @@ def run(
         t_kernel[i] = cmd.timings["kernel"]
         t_qp[i] = cmd.timings["qp"]
         failures += cmd.status is not wbc.StepStatus.OPTIMAL
-        fast = ctrl._fused  # after the timing: did the minimizer under the equalities break a row?
+        fast = ctrl._plan.shortcut  # after the timing: did the minimizer under the equalities break a row?
         binding += fast is not None and fast(ctrl.regularization) == INFEASIBLE
         v_mean = v + 0.5 * dt * cmd.qdd
         v = v + dt * cmd.qdd
@@ -301,6 +301,11 @@ def _limits_main(args) -> int:
             summary[f"ratio_without_to_{name}"] = round(
                 float(np.median(np.array(per_round["without"]) / per_round[name])), 3
             )
+    return _finish(args, lines, summary)
+
+
+def _finish(args, lines: list[dict], summary: dict) -> int:
+    """Print the runs' lines and the summary (JSON lines with ``--json``)."""
     lines.append(summary)
     if args.json:
         for line in lines:
@@ -334,14 +339,7 @@ def _levels_main(args) -> int:
         "step_us_median_per_round": {str(n): v for n, v in per_round.items()},
         "ratio_to_first": {str(n): round(float(np.median(np.array(v) / first)), 3) for n, v in per_round.items()},
     }
-    lines.append(summary)
-    if args.json:
-        for line in lines:
-            print(json.dumps(line))
-        return 0
-    _print_lines([x for x in lines if "step_us_median" in x])
-    print(json.dumps(summary))
-    return 0
+    return _finish(args, lines, summary)
 
 
 if __name__ == "__main__":

@@ -60,7 +60,7 @@ import numpy as np
 
 import wbc
 from benchmarks import pinocchio_adapter as oracle
-from benchmarks.harness import Record, interleaved_blocks, relative_spread
+from benchmarks.harness import Record, choice_list, interleaved_blocks, relative_spread
 from wbc import robots
 from wbc.codegen import Kernel, compile_function
 
@@ -421,11 +421,7 @@ def _positive_int(text: str) -> int:
 
 
 def _robot_list(text: str) -> list[str]:
-    chosen = [n.strip() for n in text.split(",") if n.strip()]
-    unknown = [n for n in chosen if n not in robots.names()]
-    if not chosen or unknown:
-        raise argparse.ArgumentTypeError(f"unknown robot(s) {unknown or text!r}; known: {', '.join(robots.names())}")
-    return chosen
+    return choice_list(text, robots.names(robots.RobotKind.TREE), "robot")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

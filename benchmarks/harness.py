@@ -8,6 +8,7 @@ the per-round ratios says how far the machine's drift moved a ratio (above ~0.1:
 
 from __future__ import annotations
 
+import argparse
 import gc
 import statistics
 import time
@@ -93,6 +94,16 @@ def relative_spread(samples: Sequence[float]) -> float:
         return 0.0
     q1, _, q3 = statistics.quantiles(samples, n=4, method="inclusive")
     return (q3 - q1) / statistics.median(samples)
+
+
+def choice_list(text: str, known: Sequence[str], what: str) -> list[str]:
+    """The comma-separated names of ``text``, each one of ``known`` (an argparse type: refuses an
+    empty list or an unknown name, naming ``what`` and the known names)."""
+    chosen = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in chosen if n not in known]
+    if not chosen or unknown:
+        raise argparse.ArgumentTypeError(f"unknown {what}(s) {unknown or text!r}; known: {', '.join(known)}")
+    return chosen
 
 
 def time_sides(sides: dict[str, Call], rounds: int, block_ms: float) -> dict[str, tuple[float, float]]:

@@ -16,7 +16,7 @@ Experiments (``--only``, all by default):
   4 point closures, 12 rows): the recursion with its Schur complement, C-ABA, Pinocchio's
   ``constraintDynamics``; the MIT humanoid (rotor couplings): the recursion and C-ABA. Every side's
   result is checked against its anchor before timing.
-* ``loops``: ``wbc.robots.transmissions.rod_chain(24, k)``, a 24-link chain braced by ``k`` rods,
+* ``loops``: ``wbc.robots.clustered.rod_chain(24, k)``, a 24-link chain braced by ``k`` rods,
   ``3k`` loop-closure rows: ops and time of the recursion, C-ABA and ``constraintDynamics``, and
   the fill-in of the KKT factorization (:mod:`wbc.algorithms.maximal.structure`: the recursion's order,
   each loop at the common ancestor of its bodies; loops last, the ``SCHUR`` variant; the natural order);
@@ -58,8 +58,8 @@ from wbc.codegen import Kernel, compile_function
 from wbc.codegen import algorithm_functions as tk
 from wbc.codegen import cluster_functions as ck
 from wbc.codegen.maximal_functions import maximal_function
+from wbc.robots import clustered as loops_robots
 from wbc.robots import synthetic
-from wbc.robots import transmissions as loops_robots
 
 Log = Callable[[str], None]
 Emit = Callable[[Record], None]

@@ -47,7 +47,7 @@ import numpy as np
 import wbc
 from benchmarks.harness import Record, calls_per_block, interleaved_blocks, relative_spread
 from wbc import robots
-from wbc.robots import transmissions
+from wbc.robots import RobotSpec, clustered
 
 RF = wbc.ReferenceFrame
 ROBOTS = ("talos", "panda")
@@ -212,13 +212,11 @@ def _pinocchio_calls(spec, q, v, tau, z, frame, constraints, fext) -> dict[str, 
     }
 
 
-def cluster_cases(
-    with_pinocchio: bool = True, seed: int = 0, robot: transmissions.ClusterRobot | None = None
-) -> list[Case]:
+def cluster_cases(with_pinocchio: bool = True, seed: int = 0, robot: RobotSpec | None = None) -> list[Case]:
     """The clustered functions on ``robot`` (default the G1 with parallel ankles, rotor-free:
     Pinocchio's loop closures are then exact), at a random configuration drawn with ``seed``;
     constraints: a point at each of the robot's contacts."""
-    robot = robot or transmissions.g1_parallel_ankle(geared=False)
+    robot = robot or clustered.g1_parallel_ankle(geared=False)
     cm = robot.model
     rng = np.random.default_rng(seed)
     y = cm.random_configuration(rng, scale=0.5)

@@ -69,7 +69,7 @@ def collapse(solver: str, steps: int, limit: float = 1.0) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=1500)
-    parser.add_argument("--solvers", default=",".join(s.value for s in wbc.Solver))
+    parser.add_argument("--solvers", default=",".join(s.value for s in wbc.Solver if s is not wbc.Solver.QPSOLVERS))
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
     args = parser.parse_args(argv)
     for name in [s for s in args.solvers.split(",") if s]:

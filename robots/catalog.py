@@ -1,9 +1,14 @@
 """The robot catalog: real robots with what a controller needs.
 
-``load("talos")`` returns a :class:`RobotSpec`: the :class:`wbc.Model` plus named feet, the sole
+The one registry of robots: ``load("talos")`` returns a :class:`RobotSpec`: the :class:`wbc.Model`
+plus named feet, the sole
 rectangle (humanoids: sole frames whose origin is the sole centre and whose z axis is the contact
 normal) or the foot radius (quadrupeds: point feet, spheres centred on the foot frames), hands,
 fingertips, and a default posture ``q0`` standing on the ground (z = 0).
+
+The robots with actuator transmissions and kinematic loops of :mod:`wbc.robots.clustered`
+(``load("tello")``, ``"mini_cheetah"``, ``"jvrc1_rotors"``, ...) are records of the same class whose
+model is a :class:`wbc.ClusterModel`.
 
 Sources: example-robot-data (Talos, G1, Panda, Allegro, Solo12, ANYmal C, Go2, Romeo, TIAGo),
 ``jvrc-description`` (JVRC-1) and ``icub-models`` (iCub), all from PyPI. Robots whose files have
@@ -14,6 +19,7 @@ hand) come with those joints locked (:func:`wbc.lock_joints`), listed in ``Robot
 from __future__ import annotations
 
 import dataclasses
+import enum
 import os
 import sysconfig
 import warnings
@@ -28,7 +34,14 @@ from wbc.spatial.algebra import SE3
 
 from .srdf import reference_configuration
 
-__all__ = ["RobotSpec", "Sole", "load", "names", "robots_dir"]
+__all__ = ["RobotKind", "RobotSpec", "Sole", "load", "names", "robots_dir"]
+
+
+class RobotKind(enum.Enum):
+    """What a catalog robot's model is."""
+
+    TREE = "tree"  #: a kinematic tree loaded from a URDF (a wbc.Model)
+    CLUSTERED = "clustered"  #: transmissions and loops built in code (a wbc.ClusterModel)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,9 +68,10 @@ class RobotSpec:
 
     Attributes:
         name: catalog name.
-        model: the kinematic-tree model.
-        urdf: the URDF file it was loaded from.
-        q0: default posture (nq,); for floating-base robots the feet rest on z = 0.
+        model: the kinematic-tree model, or a :class:`wbc.ClusterModel` (transmissions, loops).
+        urdf: the URDF file it was loaded from (None for a mechanism built in code).
+        q0: default posture (nq,); for floating-base robots the feet rest on z = 0; for a clustered
+            model a spanning configuration ``y`` with its loops closed.
         feet: sole frames (contact normal = frame z), empty for fixed-base robots.
         sole: the sole rectangle of every foot, or None.
         hands: hand / end-effector frames.
@@ -66,11 +80,12 @@ class RobotSpec:
         foot_radius: point feet: the radius (m) of the spheres centred on the foot frames (the
             contact points of ``wbc.PointContact`` feet); None for soles.
         locked: joints locked at the given positions (``wbc.lock_joints``), in the URDF's model.
+        contacts: contact points ``(frame, offset (3,) m)`` of the operational-space experiments.
     """
 
     name: str
-    model: wbc.Model
-    urdf: Path
+    model: wbc.Model | wbc.ClusterModel
+    urdf: Path | None
     q0: np.ndarray
     feet: tuple[str, ...] = ()
     sole: Sole | None = None
@@ -79,6 +94,7 @@ class RobotSpec:
     extra_frames: tuple[tuple[str, str, tuple[float, float, float]], ...] = ()
     foot_radius: float | None = None
     locked: tuple[tuple[str, tuple[float, ...]], ...] = ()
+    contacts: tuple[tuple[str, tuple[float, float, float]], ...] = ()
 
     @property
     def mass(self) -> float:
@@ -386,22 +402,38 @@ _CATALOG: dict[str, tuple[Callable[[bool], RobotSpec], bool]] = {
 }
 
 
-def names() -> tuple[str, ...]:
-    """The catalog's robot names."""
-    return tuple(_CATALOG)
+def names(kind: RobotKind | None = None) -> tuple[str, ...]:
+    """The catalog's robot names: of one :class:`RobotKind`, or all (the URDF robots, then the robots
+    with transmissions of :mod:`wbc.robots.clustered`)."""
+    from .clustered import BUILDERS
+
+    if kind is None:
+        return (*_CATALOG, *BUILDERS)
+    return tuple(_CATALOG) if RobotKind(kind) is RobotKind.TREE else tuple(BUILDERS)
 
 
 def load(name: str, floating_base: bool | None = None) -> RobotSpec:
     """Load catalog robot ``name`` (see :func:`names`).
 
     Args:
-        floating_base: override the robot's default (humanoids float, arms and hands are fixed).
+        floating_base: override the robot's default (humanoids float, arms and hands are fixed);
+            for a robot with transmissions, only where its builder offers the choice.
 
     Raises:
-        ModelError: unknown name, or example-robot-data missing.
+        ModelError: unknown name, a base its builder does not offer, or example-robot-data missing.
     """
+    from .clustered import BUILDERS
+
+    if name in BUILDERS:
+        builder = BUILDERS[name]
+        if floating_base is None:
+            return builder()
+        try:
+            return builder(floating_base=floating_base)  # type: ignore[call-arg]
+        except TypeError:
+            raise ModelError(f"robot {name!r} is built with one base only; do not pass floating_base") from None
     try:
         build, default_fb = _CATALOG[name]
     except KeyError:
-        raise ModelError(f"no robot {name!r} in the catalog; known: {', '.join(_CATALOG)}") from None
+        raise ModelError(f"no robot {name!r} in the catalog; known: {', '.join(names())}") from None
     return build(default_fb if floating_base is None else floating_base)

@@ -8,7 +8,7 @@ import casadi as ca
 import numpy as np
 
 from wbc.algorithms.constraints import PointConstraint, WeldConstraint, resolve
-from wbc.control.context import StepContext
+from wbc.control.step_context import StepContext
 from wbc.control.task import Gain, Task
 from wbc.errors import InputError
 from wbc.model.model import Model

@@ -5,7 +5,7 @@ from __future__ import annotations
 import casadi as ca
 import numpy as np
 
-from wbc.control.context import StepContext
+from wbc.control.step_context import StepContext
 from wbc.control.task import Gain, Task
 from wbc.model.model import Model
 

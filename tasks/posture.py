@@ -7,7 +7,7 @@ import math
 import casadi as ca
 import numpy as np
 
-from wbc.control.context import StepContext
+from wbc.control.step_context import StepContext
 from wbc.control.task import Gain, Task
 from wbc.errors import InputError
 from wbc.model import checks

@@ -11,11 +11,11 @@ import numpy as np
 import pinocchio as pin
 
 from benchmarks import pinocchio_adapter as oracle
-from wbc.robots import transmissions as robots
+from wbc import robots
 
 #: Robots of the fast tests, and of the slow ones.
 FAST = ("geared_chain", "belt_chain", "four_bar", "mini_cheetah", "tello")
-SLOW = ("mit_humanoid", "jvrc1", "g1_parallel_ankle", "tello+armature", "four_bar+armature")
+SLOW = ("mit_humanoid", "jvrc1_rotors", "g1_parallel_ankle", "tello+armature", "four_bar+armature")
 #: Random states per robot (the issue asks for at least 20).
 N_STATES = 20
 
@@ -23,7 +23,7 @@ N_STATES = 20
 @dataclasses.dataclass(frozen=True)
 class ClusterCase:
     name: str
-    robot: robots.ClusterRobot
+    robot: robots.RobotSpec
     pm: pin.Model
 
     @property
@@ -33,7 +33,7 @@ class ClusterCase:
 
 @functools.cache
 def case(name: str) -> ClusterCase:
-    """A robot of :mod:`wbc.robots.transmissions`; ``"<name>+armature"`` adds a random joint armature
+    """A robot of :mod:`wbc.robots.clustered`; ``"<name>+armature"`` adds a random joint armature
     (MuJoCo's approximate rotor model) to every spanning-tree joint."""
     base, _, extra = name.partition("+")
     robot = robots.load(base)

@@ -4,8 +4,24 @@ from __future__ import annotations
 
 import pytest
 
+from wbc.control import builder
+
 
 @pytest.fixture(scope="module")
 def kernel_dir(tmp_path_factory):
     """A fresh kernel cache for a test module (the tests never touch the user's cache)."""
     return tmp_path_factory.mktemp("kernels")
+
+
+@pytest.fixture
+def traces(monkeypatch):
+    """Counts the step kernel's traces (``[n]``) while the test runs."""
+    count = [0]
+    original = builder.trace_step
+
+    def counted(*args, **kwargs):
+        count[0] += 1
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(builder, "trace_step", counted)
+    return count

@@ -13,6 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
@@ -20,16 +24,50 @@ import pinocchio as pin
 import wbc
 from benchmarks import pinocchio_adapter as oracle
 from wbc import robots
-from wbc.robots import synthetic, transmissions
+from wbc.locomotion import FootShape
+from wbc.robots import synthetic
 
 #: Tolerance against Pinocchio (DESIGN.md §6).
 TOL_PIN = 1e-9
 #: Tolerance between compiled kernels and the eager API.
 TOL_KERNEL = 1e-12
 
-ROBOT_NAMES = robots.names()
+ROBOT_NAMES = robots.names(robots.RobotKind.TREE)
+#: The sole of the locomotion tests (a Talos-sized rectangle), m.
+FOOT_SHAPE = FootShape(0.2, 0.13)
 #: Random synthetic trees used across the files: (seed, number of links).
 TREE_CASES = ((1, 6), (2, 12), (3, 20))
+
+
+def eom_residual(case, q, v, cmd, contacts=()) -> float:
+    """max |M q̈ + h − Sᵀτ − Σ Jᵀf| of a step's command with Pinocchio, relative to max(1, |M q̈ + h|)
+    (``contacts``: the controller's, whose forces ``cmd.forces`` holds)."""
+    model, pm = case.model, case.pin_model
+    data = pm.createData()
+    generalized = np.zeros(model.nv)
+    generalized[model.actuated_v_indices] = cmd.tau
+    if contacts:
+        pin.computeJointJacobians(pm, data, q)
+        pin.updateFramePlacements(pm, data)
+    for c in contacts:
+        J = pin.getFrameJacobian(pm, data, case.pin_frame(c.frame), pin.LOCAL)
+        generalized += J.T @ (c.force_basis() @ cmd.forces[c.name])
+    lhs = pin.rnea(pm, data, q, v, cmd.qdd)
+    return float(np.abs(lhs - generalized).max() / max(1.0, np.abs(lhs).max()))
+
+
+def run_demo(script: str, args: list[str], out, timeout: float) -> tuple[dict, subprocess.CompletedProcess]:
+    """Run ``demos/<script>`` with ``args`` writing into ``out`` (quietly): its ``summary.json`` and
+    the finished process (its output captured)."""
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve().parents[1] / "demos" / script), *args]
+        + ["--out", str(out), "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads((Path(out) / "summary.json").read_text()), done
 
 
 def assert_close(actual, expected, tol: float = TOL_PIN, what: str = "") -> None:
@@ -113,7 +151,7 @@ def ball_tree_case(seed: int, n: int, floating_base: bool) -> Case:
 def ball_cluster_model(name: str, balls: tuple[str, ...]) -> wbc.ClusterModel:
     """A transmissions robot whose spanning tree has ``balls`` turned into ball joints (single-joint
     clusters among the declared loops and gears)."""
-    cm = transmissions.load(name).model
+    cm = robots.load(name).model
     tree = synthetic.with_ball_joints(cm.tree, balls)
     return wbc.ClusterModel(tree, cm.clusters, name=f"{cm.name}_balls")
 

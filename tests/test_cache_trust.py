@@ -29,7 +29,6 @@ from wbc.codegen import cache as cache_module
 from wbc.codegen import index as index_module
 from wbc.codegen.cache import find_compiler
 from wbc.codegen.trust import untrusted_directory, untrusted_file
-from wbc.control import builder
 from wbc.errors import WbcSecurityWarning
 from wbc.robots import synthetic
 
@@ -273,19 +272,6 @@ def _step(ctrl):
     ctrl.tasks[0].set_target_from_configuration(ctrl.model, q)
     ctrl.tasks[1].set_target_from_configuration(ctrl.model, q)
     return ctrl.step(q, np.zeros(ctrl.model.nv))
-
-
-@pytest.fixture
-def traces(monkeypatch):
-    count = [0]
-    original = builder.trace_step
-
-    def counted(*args, **kwargs):
-        count[0] += 1
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(builder, "trace_step", counted)
-    return count
 
 
 def _index(cache: Path) -> tuple[Path, dict]:

@@ -129,3 +129,19 @@ def test_a_controller_holds_the_default_posture(name):
     weight = spec.model.total_mass * 9.81
     assert fz == pytest.approx(weight, rel=1e-3)
     assert np.abs(cmd.qdd).max() < 1e-2
+
+
+def test_one_registry_for_every_robot():
+    """One catalog, one record: the URDF robots and the robots with transmissions are loaded by name
+    into a RobotSpec (a tree's model, or a ClusterModel whose q0 is a spanning configuration)."""
+    tree, clustered = robots.names(robots.RobotKind.TREE), robots.names(robots.RobotKind.CLUSTERED)
+    assert robots.names() == (*tree, *clustered) and not set(tree) & set(clustered)
+    assert {"talos", "jvrc1"} <= set(tree) and {"tello", "jvrc1_rotors", "four_bar"} <= set(clustered)
+    tello = robots.load("tello")
+    assert isinstance(tello, robots.RobotSpec) and isinstance(tello.model, wbc.ClusterModel)
+    assert tello.urdf is None and tello.q0.shape == (tello.model.tree.nq,) and tello.feet and tello.contacts
+    assert robots.load("four_bar", floating_base=True).model.floating_base
+    with pytest.raises(wbc.ModelError, match="one base only"):
+        robots.load("tello", floating_base=False)
+    with pytest.raises(wbc.ModelError, match=r"no robot 'atlas'.*tello"):
+        robots.load("atlas")

@@ -20,9 +20,8 @@ import pytest
 
 import wbc
 from benchmarks import pinocchio_adapter as oracle
-from wbc import tasks
+from wbc import robots, tasks
 from wbc.errors import InputError
-from wbc.robots import transmissions
 
 #: Relative agreement of the controller's q̈ with the KKT oracle (measured: ~1e-13).
 TOL_EOM = 1e-8
@@ -33,7 +32,7 @@ N_STATES = 6
 
 @functools.cache
 def _setup(name: str):
-    robot = transmissions.load(name)
+    robot = robots.load(name)
     cm = robot.model
     # no contact pose feedback: the random states move the feet, and the oracle asks them not to accelerate
     contacts = [wbc.SurfaceContact(f, robot.sole.length, robot.sole.width, mu=0.8, kp=0.0, kd=0.0) for f in robot.feet]
@@ -89,14 +88,14 @@ def _run(name: str) -> tuple[float, float]:
     rng = np.random.default_rng(3)
     worst = (0.0, 0.0)
     for k in range(N_STATES):
-        q = cm.independent_configuration(robot.y0)
+        q = cm.independent_configuration(robot.q0)
         q[7:] += rng.uniform(-0.1, 0.1, q.size - 7)
-        y = cm.spanning_configuration(q, guess=robot.y0)
+        y = cm.spanning_configuration(q, guess=robot.q0)
         v = rng.normal(scale=0.3, size=cm.nv)
-        com.set_target(wbc.center_of_mass(cm.tree, robot.y0) + rng.uniform(-0.02, 0.02, 3))
-        orientation.set_target_from_configuration(cm.tree, robot.y0)
+        com.set_target(wbc.center_of_mass(cm.tree, robot.q0) + rng.uniform(-0.02, 0.02, 3))
+        orientation.set_target_from_configuration(cm.tree, robot.q0)
         foot.set_target_from_configuration(cm.tree, y)
-        posture.set_target(robot.y0)
+        posture.set_target(robot.q0)
         if k == N_STATES - 1:  # one step with the second foot released
             controller.deactivate_contact(robot.feet[1])
         cmd = controller.step(y, v)
@@ -138,22 +137,22 @@ def test_torque_limits_bound_the_motors():
     posture = tasks.PostureTask(cm, weight=1e-2, kp=30.0)
     limit = np.full(cm.n_motors, 3.0)
     controller = wbc.WholeBodyController(cm, [com, posture], contacts, torque_limit=limit)
-    com.set_target(wbc.center_of_mass(cm.tree, robot.y0) + np.array([0.0, 0.03, -0.02]))
-    posture.set_target(robot.y0)
-    cmd = controller.step(robot.y0, np.zeros(cm.nv))
+    com.set_target(wbc.center_of_mass(cm.tree, robot.q0) + np.array([0.0, 0.03, -0.02]))
+    posture.set_target(robot.q0)
+    cmd = controller.step(robot.q0, np.zeros(cm.nv))
     assert np.all(np.abs(cmd.tau) <= limit + 1e-6)
-    eom, _ = check_step(pm, cm, controller, robot.y0, np.zeros(cm.nv), cmd)
+    eom, _ = check_step(pm, cm, controller, robot.q0, np.zeros(cm.nv), cmd)
     assert eom < TOL_EOM
 
 
 def test_posture_acts_on_independent_coordinates():
-    robot = transmissions.load("tello")
+    robot = robots.load("tello")
     cm = robot.model
     posture = tasks.PostureTask(cm)
     assert posture.dim == cm.nv - 6
     assert posture.target_size == cm.tree.nq
     with pytest.raises(InputError, match="another model"):
-        posture.check(transmissions.load("four_bar").model)
+        posture.check(robots.load("four_bar").model)
 
 
 def test_bad_state_sizes_are_named():
@@ -162,11 +161,11 @@ def test_bad_state_sizes_are_named():
     with pytest.raises(InputError, match="y"):
         controller.step(np.zeros(cm.nq), np.zeros(cm.nv))
     with pytest.raises(InputError, match="v"):
-        controller.step(robot.y0, np.zeros(cm.tree.nv))
+        controller.step(robot.q0, np.zeros(cm.tree.nv))
 
 
 def test_joint_limits_act_on_independent_coordinates():
-    robot = transmissions.load("tello")
+    robot = robots.load("tello")
     cm = robot.model
     position, velocity = wbc.JointPositionLimit(), wbc.JointVelocityLimit()
     position.check(cm)
@@ -184,7 +183,7 @@ def test_a_knee_moving_into_its_limit_stays_viable():
     """A linkage-driven knee moving toward its limit just fast enough to still stop by braking at ``ā``
     is kept in that viable set by its limit (next state: ``v⁺² ≤ 2ā(q̄ − q⁺)`` for both integrators),
     and leaves it without the limit (the posture pulls it further out)."""
-    robot = transmissions.load("tello")
+    robot = robots.load("tello")
     cm = robot.model
     braking, dt, gap = 10.0, 1e-3, 0.05
     limit = wbc.JointPositionLimit(["left_shin_joint"], braking=braking)
@@ -192,11 +191,11 @@ def test_a_knee_moving_into_its_limit_stays_viable():
     k = limit.indices[0]  # in the independent velocity
     j = cm.independent_q_indices.tolist().index(limit.q_indices[0])  # in the independent configuration
     q_bar = limit.effective_limits[1][0]
-    q = cm.independent_configuration(robot.y0)
+    q = cm.independent_configuration(robot.q0)
     q[j] = q_bar - gap
-    y = cm.spanning_configuration(q, guess=robot.y0)
+    y = cm.spanning_configuration(q, guess=robot.q0)
     q[j] = q_bar + 0.5
-    y_target = cm.spanning_configuration(q, guess=robot.y0)
+    y_target = cm.spanning_configuration(q, guess=robot.q0)
     v = np.zeros(cm.nv)
     v[k] = 0.99 * np.sqrt(2 * braking * gap)
     for limits, kept in (([wbc.TorqueLimit()], False), ([wbc.TorqueLimit(), limit], True)):

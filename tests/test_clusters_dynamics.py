@@ -59,7 +59,7 @@ def _mimic_urdf(cm) -> str:
     return ET.tostring(root, encoding="unicode")
 
 
-@pytest.mark.parametrize("name", ["geared_chain", "mini_cheetah", "jvrc1"])
+@pytest.mark.parametrize("name", ["geared_chain", "mini_cheetah", "jvrc1_rotors"])
 def test_geared_robots_against_pinocchio_mimic_joints(name):
     """A rotor turning N times its link is exactly a Pinocchio mimic joint: RNEA and CRBA of the
     mimic model are the independent-coordinate dynamics (Pinocchio's ABA rejects mimic joints)."""
@@ -90,8 +90,8 @@ def test_geared_robots_against_pinocchio_mimic_joints(name):
 @pytest.mark.parametrize(
     "build",
     [
-        lambda: wbc.robots.transmissions.four_bar(geared=False),
-        lambda: wbc.robots.transmissions.g1_parallel_ankle(geared=False),
+        lambda: wbc.robots.clustered.four_bar(geared=False),
+        lambda: wbc.robots.clustered.g1_parallel_ankle(geared=False),
     ],
     ids=["four_bar", "g1_parallel_ankle"],
 )

@@ -11,8 +11,8 @@ import wbc
 from benchmarks import pinocchio_adapter as oracle
 from tests.cluster_cases import FAST, SLOW, case, states
 from wbc.model.clusters import ClosureKind, Cluster, ClusterModel, JointCoupling, LoopClosure
+from wbc.robots import clustered as robots
 from wbc.robots import synthetic
-from wbc.robots import transmissions as robots
 
 
 @pytest.mark.parametrize("name", [*FAST, *SLOW])

@@ -42,20 +42,6 @@ def cache(tmp_path, monkeypatch):
     return tmp_path / "cache"
 
 
-@pytest.fixture
-def traces(monkeypatch):
-    """Counts the step traces."""
-    count = [0]
-    original = builder.trace_step
-
-    def counted(*args, **kwargs):
-        count[0] += 1
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(builder, "trace_step", counted)
-    return count
-
-
 def _same_structure(a: builder.Structure, b: builder.Structure) -> None:
     for field in dataclasses.fields(builder.Structure):
         x, y = getattr(a, field.name), getattr(b, field.name)

@@ -48,13 +48,7 @@ def case(request):
 
 
 def _quaternion_slices(model):
-    out = []
-    for j in model.joints[1:]:
-        if j.type is wbc.JointType.FREE_FLYER:
-            out.append(slice(j.idx_q + 3, j.idx_q + 7))
-        elif j.type is wbc.JointType.SPHERICAL:
-            out.append(slice(j.idx_q, j.idx_q + 4))
-    return out
+    return [slice(start, stop) for start, stop, _, what in wbc.checks.unit_parts(model) if what == "quaternion"]
 
 
 def _rotation_v_slices(model):

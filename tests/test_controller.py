@@ -39,6 +39,15 @@ def talos_controller(contact_model: str = "wrench", mu: float = 0.3):
     return ctrl, com, posture, hand
 
 
+def hold_q0(com, posture, hand) -> None:
+    """The tasks' targets where Talos stands in ``q0``."""
+    case = robot_case("talos")
+    model, q0 = case.model, case.spec.q0
+    com.set_target(wbc.center_of_mass(model, q0))
+    posture.set_target(q0)
+    hand.set_target(wbc.frame_placement(model, q0, case.spec.hands[0]))
+
+
 def place_feet_where_they_stand(ctrl):
     """Re-enforce every contact, placed where the next step finds it (the cached controllers were
     placed at whatever state an earlier test stepped first)."""
@@ -115,9 +124,7 @@ def test_wrench_and_corner_models_give_the_same_motion():
     for contact_model in ("wrench", "corners"):
         ctrl, com, posture, hand = talos_controller(contact_model)
         place_feet_where_they_stand(ctrl)
-        com.set_target(wbc.center_of_mass(model, spec.q0))
-        posture.set_target(spec.q0)
-        hand.set_target(wbc.frame_placement(model, spec.q0, spec.hands[0]))
+        hold_q0(com, posture, hand)
         cmds.append(ctrl.step(q, v))
     assert_close(cmds[0].qdd, cmds[1].qdd, 1e-5, "qdd, wrench vs corners")
     assert_close(cmds[0].tau, cmds[1].tau, 1e-5, "tau, wrench vs corners")
@@ -132,9 +139,7 @@ def test_standing_sums_normal_forces_to_weight():
     case = robot_case("talos")
     ctrl, com, posture, hand = talos_controller("wrench")
     model, spec = case.model, case.spec
-    com.set_target(wbc.center_of_mass(model, spec.q0))
-    posture.set_target(spec.q0)
-    hand.set_target(wbc.frame_placement(model, spec.q0, spec.hands[0]))
+    hold_q0(com, posture, hand)
     place_feet_where_they_stand(ctrl)
     cmd = ctrl.step(spec.q0, np.zeros(model.nv))
     total = sum(c.normal_force(cmd.forces[c.name]) for c in ctrl.contacts)
@@ -269,9 +274,7 @@ def test_contact_release_ramps_the_normal_force_down_without_recompiling():
     case = robot_case("talos")
     ctrl, com, posture, hand = talos_controller("wrench")
     model, spec = case.model, case.spec
-    com.set_target(wbc.center_of_mass(model, spec.q0))
-    posture.set_target(spec.q0)
-    hand.set_target(wbc.frame_placement(model, spec.q0, spec.hands[0]))
+    hold_q0(com, posture, hand)
     kernel = ctrl.kernel
     right = ctrl.contacts[1]
     try:
@@ -295,9 +298,7 @@ def test_contact_activation_ramps_the_normal_force_up_from_zero():
     case = robot_case("talos")
     ctrl, com, posture, hand = talos_controller("wrench")
     model, spec = case.model, case.spec
-    com.set_target(wbc.center_of_mass(model, spec.q0))
-    posture.set_target(spec.q0)
-    hand.set_target(wbc.frame_placement(model, spec.q0, spec.hands[0]))
+    hold_q0(com, posture, hand)
     right = ctrl.contacts[1]
     v0 = np.zeros(model.nv)
     try:

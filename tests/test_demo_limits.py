@@ -9,10 +9,9 @@ capsules); Pinocchio's RNEA checks the equations of motion (with the contact for
 from __future__ import annotations
 
 import numpy as np
-import pinocchio as pin
 import pytest
 
-from tests.helpers import robot_case
+from tests.helpers import eom_residual, robot_case
 
 pytest.importorskip("mujoco")
 
@@ -21,23 +20,13 @@ limits_demo = pytest.importorskip("wbc.sim.limit_scenario")
 
 def _eom_checker(case, every: int = 25):
     """An ``on_step`` hook recording the worst RNEA residual (relative) of every ``every``-th step."""
-    model, pm = case.model, case.pin_model
     state = {"k": 0, "worst": 0.0}
 
     def check(ctrl, q, v, cmd):
         state["k"] += 1
         if state["k"] % every:
             return
-        data = pm.createData()
-        generalized = np.zeros(model.nv)
-        generalized[model.actuated_v_indices] = cmd.tau
-        pin.computeJointJacobians(pm, data, q)
-        pin.updateFramePlacements(pm, data)
-        for c in ctrl.contacts:
-            J = pin.getFrameJacobian(pm, data, case.pin_frame(c.frame), pin.LOCAL)
-            generalized += J.T @ (c.force_basis() @ cmd.forces[c.name])
-        lhs = pin.rnea(pm, data, q, v, cmd.qdd)
-        state["worst"] = max(state["worst"], float(np.abs(lhs - generalized).max() / max(1.0, np.abs(lhs).max())))
+        state["worst"] = max(state["worst"], eom_residual(case, q, v, cmd, ctrl.contacts))
 
     return check, state
 

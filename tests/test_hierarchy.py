@@ -16,7 +16,7 @@ import pinocchio as pin
 import pytest
 
 import wbc
-from tests.helpers import assert_close, robot_case
+from tests.helpers import assert_close, eom_residual, robot_case
 from wbc import tasks
 from wbc.control.hierarchy import LexicographicSolver
 from wbc.control.solvers import DaqpSolver
@@ -60,21 +60,6 @@ def task_accelerations(case, ctrl, q, v, cmd) -> tuple[np.ndarray, np.ndarray]:
     return data.acom[0].copy(), a
 
 
-def eom_residual(case, ctrl, q, v, cmd) -> float:
-    """max |M q̈ + h − Sᵀτ − Σ Jᵀf| with Pinocchio, relative to max(1, |M q̈ + h|)."""
-    model, pm = case.model, case.pin_model
-    data = pm.createData()
-    generalized = np.zeros(model.nv)
-    generalized[model.actuated_v_indices] = cmd.tau
-    pin.computeJointJacobians(pm, data, q)
-    pin.updateFramePlacements(pm, data)
-    for c in ctrl.contacts:
-        J = pin.getFrameJacobian(pm, data, case.pin_frame(c.frame), pin.LOCAL)
-        generalized += J.T @ (c.force_basis() @ cmd.forces[c.name])
-    lhs = pin.rnea(pm, data, q, v, cmd.qdd)
-    return float(np.abs(lhs - generalized).max() / max(1.0, np.abs(lhs).max()))
-
-
 def _state(model, q0, rng, scale=0.03):
     return wbc.integrate(model, q0, rng.normal(size=model.nv) * scale), rng.normal(size=model.nv) * 0.2
 
@@ -114,7 +99,7 @@ def test_lower_levels_never_change_what_higher_levels_obtain():
         cmd = ctrl.step(q, v)
         assert cmd.status is wbc.StepStatus.OPTIMAL
         com_acc, hand_acc = task_accelerations(case, ctrl, q, v, cmd)
-        assert eom_residual(case, ctrl, q, v, cmd) < 1e-9
+        assert eom_residual(case, q, v, cmd, ctrl.contacts) < 1e-9
         for _ in range(2):  # the posture (level 2): new weight and target
             posture.set_weight(rng.uniform(1e-4, 10.0))
             posture.set_target(wbc.integrate(model, spec.q0, rng.normal(size=model.nv) * 0.5))
@@ -131,7 +116,7 @@ def test_lower_levels_never_change_what_higher_levels_obtain():
         c3, h3 = task_accelerations(case, ctrl, q, v, other)
         assert_close(c3, com_acc, 1e-8, "CoM acceleration after perturbing level 1")
         assert np.abs(h3 - hand_acc).max() > 1e-6
-        assert eom_residual(case, ctrl, q, v, other) < 1e-9
+        assert eom_residual(case, q, v, other, ctrl.contacts) < 1e-9
         hand.set_weight(0.1)
 
 
@@ -183,8 +168,8 @@ def test_levels_match_sequential_qps_solved_independently():
         problem = ctrl.build_problem(q, v)
         levels = ctrl._layout().levels
         assert len(levels) == 3
-        outputs = ctrl._evaluate(q, v)
-        oracle = _sequential_qps(problem, levels, ctrl.regularization, outputs[9].copy())
+        outputs = ctrl.evaluate(q, v)
+        oracle = _sequential_qps(problem, levels, ctrl.regularization, outputs.Bhat.copy())
         for rows in levels:  # each level's task values, relative to their size
             assert_close(problem.A[rows] @ cmd.u, problem.A[rows] @ oracle, 1e-8, "level values vs oracle")
         assert_close(cmd.u, oracle, 1e-6, "u vs sequential QPs")
@@ -212,7 +197,7 @@ def test_one_level_equals_the_weighted_controller(contact_model):
         weighted = ctrl.step(q, v)
         layout = ctrl._layout()
         assert len(layout.levels) == 1
-        x = solver.solve(layout, ctrl._evaluate(q, v), ctrl.regularization)
+        x = solver.solve(layout, ctrl.evaluate(q, v), ctrl.regularization)
         assert_close(x, weighted.u, 1e-7, "lexicographic solver on one level vs weighted")
         cases.append((q, v, weighted.u, [t.target for t in (com, hand, posture)]))
     _set_levels({com: 2, hand: 2, posture: 2})
@@ -249,7 +234,7 @@ def test_one_level_equals_weighted_without_equalities():
         cmd = ctrl.step(q, v)
         problem = ctrl.build_problem(q, v)
         assert problem.violation(cmd.u) < 1e-9
-        x = solver.solve(ctrl._layout(), ctrl._evaluate(q, v), ctrl.regularization)
+        x = solver.solve(ctrl._layout(), ctrl.evaluate(q, v), ctrl.regularization)
         assert_close(x, cmd.u, 1e-7, "one level vs weighted (Panda)")
         assert np.max(problem.G @ cmd.u - problem.h) > -1e-6, "an inequality binds"
 

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import casadi as ca
 import numpy as np
-import pinocchio as pin
 import pytest
 
 import wbc
-from tests.helpers import robot_case
+from tests.helpers import eom_residual, robot_case
 from wbc import tasks
 from wbc.control.limits.joint_position import position_bounds
 from wbc.control.limits.joint_velocity import velocity_bounds
@@ -167,15 +166,6 @@ def test_margin_and_braking_change_without_recompiling():
 
 
 # ----------------------------------------------------------------------------- closed loops in MuJoCo
-def _rnea_residual(case, q, v, cmd) -> float:
-    """|M q̈ + h − Sᵀτ| / max(1, |M q̈ + h|) of a fixed-base step, with Pinocchio."""
-    model, pm = case.model, case.pin_model
-    tau = np.zeros(model.nv)
-    tau[model.actuated_v_indices] = cmd.tau
-    lhs = pin.rnea(pm, pm.createData(), q, v, cmd.qdd)
-    return float(np.abs(lhs - tau).max() / max(1.0, np.abs(lhs).max()))
-
-
 def _panda_loop(q0, v0, target, steps, kp=400.0):
     """Panda in MuJoCo (no joint ranges) under a posture task towards ``target``; returns the
     positions, velocities, statuses and the worst RNEA residual of the run."""
@@ -190,7 +180,7 @@ def _panda_loop(q0, v0, target, steps, kp=400.0):
     for _ in range(steps):
         q, v = sim.get_state()
         cmd = ctrl.step(q, v)
-        rnea = max(rnea, _rnea_residual(case, q, v, cmd))
+        rnea = max(rnea, eom_residual(case, q, v, cmd))
         sim.set_torques(cmd.tau)
         sim.step()
         qs.append(q)
@@ -281,7 +271,8 @@ def test_posture_target_within_limits_keeps_a_standing_step_off_the_bounds():
     every step (the QP runs); ``within_limits`` moves it to the effective limit, and the same step's
     unconstrained minimizer is feasible (the compiled shortcut answers). Other joints are untouched,
     the argument is not written to, and a wrong size is refused."""
-    from wbc.control.fastpath import FEASIBLE, INFEASIBLE, shortcut_library
+    from wbc.control.shortcut import FEASIBLE, INFEASIBLE
+    from wbc.control.shortcut_library import shortcut_library
 
     if shortcut_library() is None:
         pytest.skip("no C compiler: the numpy path runs")
@@ -311,7 +302,7 @@ def test_posture_target_within_limits_keeps_a_standing_step_off_the_bounds():
         posture.set_target(posture_target)
         cmd = ctrl.step(q, v)
         assert cmd.status is wbc.StepStatus.OPTIMAL
-        codes[name] = ctrl._fast[id(ctrl._layout())](ctrl.regularization)
+        codes[name] = ctrl._plan.shortcut(ctrl.regularization)
     assert codes == {"q0": INFEASIBLE, "within limits": FEASIBLE}
     with pytest.raises(wbc.InputError, match="q"):
         ctrl.within_limits(np.zeros(3))

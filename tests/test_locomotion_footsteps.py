@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from scipy.spatial import ConvexHull
 
+from tests.helpers import FOOT_SHAPE as SHAPE
 from wbc.errors import InputError
 from wbc.locomotion import (
     Foot,
@@ -25,7 +26,6 @@ from wbc.locomotion import (
     support_polygon,
 )
 
-SHAPE = FootShape(0.2, 0.13)
 LIMITS = StepLimits(width=0.2, min_width=0.17, max_width=0.4, max_forward=0.3, max_turn=0.5, clearance=0.0)
 LEFT = Footstep(Foot.LEFT, [0.1, 1.1, 0.0], 0.3)
 RIGHT = Footstep(Foot.RIGHT, [0.1 + 0.2 * math.sin(0.3), 1.1 - 0.2 * math.cos(0.3), 0.0], 0.3)

@@ -13,12 +13,12 @@ import math
 import numpy as np
 import pytest
 
+from tests.helpers import FOOT_SHAPE as SHAPE
 from wbc.errors import InputError
 from wbc.locomotion import (
     CaptureStepPlanner,
     DCMStabilizer,
     Foot,
-    FootShape,
     Footstep,
     FootstepPlan,
     GaitParameters,
@@ -37,7 +37,6 @@ from wbc.locomotion import (
 )
 from wbc.locomotion.recovery import _box_lsq
 
-SHAPE = FootShape(0.2, 0.13)
 LIMITS = StepLimits(width=0.17, min_width=0.15, max_width=0.45, max_forward=0.35, max_backward=0.2, clearance=0.0)
 LEFT = Footstep(Foot.LEFT, [0.0, 0.085, 0.0])
 RIGHT = Footstep(Foot.RIGHT, [0.0, -0.085, 0.0])

@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 
+from tests.helpers import FOOT_SHAPE as SHAPE
 from wbc.errors import InputError
 from wbc.locomotion import (
     ContactState,
     Foot,
-    FootShape,
     Footstep,
     GaitParameters,
     StepLimits,
@@ -21,7 +21,6 @@ from wbc.locomotion import (
     plan_walk,
 )
 
-SHAPE = FootShape(0.2, 0.13)
 LIMITS = StepLimits(width=0.17, min_width=0.15, max_width=0.4, max_forward=0.3, max_turn=0.45, clearance=0.0)
 LEFT = Footstep(Foot.LEFT, [-0.0088, 0.085, 0.0])
 RIGHT = Footstep(Foot.RIGHT, [-0.0088, -0.085, 0.0])

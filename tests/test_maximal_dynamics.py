@@ -224,8 +224,8 @@ def test_g1_parallel_ankle_against_c_aba_and_pinocchio():
 @pytest.mark.parametrize(
     "build",
     [
-        lambda: wbc.robots.transmissions.four_bar(geared=False),
-        lambda: wbc.robots.transmissions.g1_parallel_ankle(geared=False),
+        lambda: wbc.robots.clustered.four_bar(geared=False),
+        lambda: wbc.robots.clustered.g1_parallel_ankle(geared=False),
     ],
     ids=["four_bar", "g1_parallel_ankle"],
 )
@@ -318,9 +318,7 @@ def test_recursion_is_linear_and_dense_cubic():
     assert ops[32] / ops[16] < 2.1 and ops[64] / ops[32] < 2.1, ops
     for method, linear in ((wbc.MaximalMethod.RECURSIVE, True), (wbc.MaximalMethod.SCHUR, False)):
         rods = {
-            k: maximal_functions.maximal_function(
-                wbc.robots.transmissions.rod_chain(12, k).model, method
-            ).n_instructions()
+            k: maximal_functions.maximal_function(wbc.robots.clustered.rod_chain(12, k).model, method).n_instructions()
             for k in (0, 2, 6)
         }
         growth = (rods[6] - rods[0]) / (3 * (rods[2] - rods[0]))
@@ -434,7 +432,7 @@ def test_fill_in_of_the_kkt_factorization():
         assert fill_in(model, Ordering.NATURAL).fill > 0
     fills, schur = [], []
     for rods in (1, 2, 4):
-        cm = wbc.robots.transmissions.rod_chain(12, rods).model
+        cm = wbc.robots.clustered.rod_chain(12, rods).model
         f = fill_in(cm, Ordering.RECURSIVE)
         assert f.fill == f.loop_fill > 0, f
         fills.append(f.fill)

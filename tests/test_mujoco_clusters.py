@@ -22,8 +22,9 @@ import pytest
 mujoco = pytest.importorskip("mujoco")
 
 import wbc  # noqa: E402
+from wbc import robots  # noqa: E402
 from wbc.errors import FrameError, ModelError  # noqa: E402
-from wbc.robots import transmissions  # noqa: E402
+from wbc.robots import clustered  # noqa: E402
 from wbc.sim.mujoco import MujocoSim  # noqa: E402
 
 #: M and h of the spanning tree (measured: ~1e-13, the rotors' 1e-12 kg).
@@ -36,8 +37,8 @@ TOL_SOFT = 2e-3
 @functools.cache
 def _robot(name: str):
     if name == "four_bar_floating":
-        return transmissions.four_bar(floating_base=True)
-    return transmissions.load(name)
+        return clustered.four_bar(floating_base=True)
+    return robots.load(name)
 
 
 def _rel(a, b) -> float:

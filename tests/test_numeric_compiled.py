@@ -24,7 +24,7 @@ import wbc
 from benchmarks import numeric as bench
 from tests.helpers import TOL_KERNEL, TOL_PIN, assert_close
 from wbc.codegen import model_kernels
-from wbc.robots import synthetic, transmissions
+from wbc.robots import clustered, synthetic
 
 
 @pytest.fixture(scope="module", params=["panda", pytest.param("talos", marks=pytest.mark.slow)])
@@ -40,7 +40,7 @@ def test_the_benchmark_times_every_function():
 def cluster_cases():
     """A floating four-bar without rotors: the smallest loop (its eager algorithms are checked
     against Pinocchio in the cluster tests)."""
-    robot = transmissions.four_bar(floating_base=True, geared=False)
+    robot = clustered.four_bar(floating_base=True, geared=False)
     return {c.function: c for c in bench.cluster_cases(with_pinocchio=False, seed=7, robot=robot)}
 
 

@@ -152,3 +152,16 @@ def test_unknown_solver_is_a_clear_error():
     with pytest.raises(wbc.InputError, match="unknown solver"):
         make_solver("simplex-from-1947")
     assert make_solver(wbc.Solver.DAQP).name == make_solver("daqp").name == "daqp"
+
+
+def test_qpsolvers_backends_are_an_enum_member_with_a_backend():
+    """``Solver.QPSOLVERS`` with ``backend=``; the string ``"qpsolvers:<name>"`` resolves to the same."""
+    import wbc
+
+    pytest.importorskip("qpsolvers")
+    a, b = make_solver(wbc.Solver.QPSOLVERS, backend="osqp"), make_solver("qpsolvers:osqp")
+    assert type(a) is type(b) and a.name == b.name == "osqp"
+    with pytest.raises(wbc.InputError, match="needs backend="):
+        make_solver(wbc.Solver.QPSOLVERS)
+    with pytest.raises(wbc.InputError, match="has no solver"):
+        make_solver(wbc.Solver.QPSOLVERS, backend="simplex-from-1947")

@@ -3,7 +3,6 @@ command line (with ``--replay``)."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
@@ -12,6 +11,7 @@ import pytest
 
 pytest.importorskip("mujoco")
 
+from tests.helpers import run_demo
 from tests.test_demos import DEMOS
 from wbc.sim import balance
 
@@ -37,15 +37,7 @@ def test_short_run_with_a_push_stays_up(robot):
 def test_command_line_writes_summary_plots_and_replay(tmp_path):
     pytest.importorskip("meshcat")
     out = tmp_path / "solo"
-    done = subprocess.run(
-        [sys.executable, str(DEMOS / "quadruped_balance.py"), "--robot", "solo12", "--duration", "0.3", "--replay"]
-        + ["--out", str(out), "--quiet"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    summary = json.loads((out / "summary.json").read_text())
+    summary, done = run_demo("quadruped_balance.py", ["--robot", "solo12", "--duration", "0.3", "--replay"], out, 600)
     assert not summary["fell"] and summary["replay"] == "replay.html"
     assert sorted(summary["plots"]) == ["com.png", "feet.png", "step_time.png", "torques.png"]
     assert all((out / name).stat().st_size > 1000 for name in summary["plots"] + ["replay.html", "log.npz"])

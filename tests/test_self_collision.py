@@ -15,11 +15,12 @@ import pinocchio as pin
 import pytest
 
 import wbc
-from tests.helpers import robot_case
+from tests.helpers import eom_residual, robot_case
 from wbc import tasks
 from wbc.control.limits import collision_primitives, pair_distances, propose_pairs
 
 mujoco = pytest.importorskip("mujoco")
+from wbc.sim.limit_scenario import add_geom  # noqa: E402
 from wbc.sim.mujoco import MujocoSim, build_spec, qpos_from_q  # noqa: E402
 
 
@@ -31,25 +32,12 @@ class Probe:
         bodies = {b.name: b for b in spec.bodies}
         names = []
         for k, pair in enumerate(pairs):
-            names.append(tuple(self._add(spec, bodies, model, p, f"g{k}_{j}") for j, p in enumerate(pair)))
+            names.append(tuple(f"g{k}_{j}" for j in range(2)))
+            for j, p in enumerate(pair):
+                add_geom(bodies, model, p, f"g{k}_{j}")
         self.model, self.mjmodel = model, spec.compile()
         self.mjdata = mujoco.MjData(self.mjmodel)
         self.ids = [(self.mjmodel.geom(a).id, self.mjmodel.geom(b).id) for a, b in names]
-
-    @staticmethod
-    def _add(spec, bodies, model, prim, name):
-        frame = model.frames[model.frame_id(prim.frame)]
-        body = bodies[model.joints[frame.joint].link] if frame.joint > 0 else spec.worldbody
-        R, p = np.asarray(frame.placement.R, float), np.asarray(frame.placement.p, float).reshape(3)
-        pts = prim.points @ R.T + p
-        if isinstance(prim, wbc.Sphere):
-            g = body.add_geom(name=name, type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[prim.radius, 0, 0], pos=pts[0])
-        else:
-            g = body.add_geom(
-                name=name, type=mujoco.mjtGeom.mjGEOM_CAPSULE, size=[prim.radius, 0, 0], fromto=pts.ravel()
-            )
-        g.contype = g.conaffinity = 0
-        return name
 
     def __call__(self, q) -> np.ndarray:
         self.mjdata.qpos[:] = qpos_from_q(self.model, q)
@@ -117,7 +105,7 @@ def test_the_barrier_row_predicts_the_distance_acceleration():
         rows = [i for i, g in enumerate(problem.in_groups) if g.kind is wbc.Kind.SELF_COLLISION]
         assert len(rows) == len(pairs)
         u = rng.normal(size=problem.n) * 5.0
-        qdd = outputs[8] + outputs[9] @ u
+        qdd = outputs.a0 + outputs.Bhat @ u
         h = 2e-5  # truncation O(h²) and round-off O(1e-16/h²) both below 1e-6
 
         d0, dp, dm = (probe(wbc.integrate(model, q, v * t + 0.5 * qdd * t * t)) for t in (0.0, h, -h))
@@ -126,14 +114,6 @@ def test_the_barrier_row_predicts_the_distance_acceleration():
         predicted = problem.h[rows] - problem.G[rows] @ u + wanted  # the row reads −d̈(u) ≤ −wanted
         worst = max(worst, float(np.max(np.abs(predicted - d_ddot) / np.maximum(1.0, np.abs(d_ddot)))))
     assert worst < 1e-5, f"d̈ from the kernel vs MuJoCo finite differences: {worst:.2e}"
-
-
-def _rnea_residual(case, q, v, cmd) -> float:
-    model, pm = case.model, case.pin_model
-    tau = np.zeros(model.nv)
-    tau[model.actuated_v_indices] = cmd.tau
-    lhs = pin.rnea(pm, pm.createData(), q, v, cmd.qdd)
-    return float(np.abs(lhs - tau).max() / max(1.0, np.abs(lhs).max()))
 
 
 def test_panda_hand_pushed_into_its_base_keeps_the_margin_in_mujoco():
@@ -161,7 +141,7 @@ def test_panda_hand_pushed_into_its_base_keeps_the_margin_in_mujoco():
             q, v = sim.get_state()
             cmd = ctrl.step(q, v)
             assert cmd.status is wbc.StepStatus.OPTIMAL
-            assert _rnea_residual(case, q, v, cmd) < 1e-9
+            assert eom_residual(case, q, v, cmd) < 1e-9
             sim.set_torques(cmd.tau)
             sim.step()
             d_min = min(d_min, float(probe(sim.get_state()[0])[0]))

@@ -10,7 +10,7 @@ import wbc
 from tests.helpers import assert_close, robot_case, tree_case
 from wbc import tasks
 from wbc.algorithms.kinematics import TreeKinematics
-from wbc.control.context import StepContext
+from wbc.control.step_context import StepContext
 
 H = 1e-6  # central differences: truncation ~1e-12 · |third derivative|, rounding ~1e-10
 

@@ -15,7 +15,7 @@ import pytest
 
 from tests.helpers import assert_close
 from wbc.algorithms.clusters.torque_accuracy import PAPER_FIG14, sinusoid_torques
-from wbc.robots import transmissions
+from wbc.robots import clustered
 
 pin = pytest.importorskip("pinocchio")
 
@@ -24,12 +24,12 @@ LEG = ("left_hip_rz", "left_hip_rx", "left_hip_ry", "left_knee", "left_ankle")
 
 @pytest.fixture(scope="module")
 def humanoid():
-    return transmissions.mit_humanoid()
+    return clustered.mit_humanoid()
 
 
 @pytest.fixture(scope="module")
 def fig14(humanoid):
-    return sinusoid_torques(humanoid.model, humanoid.y0, LEG, dt=2e-3, duration=2.0)
+    return sinusoid_torques(humanoid.model, humanoid.q0, LEG, dt=2e-3, duration=2.0)
 
 
 def test_the_papers_fig14_is_the_knee(fig14):
@@ -65,7 +65,7 @@ def test_labels_and_belts_against_pinocchio(humanoid, fig14):
     with the rotors held (they sit on the thigh, so they add nothing to the knee and ankle). And
     the belt rows are the authors' (generalized_rbda's ParallelBeltTransmission, gear 6, belts
     (2) and (2, 1) cumulated): knee rotor 12 q_knee, ankle rotor 12 q_knee + 12 q_ankle."""
-    cm, y0 = humanoid.model, humanoid.y0
+    cm, y0 = humanoid.model, humanoid.q0
     pm = pin.buildModelFromXML(cm.urdf, pin.JointModelFreeFlyer())
     pd = pm.createData()
     idx_v = {pm.names[j]: pm.joints[j].idx_v for j in range(1, pm.njoints)}

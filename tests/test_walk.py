@@ -9,10 +9,7 @@ swing end points) are tested in tests/test_locomotion_*.py.
 
 from __future__ import annotations
 
-import json
 import math
-import subprocess
-import sys
 from types import SimpleNamespace
 
 import numpy as np
@@ -20,8 +17,7 @@ import pinocchio as pin
 import pytest
 
 import wbc
-from tests.helpers import robot_case
-from tests.test_demos import DEMOS
+from tests.helpers import robot_case, run_demo
 from wbc import locomotion as loco
 
 pytest.importorskip("mujoco")
@@ -194,15 +190,7 @@ def test_balance_push_sweep_with_stepping_runs_the_walking_controller():
 @pytest.mark.slow
 def test_command_line_writes_the_summary_and_plots(tmp_path):
     """``demos/walk.py --steps 1 --out DIR``: summary.json with the issue's fields, five PNGs, the log."""
-    done = subprocess.run(
-        [sys.executable, str(DEMOS / "walk.py"), "--robot", "talos", "--command", "0.1", "0", "0", "--steps", "1"]
-        + ["--out", str(tmp_path), "--quiet"],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    summary = json.loads((tmp_path / "summary.json").read_text())
+    summary, _ = run_demo("walk.py", ["--robot", "talos", "--command", "0.1", "0", "0", "--steps", "1"], tmp_path, 900)
     for key in ("distance_m", "average_speed_m_s", "fell", "max_foot_slip_m", "failed_steps", "turn_deg"):
         assert key in summary
     assert not summary["fell"] and summary["footsteps"] == 2

@@ -8,6 +8,20 @@ numpy conventions catches them too.
 
 from __future__ import annotations
 
+__all__ = [
+    "WbcError",
+    "ModelError",
+    "FrameError",
+    "InputError",
+    "CompileError",
+    "MissingDependency",
+    "SimulationDiverged",
+    "NotCopyableError",
+    "ModelWarning",
+    "WbcPerformanceWarning",
+    "WbcSecurityWarning",
+]
+
 
 class WbcError(Exception):
     """Base class of every error raised by wbc on purpose."""

@@ -6,7 +6,7 @@
 * :mod:`.contacts` — point and rectangular contacts;
 * :mod:`.limits` — torque, joint position and velocity limits, self-collision avoidance;
 * :mod:`.hierarchy` — the lexicographic solve of a strict task hierarchy;
-* :mod:`.context` — the traced dynamics contributors share (a₀, B̂, contact rows);
+* :mod:`.step_context` — the traced dynamics contributors share (a₀, B̂, contact rows);
 * :mod:`.builder` — stacks pieces into the kernel and selects each step's active rows;
 * :mod:`.qp`, :mod:`.solvers` — the problem, its exact reductions, the backends;
 * :mod:`.schedule`, :mod:`.fallback`, :mod:`.controller` — contact activation, infeasibility, the step.
@@ -14,18 +14,13 @@
 
 from __future__ import annotations
 
+from . import limits
+from .command import Command
 from .contacts import Contact, PointContact, RectangularContact, SurfaceContact, SurfaceCornersContact
 from .contributor import Contributor, Runtime
-from .controller import Command, Failure, StepStatus, WholeBodyController
-from .limits import (
-    Capsule,
-    CollisionPair,
-    JointPositionLimit,
-    JointVelocityLimit,
-    SelfCollisionLimit,
-    Sphere,
-    TorqueLimit,
-)
+from .controller import WholeBodyController
+from .fallback import Failure, StepStatus
+from .limits import *  # the names of limits.__all__
 from .pieces import Bounds, Cost, Equality, Group, Inequality, Kind
 from .qp import QPProblem
 from .solvers import QPSolver, Solver, make_solver
@@ -44,13 +39,6 @@ __all__ = [
     "RectangularContact",
     "SurfaceContact",
     "SurfaceCornersContact",
-    "TorqueLimit",
-    "JointPositionLimit",
-    "JointVelocityLimit",
-    "SelfCollisionLimit",
-    "CollisionPair",
-    "Sphere",
-    "Capsule",
     "Kind",
     "Group",
     "Cost",
@@ -62,3 +50,4 @@ __all__ = [
     "Solver",
     "make_solver",
 ]
+__all__ += limits.__all__

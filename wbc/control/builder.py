@@ -44,17 +44,15 @@ from ..codegen.trace import trace
 from ..errors import InputError
 from ..model.clusters import ClusterModel
 from ..model.model import Model
-from .context import Variables
-from .contexts import context_type
 from .contributor import Contributor
+from .model_context import context_type
+from .outputs import OUTPUTS, StepOutputs
 from .pieces import TAU, Bounds, Cost, Equality, Group, Inequality
 from .qp import QPProblem
+from .step_context import Variables
 from .structure_check import structure_misfit
 
 __all__ = ["Structure", "Layout", "trace_step", "compile_step", "compile_placements", "OUTPUTS"]
-
-#: The step function's outputs, in order.
-OUTPUTS = ("A", "b", "A_eq", "b_eq", "G", "h", "lb", "ub", "a0", "Bhat", "errors", "d")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,6 +96,14 @@ class Structure:
     traced_rows: np.ndarray
 
 
+class _Rows(enum.Enum):
+    """The three stacks of rows a piece goes into."""
+
+    COST = "cost"
+    EQUALITY = "equality"
+    INEQUALITY = "inequality"
+
+
 def _place(M, cols: slice, n_u: int):
     """``M`` (k, width) placed in the columns ``cols`` of a (k, n_u) matrix."""
     if cols.start == 0 and cols.stop == n_u:
@@ -138,8 +144,8 @@ def trace_step(
     context: Any = context_type(model)  # StepContext or ClusterStepContext, by the model's type
     variables = Variables.of(context.input_count(model), contacts)
     n_u = variables.n
-    record: dict[str, list] = {"cost": [], "eq": [], "in": []}
-    rows_of: dict[str, int] = {"cost": 0, "eq": 0, "in": 0}
+    record: dict[_Rows, list] = {kind: [] for kind in _Rows}
+    rows_of: dict[_Rows, int] = {kind: 0 for kind in _Rows}
     bound_groups: list[Group | None] = [None] * n_u
     constant_rows: list[tuple[slice, slice, np.ndarray]] = []
     errors: dict[str, slice] = {}
@@ -154,7 +160,7 @@ def trace_step(
     def build(q, v, *parameters) -> list:
         p = dict(zip(with_parameters, parameters))
         ctx = context(model, q, v, contacts, method)
-        parts: dict[str, list] = {"cost": [], "eq": [], "in": []}
+        parts: dict[_Rows, list] = {kind: [] for kind in _Rows}
         lb = [ca.SX(-np.inf) for _ in range(n_u)]
         ub = [ca.SX(np.inf) for _ in range(n_u)]
         error_parts, n_err = [], 0
@@ -177,10 +183,16 @@ def trace_step(
                     )
                 n_rows = M.shape[0]
                 rhs = _column(rhs, n_rows, where)
-                kind = "cost" if isinstance(piece, Cost) else "eq" if isinstance(piece, Equality) else "in"
+                kind = (
+                    _Rows.COST
+                    if isinstance(piece, Cost)
+                    else _Rows.EQUALITY
+                    if isinstance(piece, Equality)
+                    else _Rows.INEQUALITY
+                )
                 start = rows_of[kind]
                 rows_of[kind] += n_rows
-                if kind == "in" and _constant(M):  # kept in the structure as numbers, not in the kernel
+                if kind is _Rows.INEQUALITY and _constant(M):  # kept in the structure as numbers, not in the kernel
                     numbers = np.array(ca.evalf(M), dtype=float)
                     constant_rows.append((slice(start, start + n_rows), cols, numbers))
                     parts[kind].append((None, rhs))
@@ -202,9 +214,9 @@ def trace_step(
                 ca.vertcat(*rhs) if rhs else ca.DM.zeros(0, 1),
             )
 
-        A, b = stack("cost")
-        A_eq, b_eq = stack("eq")
-        G, h = stack("in")
+        A, b = stack(_Rows.COST)
+        A_eq, b_eq = stack(_Rows.EQUALITY)
+        G, h = stack(_Rows.INEQUALITY)
         e = ca.vertcat(*error_parts) if error_parts else ca.DM.zeros(0, 1)
         bounded = [i for i, g in enumerate(bound_groups) if g is not None]
         d = ca.vertcat(h, *[ub[i] for i in bounded], *[-lb[i] for i in bounded]) + tolerance
@@ -219,17 +231,17 @@ def trace_step(
     # a part, same run time) for 0.23 s of the 0.42 s trace on Talos, 0.43 of 0.73 s on G1 with
     # hands, 3.5 of 8.6 s on a 200-body tree (issue 14, benchmarks/compile.py).
     function = trace(name, inputs, build, list(OUTPUTS), cse=False)
-    G_constant = np.zeros((rows_of["in"], n_u))
-    is_constant = np.zeros(rows_of["in"], dtype=bool)
+    G_constant = np.zeros((rows_of[_Rows.INEQUALITY], n_u))
+    is_constant = np.zeros(rows_of[_Rows.INEQUALITY], dtype=bool)
     for rows, cols, M in constant_rows:
         G_constant[rows, cols] = M
         is_constant[rows] = True
     structure = Structure(
         variables,
         with_parameters,
-        tuple(record["cost"]),
-        tuple(record["eq"]),
-        tuple(record["in"]),
+        tuple(record[_Rows.COST]),
+        tuple(record[_Rows.EQUALITY]),
+        tuple(record[_Rows.INEQUALITY]),
         tuple(bound_groups),
         errors,
         variable_owner,
@@ -388,10 +400,10 @@ def _bounds(piece: Bounds, owner, where, variables, lb, ub, bound_groups, parts,
         return
     n_u = len(lb)
     eye = ca.DM.eye(size)
-    parts["in"].append((_place(ca.vertcat(eye, -eye), cols, n_u), ca.vertcat(upper, -lower)))
-    start = rows_of["in"]
-    rows_of["in"] += 2 * size
-    record["in"].append(RowBlock(piece.group, slice(start, rows_of["in"]), owner))
+    parts[_Rows.INEQUALITY].append((_place(ca.vertcat(eye, -eye), cols, n_u), ca.vertcat(upper, -lower)))
+    start = rows_of[_Rows.INEQUALITY]
+    rows_of[_Rows.INEQUALITY] += 2 * size
+    record[_Rows.INEQUALITY].append(RowBlock(piece.group, slice(start, rows_of[_Rows.INEQUALITY]), owner))
 
 
 def _indices(blocks: Sequence[RowBlock], active: Sequence[bool]) -> np.ndarray:
@@ -496,18 +508,19 @@ class Layout:
         self._all_traced = self.all_columns and np.array_equal(self._traced_from, np.arange(s.traced_rows.size))
         self._Cx = np.zeros(self._C.shape[0])
 
-    def inequality_matrix(self, outputs: Sequence[np.ndarray]) -> np.ndarray:
+    def inequality_matrix(self, outputs: StepOutputs) -> np.ndarray:
         """``G`` (m_in, n) of the active rows and columns (a new array)."""
         s = self.structure
         G = s.G_constant.copy()
         if s.traced_rows.size:
-            G[s.traced_rows] = outputs[4]
+            G[s.traced_rows] = outputs.G
         return G[np.ix_(self.in_rows, self.columns)]
 
-    def select(self, outputs: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+    def select(self, outputs: StepOutputs) -> tuple[np.ndarray, ...]:
         """``(A, b, A_eq, b_eq, h, lb, ub)`` of the active rows and columns: views of the kernel
         buffers where everything is active, copies otherwise (overwritten by the next kernel call)."""
-        A, b, A_eq, b_eq, _, h, lb, ub = outputs[0:8]
+        A, b, A_eq, b_eq = outputs.A, outputs.b, outputs.A_eq, outputs.b_eq
+        h, lb, ub = outputs.h, outputs.lb, outputs.ub
         if not self.all_columns:
             c = self.columns
             A, A_eq, lb, ub = A[:, c], A_eq[:, c], lb[c], ub[c]
@@ -519,17 +532,17 @@ class Layout:
             h = h[self.in_rows]
         return A, b, A_eq, b_eq, h, lb, ub
 
-    def feasible(self, x: np.ndarray, outputs: Sequence[np.ndarray]) -> bool:
+    def feasible(self, x: np.ndarray, outputs: StepOutputs) -> bool:
         """Whether ``x`` (n,) is finite and satisfies every active inequality and bound within the
         tolerance traced into ``d``: one product ``C x ≤ d``."""
         Cx = np.dot(self._C, x, out=self._Cx)
         if self._traced_at.size:
-            G = outputs[4] if self._all_traced else outputs[4][self._traced_from][:, self.columns]
+            G = outputs.G if self._all_traced else outputs.G[self._traced_from][:, self.columns]
             Cx[self._traced_at] += G @ x
-        d = outputs[11] if self._d_rows is None else outputs[11][self._d_rows]
+        d = outputs.d if self._d_rows is None else outputs.d[self._d_rows]
         return bool((Cx <= d).all())
 
-    def problem(self, outputs: Sequence[np.ndarray], regularization: float) -> QPProblem:
+    def problem(self, outputs: StepOutputs, regularization: float) -> QPProblem:
         """The step's :class:`QPProblem` (copies of the data), regularization ``ε ‖A[:, i]‖² + 1e-12``."""
         A, b, A_eq, b_eq, h, lb, ub = (np.array(x) for x in self.select(outputs))
         r = regularization * np.einsum("ij,ij->j", A, A) + 1e-12

@@ -19,8 +19,8 @@ from .pieces import Piece
 
 if TYPE_CHECKING:
     from ..model.model import Model
-    from .context import StepContext
     from .schedule import ContactSchedule
+    from .step_context import StepContext
 
 __all__ = ["Contributor", "Runtime"]
 

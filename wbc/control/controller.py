@@ -9,24 +9,34 @@ The controller is thin; each concern is a small unit it owns:
 * the contact schedule (:mod:`wbc.control.schedule`) holds activation, force ramps and last forces;
 * the solver (:mod:`wbc.control.solvers`) and the fallback policy (:mod:`wbc.control.fallback`).
 
-Each step: the schedule advances; one kernel call evaluates ``a₀``, ``B̂`` and every piece, reading
-the contributors' parameters (targets, gains, weights, force limits) straight from their own arrays
-(bound to the kernel at compile time: nothing is copied, nothing is written to a contributor); the
-minimizer under the equalities alone is kept when it satisfies every inequality and bound (one
-product ``C x ≤ d``; then it is the QP's solution), else the QP is solved. ``q̈ = a₀ + B̂ u`` holds exactly by
-construction: the equations of motion are never QP constraints.
+Each step is one chain (:mod:`wbc.control.strategies`): the schedule advances; the state is checked
+and one kernel call evaluates ``a₀``, ``B̂`` and every piece, reading the contributors' parameters
+(targets, gains, weights, force limits) straight from their own arrays (bound to the kernel at compile
+time: nothing is copied, nothing is written to a contributor); then the units of the step's layout
+are tried in order: the minimizer under the equalities alone, kept when it satisfies every inequality
+and bound (one product ``C x ≤ d``; then it is the QP's solution; in the common case checks, kernel,
+minimizer and command are one C call), the QP on a working set of rows, the hierarchy, the full QP
+and its fallback. ``q̈ = a₀ + B̂ u`` holds exactly by construction: the equations of motion are never
+QP constraints.
+
+Everything a step needs is prepared by :meth:`WholeBodyController.compile` (the kernel, the plans of
+the layouts, the compiled routines): the first step costs what any step costs. Steps on one controller
+from several threads are serialized (each caller receives the command of its own state).
 
 The model may be a :class:`~wbc.Model` or a clustered :class:`~wbc.ClusterModel` (rotors,
 transmissions, loops): the kernel's dynamics come from the step context of the model's type
-(:func:`~wbc.control.contexts.context_type`); for a clustered model the state is ``(y, v)`` and the
-inputs are the motors (:mod:`wbc.control.cluster_context`).
+(:func:`~wbc.control.model_context.context_type`); for a clustered model the state is ``(y, v)`` and the
+inputs are the motors (:mod:`wbc.control.cluster_step_context`).
 """
 
 from __future__ import annotations
 
-import dataclasses
+import functools
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from itertools import product
+from typing import Any, Generic, TypeVar, overload
 
 import numpy as np
 
@@ -35,68 +45,68 @@ from ..codegen import Kernel
 from ..errors import InputError
 from ..model import checks
 from ..model.clusters import ClusterModel
+from ..model.configuration import neutral
 from ..model.model import Model
-from .builder import OUTPUTS, Layout, Structure, compile_placements, compile_step
+from .builder import Layout, Structure, compile_placements, compile_step
+from .command import Command, CommandWriter, LastCommand
 from .contacts import Contact
-from .contexts import context_type
 from .contributor import Contributor, Runtime
 from .fallback import Failure, FallbackPolicy, StepStatus
-from .fastpath import BAD_INPUT, FAILED, FEASIBLE, INFEASIBLE, KERNEL_FAILED, NOT_VECTORS, CompiledShortcut
 from .hierarchy import LexicographicSolver
 from .limits import JointPositionLimit, JointVelocityLimit, TorqueLimit
+from .model_context import context_type
 from .not_copyable import NotCopyable
-from .pieces import TAU, Group
-from .qp import QPProblem, equality_constrained_least_squares, least_squares_by_elimination
+from .outputs import StepOutputs, step_outputs
+from .pieces import TAU
+from .qp import QPProblem
 from .schedule import ContactSchedule, ContactState
+from .shortcut import FEASIBLE, CompiledShortcut
 from .solvers import DEFAULT_SOLVER, QPSolver, Solver, make_solver
+from .strategies import (
+    Evaluation,
+    FullQP,
+    Hierarchy,
+    Minimizer,
+    OneCall,
+    Shortcut,
+    State,
+    StepPlan,
+    Strategy,
+    WorkingSet,
+)
 from .task import Task
 
 __all__ = ["WholeBodyController", "Command", "StepStatus", "Failure"]
 
-_NO_CONFLICT: tuple[Group, ...] = ()
 _clock = time.perf_counter
+T = TypeVar("T")
+
+#: Up to this many contributors that can switch on and off (contacts), the plans of every activation
+#: set are prepared by compile(); beyond, each set's plan is prepared the first time it occurs.
+PLAN_EVERY_SET_UP_TO = 4
 
 
-@dataclasses.dataclass
-class Command:
-    """The result of one control step.
+class _Setting(Generic[T]):
+    """A controller setting the step's plans read: converted when set (``convert``: checks and
+    resolves it), then the plans are prepared again, under the controller's lock."""
 
-    Attributes:
-        tau: actuator efforts (n_actuated,), N m / N, in ``model.actuated`` order; for a clustered
-            model the motor efforts (n_motors,), in ``model.motor_joints`` order.
-        forces: contact name -> its force variables (zeros for inactive contacts): a world-axis
-            force (3,) for a point contact; a sole-frame wrench (6,) or four sole-frame corner forces
-            (12,) for a surface contact.
-        qdd: the acceleration ``a₀ + B̂ u`` (nv,) the command produces (exact dynamics).
-        task_errors: task name -> error ``e`` (dim,).
-        status: a :class:`StepStatus`: what was applied.
-        conflict: the constraint groups found in conflict when the QP was infeasible, else ().
-        failure: why the QP's solution could not be applied as posed (a :class:`Failure`), else None;
-            then ``qdd`` is what the applied command produces if that is finite, else zeros.
-        timings: microseconds spent in the ``kernel`` (input checks included), in the ``qp``
-            (assembly and solution) and in ``total``.
-        u: the inputs ``(τ, f of the active contacts)`` applied.
-    """
+    def __init__(self, convert: Callable[[Any], T]) -> None:
+        self.convert = convert
 
-    tau: np.ndarray
-    forces: dict
-    qdd: np.ndarray
-    task_errors: dict
-    status: StepStatus
-    conflict: tuple[Group, ...]
-    timings: dict
-    u: np.ndarray
-    failure: Failure | None = None
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.attribute = f"_{name}"
 
+    @overload
+    def __get__(self, controller: None, owner: type) -> _Setting[T]: ...
+    @overload
+    def __get__(self, controller: object, owner: type) -> T: ...
+    def __get__(self, controller, owner):
+        return self if controller is None else getattr(controller, self.attribute)
 
-def _positive(value, name: str) -> float:
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a number, got {value!r}") from None
-    if not (np.isfinite(value) and value > 0):
-        raise InputError(f"{name} must be a finite number > 0, got {value!r}")
-    return value
+    def __set__(self, controller, value) -> None:
+        with controller._lock:
+            setattr(controller, self.attribute, self.convert(value))
+            controller._replan()
 
 
 class WholeBodyController(NotCopyable):
@@ -162,14 +172,12 @@ class WholeBodyController(NotCopyable):
             if not isinstance(limit, Contributor) or isinstance(limit, (Task, Contact)):
                 raise InputError(f"limits must be limit contributors (wbc.control.limits), got {type(limit).__name__}")
             limit.check(model)
+        self._lock = threading.RLock()  # one step (or change) at a time
         self.kernel: Kernel | None = None
-        self._fused: CompiledShortcut | None = None  # the one running the whole step of _fused_layout
-        self._fast: dict[int, CompiledShortcut | None] = {}  # per layout (by id): the compiled shortcut
         self.solver = solver  # resolved once by the setter
         self.regularization = regularization
-        self.dt = _positive(dt, "dt")
+        self.dt = checks.positive(dt, "dt")
         self.fallback = FallbackPolicy(soft_contact_weight, feasibility_tolerance)
-        self._hierarchy = LexicographicSolver(self.solver, self.fallback)
         self.input_matrix = checks.option(InputMatrixMethod, input_matrix, "input_matrix")
         self.check_inputs = bool(check_inputs)
         self.time = 0.0
@@ -178,55 +186,30 @@ class WholeBodyController(NotCopyable):
         self._tasks: list[Task] = []
         self._placements: Kernel | None = None  # q -> the contact frames' placements
         self._structure: Structure | None = None
-        self._layouts: dict[tuple[bool, ...], Layout] = {}
-        self._fused_layout: Layout | None = None
-        self._fused_version = -1  # the schedule version _fused_layout is valid for (-1: ask _layout)
-        self._fused_by_schedule = False  # whether the layout depends on the schedule alone
         self._tolerance = 0.0  # the shortcut's tolerance traced into the kernel's d
-        self._last_tau: np.ndarray | None = None
+        self._last = LastCommand()
+        self._plans: dict[tuple[bool, ...], StepPlan] = {}  # per activation set
+        self._plan: StepPlan | None = None  # this step's, valid while the schedule is at _plan_version
+        self._plan_version = -1  # -1: ask the contributors at each step
         self.n_u = self._context.input_count(model) + sum(c.dim for c in self.contacts)
         for t in tasks:
             self.add_task(t)
 
     # ----------------------------------------------------------------------------- settings
-    @property
-    def regularization(self) -> float:
-        """Relative weight ``ε`` of the strict-convexity term (see the class docstring)."""
-        return self._regularization
+    #: Relative weight ``ε`` of the strict-convexity term (see the class docstring).
+    regularization = _Setting(lambda value: checks.positive(value, "regularization"))
+    #: Whether ``step`` validates ``q`` and ``v`` (sizes, finiteness, unit quaternions).
+    check_inputs = _Setting(bool)
+    #: The QP solver (a :class:`~wbc.control.solvers.QPSolver`; set it from anything ``solver=`` takes).
+    solver = _Setting(make_solver)
 
-    @regularization.setter
-    def regularization(self, value) -> None:
-        self._regularization = _positive(value, "regularization")
-        self._unfuse()
-
-    @property
-    def check_inputs(self) -> bool:
-        """Whether ``step`` validates ``q`` and ``v`` (sizes, finiteness, unit quaternions)."""
-        return self._check_inputs
-
-    @check_inputs.setter
-    def check_inputs(self, value) -> None:
-        self._check_inputs = bool(value)
-        self._unfuse()
-
-    @property
-    def solver(self) -> QPSolver:
-        """The QP solver (a :class:`~wbc.control.solvers.QPSolver`; set it from anything ``solver=`` takes)."""
-        return self._solver
-
-    @solver.setter
-    def solver(self, value) -> None:
-        self._solver = make_solver(value)
-        if self.kernel is not None and self._solver.unconstrained_tolerance != self._tolerance:
-            self._invalidate()  # the shortcut's tolerance is traced into the kernel
-        self._unfuse()
-        if hasattr(self, "_hierarchy"):
-            self._hierarchy = LexicographicSolver(self._solver, self.fallback)
-
-    def _unfuse(self) -> None:
-        """Settings the one-call step read when it was set up changed: set it up again at the next step."""
-        self._fused = self._fused_layout = None
-        self._fast = {}
+    def _replan(self) -> None:
+        """A setting the plans read changed: prepare them again now (when compiled); a solver with
+        another shortcut tolerance (traced into the kernel) needs the kernel again."""
+        if getattr(self, "kernel", None) is not None and self.solver.unconstrained_tolerance != self._tolerance:
+            self._invalidate()
+        if getattr(self, "_structure", None) is not None:
+            self._prepare_plans()
 
     # ----------------------------------------------------------------------------- contributors
     @property
@@ -248,18 +231,20 @@ class WholeBodyController(NotCopyable):
             raise InputError(f"expected a wbc Task, got {type(task).__name__}")
         if any(t.name == task.name for t in self._tasks):
             raise InputError(f"a task named {task.name!r} is already in the controller")
-        task.check(self.model)
-        task._claim(self)
-        self._tasks.append(task)
-        self._invalidate()
+        with self._lock:
+            task.check(self.model)
+            task._claim(self)
+            self._tasks.append(task)
+            self._invalidate()
 
     def remove_task(self, task: Task) -> None:
         """Remove a task (recompiles)."""
-        if task not in self._tasks:
-            raise InputError(f"task {getattr(task, 'name', task)!r} is not in the controller")
-        self._tasks.remove(task)
-        task._release()
-        self._invalidate()
+        with self._lock:
+            if task not in self._tasks:
+                raise InputError(f"task {getattr(task, 'name', task)!r} is not in the controller")
+            self._tasks.remove(task)
+            task._release()
+            self._invalidate()
 
     def within_limits(self, q) -> np.ndarray:
         """``q`` (nq,) with every joint under a :class:`JointPositionLimit` of this controller moved
@@ -281,8 +266,8 @@ class WholeBodyController(NotCopyable):
         return q
 
     def _invalidate(self) -> None:
-        self.kernel, self._structure, self._layouts, self._fast = None, None, {}, {}
-        self._fused = self._fused_layout = None
+        """The contributors changed: the kernel is compiled again (by :meth:`compile` or the next step)."""
+        self.kernel, self._structure, self._plans, self._plan, self._plan_version = None, None, {}, None, -1
 
     # ----------------------------------------------------------------------------- contacts
     def activate_contact(self, name: str, placement=None, ramp: float = 0.0, ramp_force: float | None = None) -> None:
@@ -290,12 +275,14 @@ class WholeBodyController(NotCopyable):
         ``placement`` (4, 4) in the world, default where the next step finds it; with ``ramp`` > 0
         its maximum normal force rises from zero to ``ramp_force`` (N, default its limit) over
         ``ramp`` s first (a touchdown without a force jump)."""
-        self._schedule.activate(name, placement, ramp, ramp_force)
+        with self._lock:
+            self._schedule.activate(name, placement, ramp, ramp_force)
 
     def deactivate_contact(self, name: str, ramp: float = 0.0, start_force: float | None = None) -> None:
         """Release contact ``name`` after ramping its maximum normal force to zero over ``ramp`` s
         (from ``start_force``, N, default its limit or its last normal force); no recompilation."""
-        self._schedule.deactivate(name, ramp, start_force)
+        with self._lock:
+            self._schedule.deactivate(name, ramp, start_force)
 
     def contact_state(self, name: str) -> ContactState:
         """A copy of contact ``name``'s runtime state (active, ramp, last normal force, placement, gains)."""
@@ -303,294 +290,235 @@ class WholeBodyController(NotCopyable):
 
     def set_contact_gains(self, name: str, kp: float, kd: float | None = None) -> None:
         """Pose-feedback gains of contact ``name`` (1/s², 1/s; ``kd`` default ``2 √kp``); no recompilation."""
-        self._schedule.set_gains(name, kp, kd)
+        with self._lock:
+            self._schedule.set_gains(name, kp, kd)
 
     def contact_active(self, name: str) -> bool:
         return self._schedule.state(name).active
 
-    # ----------------------------------------------------------------------------- kernel
+    # ----------------------------------------------------------------------------- compile
     def compile(self) -> Kernel:
-        """Trace and compile the control kernel (cached on disk by content); done lazily by ``step``."""
+        """Trace and compile the control kernel (cached on disk by content) and prepare every step's
+        plan (:mod:`wbc.control.strategies`): after it, the first step costs what any step costs.
+        Done by the first step when not called before (and after the tasks changed)."""
+        with self._lock:
+            return self._compile()
+
+    def _compile(self) -> Kernel:
         self._tolerance = self.solver.unconstrained_tolerance
-        self.kernel, structure = compile_step(
-            self.model, self.contributors, self.contacts, self.input_matrix, self._tolerance
-        )
-        tree = self._context.kinematic_tree(self.model)
-        self._placements = compile_placements(tree, self.contacts) if self.contacts else None
-        self._structure = structure
-        self._layouts, self._fast = {}, {}
-        self._fused = self._fused_layout = None
         contributors = self.contributors
-        self._switchable = [
-            contributors[k]
-            for k in range(len(contributors))
-            if type(contributors[k]).is_active is not Contributor.is_active
-        ]
-        self._switch_index = [contributors.index(c) for c in self._switchable]
-        self._contact_outputs = [(c, structure.variables[c.name], self._schedule.state(c.name)) for c in self.contacts]
-        self._error_rows = list(structure.errors.items())
+        kernel, structure = compile_step(self.model, contributors, self.contacts, self.input_matrix, self._tolerance)
+        tree = self._context.kinematic_tree(self.model)
+        placements = compile_placements(tree, self.contacts) if self.contacts else None
         for i, k in enumerate(structure.parameter_inputs):  # the kernel reads them in place: no copies
-            self.kernel.bind_input(2 + i, contributors[k].parameters(self._runtime))
-        nq = self.kernel.inputs[0].size
-        self._state = np.zeros(nq + self.kernel.inputs[1].size)  # q then v: one copy fills both inputs
-        self.kernel.bind_input(0, self._state[:nq])
-        self.kernel.bind_input(1, self._state[nq:])
-        # the outputs with their declared shapes, as views of the kernel's buffers
-        shapes = [self.kernel.function.size_out(i) for i in range(self.kernel.function.n_out())]
-        self._outputs = [
-            np.reshape(o, shape if name in ("A", "A_eq", "G", "Bhat") else (shape[0],), order="F")
-            for o, shape, name in zip(self.kernel.outputs, shapes, OUTPUTS)
-        ]
-        return self.kernel
+            kernel.bind_input(2 + i, contributors[k].parameters(self._runtime))
+        nq = kernel.inputs[0].size
+        state = np.zeros(nq + kernel.inputs[1].size)  # q then v: one copy fills both inputs
+        kernel.bind_input(0, state[:nq])
+        kernel.bind_input(1, state[nq:])
+        if placements is not None:  # it reads the same q
+            placements.bind_input(0, state[:nq])
+        self._placements = placements
+        self.kernel, self._structure = kernel, structure
+        self._outputs = step_outputs(kernel)
+        self._state = State(functools.partial(self._context.check_state, self.model), state)  # no cycle
+        self._switchable = [c for c in contributors if type(c).is_active is not Contributor.is_active]
+        self._switch_index = [contributors.index(c) for c in self._switchable]
+        # the activation set follows the schedule's version when only contacts (as defined) switch
+        self._by_schedule = all(
+            isinstance(c, Contact) and type(c).is_active is Contact.is_active for c in self._switchable
+        )
+        self._prepare_plans()
+        return kernel
 
-    def _layout(self) -> Layout:
-        runtime = self._runtime
-        key = tuple([c.is_active(runtime) for c in self._switchable])  # contributors that can be inactive
-        layout = self._layouts.get(key)
-        if layout is None:
-            active = [True] * len(self.contributors)
-            for k, on in zip(self._switch_index, key):
-                active[k] = on
-            layout = self._layouts[key] = Layout(self._compiled_structure(), active)
-        return layout
-
-    def _compiled_structure(self) -> Structure:
-        if self._structure is None:
-            self.compile()
-        assert self._structure is not None  # set by compile
-        return self._structure
-
-    def _evaluate(self, q, v) -> list[np.ndarray]:
-        """Copy the parameters and the state into the kernel and run it; returns its outputs
-        (views of its buffers, overwritten by the next run)."""
-        kernel = self.kernel if self.kernel is not None else self.compile()
-        if self.check_inputs:
-            q, v = self._context.check_state(self.model, q, v)
-        inputs = kernel.inputs
-        np.copyto(inputs[0], q)
-        np.copyto(inputs[1], v)
-        kernel.run()
-        return self._outputs
-
-    def _advance_clock(self, q) -> None:
-        self._runtime.time = self.time
-        self._schedule.advance(self.time)
-        pending = self._schedule.pending
-        if pending:  # contacts just activated without a placement: where they are now
-            if self.kernel is None:
-                self.compile()
-            assert self._placements is not None  # pending contacts exist, so the kernel was built
-            if self.check_inputs:
-                q = self._context.check_configuration(self.model, q)
-            placements = self._placements(q)[0]
-            for k, c in enumerate(self.contacts):
-                block = placements[12 * k : 12 * k + 12]
-                if c.name in pending and np.isfinite(block).all():  # else measured again at the next step
-                    self._schedule.place(c.name, *np.split(block, [3]))
-
-    # ----------------------------------------------------------------------------- the step
-    def build_problem(self, q, v) -> QPProblem:
-        """Evaluate the kernel at ``(q, v)`` and assemble this step's QP, for inspection.
-
-        Does not advance the controller's clock.
-        """
-        self._advance_clock(q)
-        if self.kernel is None:
-            self.compile()
-        layout = self._layout()
-        return layout.problem(self._evaluate(q, v), self.regularization)
-
-    def _shortcut(self, layout: Layout, outputs: Sequence[np.ndarray]) -> np.ndarray | None:
-        """The minimizer under the equalities alone if it satisfies every inequality and bound (then
-        it solves the QP), else None; see :mod:`wbc.control.qp`."""
-        A, b, A_eq, b_eq, _, _, _ = layout.select(outputs)
-        if layout.eliminable:
-            p = layout.n_tau
-            sol = least_squares_by_elimination(
-                A[:, :p], A[:, p:], b, A_eq[:, :p], A_eq[:, p:], b_eq, self.regularization
-            )
-            x = None if sol is None else np.concatenate(sol)
+    def _prepare_plans(self) -> None:
+        """The plans of every activation set (of the current one when there are many)."""
+        self._plans, self._plan, self._plan_version = {}, None, -1
+        self._state.enabled = self.check_inputs
+        if len(self._switchable) <= PLAN_EVERY_SET_UP_TO:
+            keys = list(product((True, False), repeat=len(self._switchable)))
         else:
-            r = self.regularization * np.einsum("ij,ij->j", A, A) + 1e-12
-            x = equality_constrained_least_squares(A, b, r, A_eq, b_eq)
-        if x is None or not layout.feasible(x, outputs):
-            return None
-        return x
-
-    def step(self, q, v) -> Command:
-        """One control step at state ``(q, v)``: returns the :class:`Command` to apply."""
-        t_start = _clock()
-        fast = self._fused
-        self._runtime.time = self.time
+            keys = [self._activation()]
+        for key in keys:
+            self._plans[key] = self._make_plan(key)
+        self._warm_up()
         schedule = self._schedule
-        if (  # the common case: one C call (checks, kernel, shortcut, command)
-            fast is not None
-            and schedule.idle(self.time)
-            and (schedule.version == self._fused_version or self._fused_layout_again())
-        ):
-            code = fast.step_objects(q, v)  # float64 vectors: read in C, no conversion
-            if code == NOT_VECTORS:  # anything else: converted (or refused, naming the culprit)
-                q, v = self._context.check_state(self.model, q, v)
-                np.concatenate((q, v), out=self._state)
-                code = fast.step()
-            if code == FEASIBLE:
-                return self._fused_command(fast, t_start)
-            return self._fused_fallback(fast, code, q, v, t_start)
-        return self._step(q, v, t_start)
+        if self._by_schedule and not schedule.pending and schedule.idle(self.time):  # the first step's plan
+            self._plan, self._plan_version = self._plans.get(self._activation()), schedule.version
 
-    def _fused_layout_again(self) -> bool:
-        """Whether this step's layout is the fused one (after the schedule changed)."""
-        if self._layout() is not self._fused_layout:
-            return False
-        if self._fused_by_schedule:  # back to the fused activation set: no need to ask again
-            self._fused_version = self._schedule.version
-        return True
+    def _warm_up(self) -> None:
+        """Run the compiled code once (the kernel, the placements, each plan's shortcut and one-call
+        step) at the neutral configuration at rest, so that the first step does not pay for loading
+        it (page faults of a library of a megabyte, first calls through ctypes)."""
+        assert self.kernel is not None
+        tree = self._context.kinematic_tree(self.model)
+        buffer = self._state.buffer
+        q0 = neutral(tree)
+        buffer[:] = 0.0
+        buffer[: q0.size] = q0
+        with np.errstate(all="ignore"):
+            self.kernel.run()
+            if self._placements is not None:
+                self._placements.run()
+            for plan in self._plans.values():
+                fast = plan.shortcut
+                if fast is not None:
+                    fast(self.regularization)
+                    if plan.one_call:  # its Python side too (a few runs: the interpreter specializes)
+                        v0 = buffer[q0.size :].copy()
+                        for _ in range(10):
+                            plan.strategies[0].attempt(plan.reset(q0, v0, 0.0))
+        self._last.tau = None  # forget the warm-up's commands
+        self._schedule.forget()
 
-    def _fused_fallback(self, fast: CompiledShortcut, code: int, q, v, t_start: float) -> Command:
-        """The fused call found no answer: refuse a bad state, or solve the binding step's QP on a
-        working set of rows (the kernel's outputs are current), or the full QP."""
-        if code == BAD_INPUT:
-            self._context.check_state(self.model, q, v)  # raises, naming the culprit
-            raise InputError("q or v is not finite, or a quaternion of q is not of unit norm")
-        if code == KERNEL_FAILED:
-            raise InputError("the control kernel failed at this state")
-        if code == INFEASIBLE:  # an inequality binds
-            t1 = _clock()
-            x = fast.screened(self.solver, self._tolerance)
-            if x is not None and fast.command(x) == FEASIBLE:
-                kernel_us, shortcut_us = fast.timings
-                fast.out[self._fused_tail :] = (kernel_us, 0.0)
-                return self._fused_command(fast, t_start, shortcut_us + (_clock() - t1) * 1e6)
-            code = FAILED  # the working set failed: the full QP, as posed
-        return self._step(q, v, t_start, fused_code=code)
+    def _activation(self) -> tuple[bool, ...]:
+        """Which contributors that can switch are active now."""
+        runtime = self._runtime
+        return tuple([c.is_active(runtime) for c in self._switchable])
 
-    def _fused_command(self, fast: CompiledShortcut, t_start: float, t_qp: float | None = None) -> Command:
-        """The :class:`Command` of the fused routine's output block (``t_qp``: the QP time, µs, when
-        the answer came from a binding step's QP)."""
-        block = fast.out.copy()
-        n, p, o = self._fused_sizes
-        x, tau, qdd = block[:n], block[:p], block[n:o]
-        errors = {}
-        for name, rows in self._fused_errors:
-            errors[name] = block[rows]
-        forces = {}
-        for name, columns in self._fused_forces:
-            forces[name] = block[columns]
-        self._schedule.defer_normal_forces(block)
-        self._last_tau = tau
-        self.time += self.dt
-        t_kernel, t_shortcut = block[self._fused_tail :].tolist()
-        timings = {"kernel": t_kernel, "qp": t_shortcut if t_qp is None else t_qp, "total": (_clock() - t_start) * 1e6}
-        return Command(tau, forces, qdd, errors, StepStatus.OPTIMAL, _NO_CONFLICT, timings, x, None)
+    def _make_plan(self, key: tuple[bool, ...]) -> StepPlan:
+        """The plan of one activation set: its layout and the units that apply to it."""
+        assert self.kernel is not None and self._structure is not None
+        active = [True] * len(self.contributors)
+        for k, on in zip(self._switch_index, key):
+            active[k] = on
+        layout, outputs = Layout(self._structure, active), self._outputs
+        writer = CommandWriter(
+            layout, outputs, self.contacts, self._schedule, list(self._structure.errors.items()), self._last, self.n_u
+        )
+        reg, solver = self.regularization, self.solver
+        units: list[Strategy] = []
+        fast = None
+        if len(layout.levels) == 1 and solver.try_unconstrained:
+            fast = CompiledShortcut.build(layout, outputs)
+        if fast is not None and self._attach(layout, fast, writer):
+            units.append(OneCall(fast, self._state, writer))  # it runs the kernel (or raises)
+        else:
+            units.append(Evaluation(self._state, self.kernel.run))
+        if fast is not None:
+            if not fast.attached:
+                units.append(Shortcut(fast, reg, writer))
+            units.append(WorkingSet(fast, solver, self._tolerance, writer))
+        elif len(layout.levels) == 1 and solver.try_unconstrained:  # no compiled shortcut for this layout
+            units.append(Minimizer(solver, layout, outputs, reg, writer))
+        if len(layout.levels) > 1:
+            units.append(Hierarchy(LexicographicSolver(solver, self.fallback), layout, outputs, reg, writer))
+        units.append(FullQP(self.fallback, solver, layout, outputs, reg, writer))
+        return StepPlan(layout, units, fast)
 
-    def _fuse(self, layout: Layout, fast: CompiledShortcut) -> None:
+    def _attach(self, layout: Layout, fast: CompiledShortcut, writer: CommandWriter) -> bool:
         """Make ``fast`` run this layout's whole step in one C call, when it can (every contact's
         normal force linear in its variables; a compiled kernel)."""
-        kernel = self.kernel
-        assert kernel is not None and self._structure is not None
-        if fast.gathered:  # a layout with inactive contacts: the two-call step
-            return
+        assert self.kernel is not None
+        if fast.gathered:  # a layout with inactive contributors: the kernel runs first
+            return False
         n = fast.u.size
         normal = np.zeros((len(self.contacts), n))
         rng = np.random.default_rng(0)
         for k, c in enumerate(self.contacts):
-            cols = layout.variables[c.name]
             w = np.array([c.normal_force(e) for e in np.eye(c.dim)], dtype=float)
             for f in rng.standard_normal((2, c.dim)):  # linear (all the library's contacts are)?
                 if not abs(c.normal_force(f) - w @ f) <= 1e-9 * (1.0 + np.abs(w).sum() * np.abs(f).max()):
-                    return
-            normal[k, cols] = w
+                    return False
+            normal[k, layout.variables[c.name]] = w
         tree = self.model.tree if isinstance(self.model, ClusterModel) else self.model
         parts = [(start, stop) for start, stop, _, _ in checks.unit_parts(tree)]
-        if not fast.fuse(kernel, self.regularization, parts, self.check_inputs, normal):
-            return
-        nv = self._outputs[8].size
-        self._fused, self._fused_layout = fast, layout
-        # the layout follows the schedule's version when only contacts (as defined) switch on and off
-        self._fused_by_schedule = all(
-            isinstance(c, Contact) and type(c).is_active is Contact.is_active for c in self._switchable
-        )
-        self._fused_version = self._schedule.version if self._fused_by_schedule else -1
-        self._fused_sizes = (n, layout.n_tau, n + nv)
-        self._fused_errors = [(name, slice(n + nv + r.start, n + nv + r.stop)) for name, r in self._error_rows]
-        self._fused_forces = [(c.name, layout.variables[c.name]) for c in self.contacts]
-        at = n + nv + self._outputs[10].size
-        self._schedule.normal_forces_at(range(at, at + len(self.contacts)))
-        self._fused_tail = at + len(self.contacts)
+        if not fast.attach(self.kernel, self.regularization, parts, self.check_inputs, normal):
+            return False
+        outputs = self._outputs
+        writer.block_layout(n, outputs.a0.size, outputs.errors.size, len(self.contacts))
+        return True
 
-    def _step(self, q, v, t_start: float, fused_code: int | None = None) -> Command:
-        """The step in general (any layout, hierarchy, solver); ``fused_code``: the code of the fused
-        call that ran the kernel at ``(q, v)`` and the shortcut already (the binding case)."""
-        evaluated = fused_code is not None
-        if not evaluated:
-            self._advance_clock(q)
+    # ----------------------------------------------------------------------------- the step
+    def step(self, q, v) -> Command:
+        """One control step at state ``(q, v)``: returns the :class:`Command` to apply.
+
+        Thread-safe: steps on one controller from several threads run one after the other.
+        """
+        with self._lock:
+            t_start = _clock()
+            schedule = self._schedule
+            plan = self._plan
+            self._runtime.time = self.time
+            if plan is None or not (schedule.idle(self.time) and schedule.version == self._plan_version):
+                plan = self._advance(q, v)
+            command = plan.run(q, v, t_start)
+            self.time += self.dt
+            return command
+
+    def _advance(self, q, v) -> StepPlan:
+        """The clock moved with something in progress (a ramp, a placement to measure, a switch): the
+        schedule advances, this step's plan is chosen, and pending placements are measured at ``q``."""
         if self.kernel is None:
-            self.compile()
-        layout = self._layout()
-        t0 = _clock()
-        outputs = self._outputs if evaluated else self._evaluate(q, v)
-        t1 = _clock()
-        if evaluated:  # the fused call's own timings
-            t_kernel, t_shortcut = self._fused.timings if self._fused is not None else (0.0, 0.0)
-            t0, t1 = t1 - 1e-6 * (t_kernel + t_shortcut), t1 - 1e-6 * t_shortcut
-        status, conflict, failure = StepStatus.OPTIMAL, _NO_CONFLICT, None
-        if len(layout.levels) > 1:  # a strict hierarchy (None: infeasible constraints, handled below)
-            x = self._hierarchy.solve(layout, outputs, self.regularization)
-        elif self.solver.try_unconstrained:
-            key = id(layout)
-            if key not in self._fast:
-                self._fast[key] = fast = CompiledShortcut.build(layout, outputs)
-                if fast is not None and self._fused is None:
-                    self._fuse(layout, fast)
-            fast = self._fast[key]
-            if fast is None:
-                x = self._shortcut(layout, outputs)
-            else:
-                code = fused_code if fused_code is not None else fast(self.regularization)
-                if code == FEASIBLE:
-                    x = fast.u.copy()
-                elif code == INFEASIBLE:
-                    x = fast.screened(self.solver, self._tolerance)
-                else:
-                    x = None
+            self._compile()
+        schedule = self._schedule
+        schedule.advance(self.time)
+        key = self._activation()
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = self._make_plan(key)
+        pending = schedule.pending
+        if pending:  # contacts just activated without a placement: where they are now
+            self._place(pending, q, v, plan)
+        self._plan = plan
+        self._plan_version = schedule.version if self._by_schedule and not schedule.pending else -1
+        return plan
+
+    def _place(self, pending: list[str], q, v, plan: StepPlan) -> None:
+        """Place the ``pending`` contacts where their frames are at ``q`` (the state checked first; in
+        C when the plan runs in one call). A placement that is not finite is measured again next step."""
+        state = self._state
+        fast = plan.shortcut if plan.one_call else None
+        if fast is not None and type(q) is type(v) is np.ndarray and q.dtype == v.dtype == np.float64:
+            try:
+                np.concatenate((q, v), out=state.buffer)
+                checked = fast.check_state() == FEASIBLE
+            except ValueError:  # a wrong size or shape
+                checked = False
+            if not checked:
+                state.load(q, v)  # raises, naming the culprit
         else:
-            x = None
-        if x is None:
-            outcome = self.fallback.solve(layout.problem(outputs, self.regularization), self.solver)
-            x, status, conflict, failure = outcome.x, outcome.status, outcome.conflict, outcome.failure
-        t_end = _clock()
-        a0, Bhat, errors_all = outputs[8], outputs[9], outputs[10]
-        if x is not None:
-            if layout.all_columns:
-                u_full = x
-            else:
-                u_full = np.zeros(self.n_u)
-                u_full[layout.columns] = x
-            qdd = a0 + Bhat @ u_full
-            if np.isfinite(qdd).all():
-                tau = x[: layout.n_tau].copy()
-                self._last_tau = tau
-            else:  # singular or overflowing dynamics: never hand out NaN
-                x, failure = None, Failure.NON_FINITE
-        if x is None:
-            if self._last_tau is not None:
-                tau, status = self._last_tau.copy(), StepStatus.LAST_COMMAND
-            else:
-                tau, status = np.zeros(layout.n_tau), StepStatus.ZERO_TORQUE
-            u_full = np.zeros(self.n_u)
-            u_full[: tau.size] = tau
-            x = u_full[layout.columns].copy()
-            qdd = a0 + Bhat @ u_full
-            if not np.isfinite(qdd).all():
-                failure, qdd = Failure.NON_FINITE, np.zeros(self.model.nv)
-            failure = failure or Failure.SOLVER
-        forces = {}
-        for contact, columns, state in self._contact_outputs:
-            f = u_full[columns]
-            forces[contact.name] = f
-            if state.active:
-                self._schedule.record(contact.name, contact.normal_force(f))
-        errors = {name: errors_all[rows].copy() for name, rows in self._error_rows}
-        self.time += self.dt
-        timings = {"kernel": (t1 - t0) * 1e6, "qp": (t_end - t1) * 1e6, "total": (t_end - t_start) * 1e6}
-        return Command(tau, forces, qdd, errors, status, conflict, timings, x, failure)
+            state.load(q, v)
+        assert self._placements is not None  # pending contacts exist, so the kernel has them
+        placements = self._placements.run()[0]
+        for k, c in enumerate(self.contacts):
+            block = placements[12 * k : 12 * k + 12]
+            if c.name in pending and np.isfinite(block).all():
+                self._schedule.place(c.name, block[:3], block[3:])
+
+    # ----------------------------------------------------------------------------- inspection
+    def evaluate(self, q, v) -> StepOutputs:
+        """The kernel's outputs at ``(q, v)`` (:class:`~wbc.control.outputs.StepOutputs`: views of its
+        buffers, overwritten by the next step or evaluation), for inspection; does not advance the clock.
+
+        Raises:
+            InputError: a bad state (named).
+        """
+        with self._lock:
+            if self.kernel is None:
+                self._compile()
+            self._state.load(q, v)
+            assert self.kernel is not None
+            self.kernel.run()
+            return self._outputs
+
+    def build_problem(self, q, v) -> QPProblem:
+        """Evaluate the kernel at ``(q, v)`` and assemble this step's QP, for inspection.
+
+        Does not advance the controller's clock (contacts pending a placement are placed at ``q``).
+        """
+        with self._lock:
+            self._runtime.time = self.time
+            plan = self._advance(q, v)
+            return plan.layout.problem(self.evaluate(q, v), self.regularization)
+
+    def _layout(self) -> Layout:
+        """This step's layout (for tests and inspection)."""
+        with self._lock:
+            if self.kernel is None:
+                self._compile()
+            key = self._activation()
+            plan = self._plans.get(key)
+            if plan is None:
+                plan = self._plans[key] = self._make_plan(key)
+            return plan.layout

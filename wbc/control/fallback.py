@@ -18,7 +18,7 @@ import itertools
 
 import numpy as np
 
-from ..errors import InputError
+from ..model import checks
 from .pieces import Group
 from .qp import QPProblem
 from .solvers import QPSolver
@@ -53,13 +53,6 @@ class Outcome:
     failure: Failure | None = None
 
 
-def _positive(value: float, name: str) -> float:
-    value = float(value)
-    if not (np.isfinite(value) and value > 0):
-        raise InputError(f"{name} must be a finite number > 0, got {value!r}")
-    return value
-
-
 class FallbackPolicy:
     """How a step solves its QP and what it does when it cannot.
 
@@ -73,12 +66,13 @@ class FallbackPolicy:
     def __init__(
         self, soft_contact_weight: float = 1e4, feasibility_tolerance: float = 1e-4, max_diagnosis_solves: int = 24
     ) -> None:
-        self.soft_contact_weight = _positive(soft_contact_weight, "soft_contact_weight")
-        self.feasibility_tolerance = _positive(feasibility_tolerance, "feasibility_tolerance")
+        self.soft_contact_weight = checks.positive(soft_contact_weight, "soft_contact_weight")
+        self.feasibility_tolerance = checks.positive(feasibility_tolerance, "feasibility_tolerance")
         self.max_diagnosis_solves = int(max_diagnosis_solves)
 
     def solve(self, problem: QPProblem, solver: QPSolver) -> Outcome:
-        """Solve ``problem`` as posed, else diagnose and solve it with soft equalities."""
+        """Solve ``problem`` as posed, else diagnose and solve it with soft equalities (the minimizer
+        under the equalities was tried before: the step's units)."""
         if not problem.is_finite():
             return Outcome(None, StepStatus.ZERO_TORQUE, failure=Failure.NON_FINITE)  # the caller picks the command
         x = self.accepted(problem, solver, shortcut=False)

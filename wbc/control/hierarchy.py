@@ -42,7 +42,6 @@ falls back as the weighted controller does (:mod:`wbc.control.fallback`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -54,6 +53,7 @@ from .qp import QPProblem
 if TYPE_CHECKING:
     from .builder import Layout
     from .fallback import FallbackPolicy
+    from .outputs import StepOutputs
     from .solvers import QPSolver
 
 __all__ = ["LexicographicSolver", "null_space_rank_tolerance"]
@@ -134,7 +134,7 @@ class LexicographicSolver:
         self.fallback = fallback
         self.rank_tolerance = float(rank_tolerance)
 
-    def solve(self, layout: Layout, outputs: Sequence[np.ndarray], regularization: float) -> np.ndarray | None:
+    def solve(self, layout: Layout, outputs: StepOutputs, regularization: float) -> np.ndarray | None:
         """The lexicographic solution ``u`` (n,) in the layout's active variables, or None when the
         first level's QP has no solution (the constraints are infeasible)."""
         A, b, A_eq, b_eq, h, lb, ub = layout.select(outputs)
@@ -147,7 +147,7 @@ class LexicographicSolver:
         constraints = None
         last = len(layout.levels) - 1
         above = np.zeros_like(squares)  # Σ over this level and the levels above of ‖A[:, i]‖²
-        Bhat = outputs[9] if layout.all_columns else outputs[9][:, layout.columns]
+        Bhat = outputs.Bhat if layout.all_columns else outputs.Bhat[:, layout.columns]
         floor = np.einsum("ij,ij->j", Bhat, Bhat)  # ‖B̂[:, i]‖²: the accelerations an input produces
         for k, rows in enumerate(layout.levels):
             above += np.einsum("ij,ij->j", A[rows], A[rows])
@@ -247,7 +247,7 @@ class LexicographicSolver:
         full path (with its own scaling) is the second try.
         """
         try:
-            sol = self.solver._solve(problem)
+            sol = self.solver.solve_as_posed(problem)
         except (ValueError, RuntimeError, ArithmeticError):
             self.solver.reset()
             sol = None

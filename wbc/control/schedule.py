@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -137,25 +138,30 @@ class ContactSchedule:
         self._any_ramp = False
         self._any_pending = any(s.active for s in self._states.values())
         self.version = 0  # incremented whenever a contact is activated or released
-        self._deferred: np.ndarray | None = None  # the last command's normal forces, not yet recorded
+        #: the source whose ``block`` holds the last command's normal forces (read when needed), or None
+        self.following: Any = None
         self._normal_at: list[int] = []
 
-    def defer_normal_forces(self, block: np.ndarray) -> None:
-        """The last command's normal forces are ``block[i]`` for the ``i`` of :meth:`normal_forces_at`
-        (every contact in order): recorded into the states when one is next read or written."""
-        self._deferred = block
-
-    def normal_forces_at(self, indices: Sequence[int]) -> None:
-        """Where :meth:`defer_normal_forces`' blocks hold each contact's normal force (one per contact)."""
+    def follow(self, source: Any, indices: Sequence[int]) -> None:
+        """From now on, until a normal force is recorded (:meth:`record`), the last command's normal
+        forces are ``source.block[i]`` for the ``i`` of ``indices`` (one per contact, in order): read
+        into the states only when one is next read or written (the one-call step writes them in C;
+        nothing is done per step)."""
         self._flush()
-        self._normal_at = list(indices)
+        self.following, self._normal_at = source, list(indices)
+
+    def forget(self) -> None:
+        """Stop following a source without reading it (its commands were not applied)."""
+        self.following = None
 
     def _flush(self) -> None:
-        block = self._deferred
-        if block is not None:
-            self._deferred = None
-            for s, i in zip(self._states.values(), self._normal_at):
-                s.last_normal_force = float(block[i])
+        source = self.following
+        if source is not None:
+            self.following = None
+            block = source.block
+            if block is not None:
+                for s, i in zip(self._states.values(), self._normal_at):
+                    s.last_normal_force = float(block[i])
 
     def idle(self, t: float) -> bool:
         """Move the clock to ``t`` (s) when nothing is in progress (no ramp, no placement to measure):
@@ -296,10 +302,6 @@ class ContactSchedule:
         """The kernel parameters of contact ``name`` (:data:`PARAMETER_SIZE`,): the array its kernel
         input is bound to (updated in place)."""
         return self._states[name].parameters
-
-    def normal_force_bounds(self, name: str) -> np.ndarray:
-        """``[minimum, maximum]`` normal force of contact ``name`` now, N (the maximum follows a ramp)."""
-        return self._states[name].bounds
 
     def record(self, name: str, normal_force: float) -> None:
         """Remember the normal force a command gave contact ``name``."""

@@ -2,10 +2,11 @@
  * least squares by elimination through the Delassus matrix, the feasibility check C u <= d, and the
  * command (q'' = a0 + Bhat u, the task errors, the contacts' normal forces).
  *
- * Hand-written twin of wbc.model.checks.configuration/velocity, wbc.control.qp.least_squares_by_elimination
- * and Layout.feasible (the numpy versions stay the reference; tests compare the two). Compiled once
- * per machine through the project's kernel cache (wbc.control.fastpath) and called through ctypes
- * with one pointer. The dense products and factorizations call the BLAS and LAPACK SciPy ships
+ * The only implementation of this shortcut (wbc.control.qp.least_squares_by_elimination and
+ * Layout.feasible are its numpy references in the tests). Compiled once per machine through the
+ * project's kernel cache (wbc.control.shortcut_library) and called through ctypes with one pointer;
+ * the library exports the struct's size, its fields' offsets and the return codes (wbc_abi_*), which
+ * the Python side checks against its own declaration when it loads the library. The dense products and factorizations call the BLAS and LAPACK SciPy ships
  * (their addresses come from scipy.linalg.cython_blas / cython_lapack, passed in the struct); the
  * kernel is the CasADi-generated C function of the controller's compiled library (its address and
  * its argument arrays are passed in the struct too).
@@ -21,15 +22,26 @@
  * The rows of C u <= d are of three kinds: general constant rows (only columns c0 .. c0+nspan-1 are
  * nonzero: Cg, compressed), unit rows (+-u_j: bounds) and traced rows (the kernel's G).
  *
- * wbc_shortcut returns 0: u is finite and C u <= d holds (u is the QP's solution); 1: u is finite but
- * some row of C u <= d fails (Cu holds the products); 2: a factorization failed or u is not finite.
- * wbc_step returns the same codes, or 3: q or v is not finite, or a unit-norm part of q is not
- * (the caller names the culprit), or 4: the kernel failed; after 0, out holds the command.
+ * wbc_shortcut returns WBC_FEASIBLE: u is finite and C u <= d holds (u is the QP's solution);
+ * WBC_INFEASIBLE: u is finite but some row of C u <= d fails (Cu holds the products); WBC_FAILED: a
+ * factorization failed or u is not finite. wbc_step returns the same codes, or WBC_BAD_INPUT: q or v
+ * is not finite, or a unit-norm part of q is not (the caller names the culprit), or
+ * WBC_KERNEL_FAILED: the kernel failed; after WBC_FEASIBLE, out holds the command.
+ *
+ * Built with WBC_WITH_PYTHON (CPython's headers found), it also defines wbc_step_objects, which
+ * reads q and v from Python objects through the buffer protocol.
  */
+#ifdef WBC_WITH_PYTHON
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#endif
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
+
+enum wbc_code { WBC_FEASIBLE, WBC_INFEASIBLE, WBC_FAILED, WBC_BAD_INPUT, WBC_KERNEL_FAILED, WBC_NOT_VECTORS };
 
 typedef void dgemm_t(const char *, const char *, const int *, const int *, const int *, const double *,
                      const double *, const int *, const double *, const int *, const double *, double *,
@@ -56,12 +68,12 @@ typedef struct {
     const double *Aeq;    /* (m, p+m) */
     const double *beq;    /* (m,) */
     const double *Cg;     /* (ng, nspan) the general constant rows over their columns */
-    const long *g_rows;   /* (ng,) their rows in C */
-    const long *b_rows;   /* (nb,) the unit rows' rows in C */
-    const long *b_cols;   /* (nb,) their variable */
+    const int64_t *g_rows; /* (ng,) their rows in C */
+    const int64_t *b_rows; /* (nb,) the unit rows' rows in C */
+    const int64_t *b_cols; /* (nb,) their variable */
     const double *b_sign; /* (nb,) their sign */
     const double *G;      /* (nt, p+m) the traced rows' matrix (kernel output) */
-    const long *traced;   /* (nt,) their rows in C */
+    const int64_t *traced; /* (nt,) their rows in C */
     const double *d;      /* (nc,) right-hand sides, tolerance included */
     double *u;            /* (p+m,) out: the minimizer */
     double *Cu;           /* (nc,) out: C u */
@@ -81,7 +93,7 @@ typedef struct {
     const double *v;       /* (nv,) the kernel's v input buffer */
     int nq, n_unit, check; /* configuration size, unit-norm parts, whether to check q and v */
     double unit_tol;       /* tolerance on a unit norm */
-    const long *unit;      /* (2 n_unit,) [start, stop) of every unit-norm part of q */
+    const int64_t *unit;   /* (2 n_unit,) [start, stop) of every unit-norm part of q */
     const double *a0;      /* (nv,) kernel output */
     const double *Bhat;    /* (nv, p+m) kernel output */
     const double *errors;  /* (ne,) kernel output */
@@ -94,7 +106,8 @@ typedef struct {
     dpotrs_t *dpotrs;
     double t_kernel, t_qp; /* out (wbc_step): microseconds in the checks and the kernel, in the rest */
     const double *Cdense;  /* (nc, p+m) row-major: C's constant rows (zero on the traced rows) */
-    const long *traced_at; /* (nc,) each row's row in G, or -1 */
+    const int64_t *traced_at; /* (nc,) each row's row in G, or -1 */
+    const void *vector_type; /* wbc_step_objects reads q and v in C only from objects of this exact type */
 } wbc_shortcut_data;
 
 static double sumsq(const double *x, int n) {
@@ -126,7 +139,7 @@ static double now_us(void) {
     return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
 }
 
-/* C u <= d on s->u: 0 when every row holds, 1 otherwise (Cu holds the products). */
+/* C u <= d on s->u: WBC_FEASIBLE when every row holds, WBC_INFEASIBLE otherwise (Cu holds the products). */
 static int check(wbc_shortcut_data *s) {
     const int n = s->p + s->m, one = 1;
     const double d_one = 1.0, d_zero = 0.0;
@@ -147,7 +160,7 @@ static int check(wbc_shortcut_data *s) {
     }
     int ok = 1;
     for (i = 0; i < nc; ++i) ok &= Cu[i] <= s->d[i];
-    return ok ? 0 : 1;
+    return ok ? WBC_FEASIBLE : WBC_INFEASIBLE;
 }
 
 int wbc_shortcut(wbc_shortcut_data *s) {
@@ -161,11 +174,11 @@ int wbc_shortcut(wbc_shortcut_data *s) {
         for (i = 0; i < m; ++i) L[i + j * m] = Aeq[i + (long)(p + j) * m];
     }
     s->dpotrf("L", &m, L, &m, &info);
-    if (info) return 2;
+    if (info) return WBC_FAILED;
     memcpy(X, Aeq, sizeof(double) * (size_t)m * (size_t)p);
     memcpy(X + (long)p * m, s->beq, sizeof(double) * (size_t)m);
     s->dpotrs("L", &m, &p1, L, &m, X, &m, &info);
-    if (info) return 2;
+    if (info) return WBC_FAILED;
     /* 2. S = [[A_x, b] - A_f X; sqrt(r_f) X] */
     for (j = 0; j < p; ++j) memcpy(S + (long)j * km, A + (long)j * k, sizeof(double) * (size_t)k);
     memcpy(S + (long)p * km, s->b, sizeof(double) * (size_t)k);
@@ -182,42 +195,42 @@ int wbc_shortcut(wbc_shortcut_data *s) {
     for (j = 0; j < p; ++j) H[j + (long)j * p] += s->reg * sumsq(A + (long)j * k, k) + 1e-12;
     /* 4. x = H^-1 g (the factor overwrites H's lower triangle), f = X_b - X_x x */
     s->dpotrf("L", &p, H, &p, &info);
-    if (info) return 2;
+    if (info) return WBC_FAILED;
     memcpy(u, H + (long)p * p, sizeof(double) * (size_t)p);
     s->dpotrs("L", &p, &one, H, &p, u, &p, &info);
-    if (info) return 2;
+    if (info) return WBC_FAILED;
     memcpy(u + p, X + (long)p * m, sizeof(double) * (size_t)m);
     for (l = 0; l < m; ++l) u[p + l] = -u[p + l];
     small_gemv(m, p, X, m, u, 1.0, u + p);
     for (l = 0; l < m; ++l) u[p + l] = -u[p + l];
     for (i = 0; i < n; ++i) {
-        if (!isfinite(u[i])) return 2;
+        if (!isfinite(u[i])) return WBC_FAILED;
     }
     return check(s);
 }
 
 static int unit_parts_ok(const wbc_shortcut_data *s) {
     for (int i = 0; i < s->n_unit; ++i) {
-        const long start = s->unit[2 * i], stop = s->unit[2 * i + 1];
+        const int64_t start = s->unit[2 * i], stop = s->unit[2 * i + 1];
         double norm = 0.0;
-        for (long j = start; j < stop; ++j) norm += s->q[j] * s->q[j];
+        for (int64_t j = start; j < stop; ++j) norm += s->q[j] * s->q[j];
         if (!(fabs(sqrt(norm) - 1.0) <= s->unit_tol)) return 0;
     }
     return 1;
 }
 
 /* The command of s->u into s->out: [u, qdd = a0 + Bhat u, task errors, normal forces] (the two
- * timings after them are left to the caller); 0, or 2 when qdd is not finite. */
+ * timings after them are left to the caller); WBC_FEASIBLE, or WBC_FAILED when qdd is not finite. */
 static int command(wbc_shortcut_data *s) {
     const int n = s->p + s->m, nv = s->nv, one = 1;
     const double d_one = 1.0;
     double *out = s->out, *qdd = s->out + n;
-    int code = 0;
+    int code = WBC_FEASIBLE;
     memcpy(out, s->u, sizeof(double) * (size_t)n);
     memcpy(qdd, s->a0, sizeof(double) * (size_t)nv);
     s->dgemv("N", &nv, &n, &d_one, s->Bhat, &nv, s->u, &one, &d_one, qdd, &one);
     for (int i = 0; i < nv; ++i) {
-        if (!isfinite(qdd[i])) code = 2;
+        if (!isfinite(qdd[i])) code = WBC_FAILED;
     }
     double *tail = qdd + nv;
     memcpy(tail, s->errors, sizeof(double) * (size_t)s->ne);
@@ -231,26 +244,32 @@ static int command(wbc_shortcut_data *s) {
 /* wbc_step's command for an answer found otherwise (a binding step): s->u into s->out. */
 int wbc_command(wbc_shortcut_data *s) { return command(s); }
 
+/* The input checks of wbc_step on the kernel's q and v buffers: WBC_BAD_INPUT, or WBC_FEASIBLE when
+ * they pass (or are off). */
+int wbc_check_state(const wbc_shortcut_data *s) {
+    if (s->check) {
+        for (int i = 0; i < s->nq; ++i) {
+            if (!isfinite(s->q[i])) return WBC_BAD_INPUT;
+        }
+        for (int i = 0; i < s->nv; ++i) {
+            if (!isfinite(s->v[i])) return WBC_BAD_INPUT;
+        }
+        if (!unit_parts_ok(s)) return WBC_BAD_INPUT;
+    }
+    return WBC_FEASIBLE;
+}
+
 int wbc_step(wbc_shortcut_data *s) {
     const int n = s->p + s->m, nv = s->nv;
-    int i;
     double t0 = now_us();
-    if (s->check) {
-        for (i = 0; i < s->nq; ++i) {
-            if (!isfinite(s->q[i])) return 3;
-        }
-        for (i = 0; i < nv; ++i) {
-            if (!isfinite(s->v[i])) return 3;
-        }
-        if (!unit_parts_ok(s)) return 3;
-    }
-    if (s->kernel(s->arg, s->res, s->iw, s->w, 0)) return 4;
+    if (wbc_check_state(s) != WBC_FEASIBLE) return WBC_BAD_INPUT;
+    if (s->kernel(s->arg, s->res, s->iw, s->w, 0)) return WBC_KERNEL_FAILED;
     double t1 = now_us();
     s->t_kernel = t1 - t0;
     int code = wbc_shortcut(s);
-    if (code == 0) code = command(s);
+    if (code == WBC_FEASIBLE) code = command(s);
     s->t_qp = now_us() - t1;
-    if (code == 0) {
+    if (code == WBC_FEASIBLE) {
         double *tail = s->out + n + nv + s->ne + s->ncontact;
         tail[0] = s->t_kernel;
         tail[1] = s->t_qp;
@@ -263,16 +282,16 @@ int wbc_step(wbc_shortcut_data *s) {
  * M y <= h over the rows of C u <= d marked in `working` (written to `rows`; their count returned),
  * where y0 = L^-1 g, M_r = (L^-1 G_r^T)^T, G_r = c_x - c_f X_x, h_r = d_r - tol - c_f X_b (c the row
  * of C). M is (nr, p) row-major. */
-int wbc_reduce(wbc_shortcut_data *s, const unsigned char *working, double tol, long *rows, double *M, double *h,
-               double *y0) {
+int wbc_reduce(wbc_shortcut_data *s, const unsigned char *working, int64_t *rows, double *M, double *h, double *y0,
+               double tol) {
     const int p = s->p, m = s->m, n = s->p + s->m;
     const double *H = s->H, *X = s->X;
     int nr = 0;
-    for (long i = 0; i < s->nc; ++i) {
+    for (int64_t i = 0; i < s->nc; ++i) {
         if (working[i]) rows[nr++] = i;
     }
     for (int r = 0; r < nr; ++r) {
-        const long row = rows[r], t = s->traced_at[row];
+        const int64_t row = rows[r], t = s->traced_at[row];
         double *Mr = M + (long)r * p;
         double c[n];
         if (t >= 0) {
@@ -324,43 +343,74 @@ int wbc_expand(wbc_shortcut_data *s, const double *y) {
         u[p + l] = f;
     }
     for (int i = 0; i < n; ++i) {
-        if (!isfinite(u[i])) return 2;
+        if (!isfinite(u[i])) return WBC_FAILED;
     }
     return check(s);
 }
 
+#ifdef WBC_WITH_PYTHON
 /* wbc_step on Python objects q and v (called with the GIL held, through ctypes.PyDLL): when both are
- * C-contiguous float64 vectors of the state's sizes (read through the buffer protocol, declared
- * below from CPython's stable ABI), they are copied into the kernel's inputs and wbc_step runs;
- * else 5, nothing done, no Python error left set (the caller converts or refuses them). */
-typedef struct {
-    void *buf;
-    void *obj;
-    intptr_t len, itemsize; /* Py_ssize_t */
-    int readonly, ndim;
-    char *format;
-    intptr_t *shape, *strides, *suboffsets;
-    void *internal;
-} wbc_py_buffer;
-int PyObject_GetBuffer(void *obj, wbc_py_buffer *view, int flags);
-void PyBuffer_Release(wbc_py_buffer *view);
-void PyErr_Clear(void);
-#define WBC_PYBUF_C_CONTIGUOUS_FORMAT (0x0020 | 0x0010 | 0x0008 | 0x0004)
-
-static int take_vector(void *obj, intptr_t n, double *dst) {
-    wbc_py_buffer view;
-    if (PyObject_GetBuffer(obj, &view, WBC_PYBUF_C_CONTIGUOUS_FORMAT) != 0) {
+ * of the exact type s->vector_type (numpy's ndarray: a subclass such as a masked array is not read
+ * here), C-contiguous float64 vectors of the state's sizes, they are copied into the kernel's inputs
+ * and wbc_step runs; else WBC_NOT_VECTORS, nothing done, no Python error left set (the caller
+ * converts or refuses them). */
+static int take_vector(const wbc_shortcut_data *s, PyObject *obj, Py_ssize_t n, double *dst) {
+    Py_buffer view;
+    if ((const void *)Py_TYPE(obj) != s->vector_type) return 0;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) {
         PyErr_Clear();
         return 0;
     }
-    const int ok = view.ndim == 1 && view.shape[0] == n && view.itemsize == (intptr_t)sizeof(double) && view.format &&
-                   view.format[0] == 'd' && view.format[1] == 0;
+    const int ok = view.ndim == 1 && view.shape[0] == n && view.itemsize == (Py_ssize_t)sizeof(double) &&
+                   view.format && view.format[0] == 'd' && view.format[1] == 0;
     if (ok) memcpy(dst, view.buf, sizeof(double) * (size_t)n);
     PyBuffer_Release(&view);
     return ok;
 }
 
-int wbc_step_objects(wbc_shortcut_data *s, void *q, void *v) {
-    if (!take_vector(q, s->nq, (double *)s->q) || !take_vector(v, s->nv, (double *)s->v)) return 5;
+int wbc_step_objects(wbc_shortcut_data *s, PyObject *q, PyObject *v) {
+    if (!take_vector(s, q, s->nq, (double *)s->q) || !take_vector(s, v, s->nv, (double *)s->v)) {
+        return WBC_NOT_VECTORS;
+    }
     return wbc_step(s);
+}
+#endif
+
+/* The ABI the Python side checks when it loads the library: the struct's size, then two tables of
+ * (name, value): every field's offset, in declaration order (table 0), every return code (table 1). */
+typedef struct {
+    const char *name;
+    long value;
+} wbc_abi_entry_t;
+#define WBC_FIELD(name) {#name, (long)offsetof(wbc_shortcut_data, name)}
+static const wbc_abi_entry_t wbc_fields[] = {
+    WBC_FIELD(k),        WBC_FIELD(p),      WBC_FIELD(m),         WBC_FIELD(nc),        WBC_FIELD(ng),
+    WBC_FIELD(c0),       WBC_FIELD(nspan),  WBC_FIELD(nb),        WBC_FIELD(nt),        WBC_FIELD(nv),
+    WBC_FIELD(ne),       WBC_FIELD(ncontact), WBC_FIELD(reg),     WBC_FIELD(A),         WBC_FIELD(b),
+    WBC_FIELD(Aeq),      WBC_FIELD(beq),    WBC_FIELD(Cg),        WBC_FIELD(g_rows),    WBC_FIELD(b_rows),
+    WBC_FIELD(b_cols),   WBC_FIELD(b_sign), WBC_FIELD(G),         WBC_FIELD(traced),    WBC_FIELD(d),
+    WBC_FIELD(u),        WBC_FIELD(Cu),     WBC_FIELD(L),         WBC_FIELD(X),         WBC_FIELD(S),
+    WBC_FIELD(H),        WBC_FIELD(rf),     WBC_FIELD(W),         WBC_FIELD(kernel),    WBC_FIELD(arg),
+    WBC_FIELD(res),      WBC_FIELD(iw),     WBC_FIELD(w),         WBC_FIELD(q),         WBC_FIELD(v),
+    WBC_FIELD(nq),       WBC_FIELD(n_unit), WBC_FIELD(check),     WBC_FIELD(unit_tol),  WBC_FIELD(unit),
+    WBC_FIELD(a0),       WBC_FIELD(Bhat),   WBC_FIELD(errors),    WBC_FIELD(normal),    WBC_FIELD(out),
+    WBC_FIELD(dgemm),    WBC_FIELD(dgemv),  WBC_FIELD(dsyrk),     WBC_FIELD(dpotrf),    WBC_FIELD(dpotrs),
+    WBC_FIELD(t_kernel), WBC_FIELD(t_qp),   WBC_FIELD(Cdense),    WBC_FIELD(traced_at), WBC_FIELD(vector_type),
+};
+#define WBC_CODE(name) {#name, WBC_##name}
+static const wbc_abi_entry_t wbc_codes[] = {
+    WBC_CODE(FEASIBLE),      WBC_CODE(INFEASIBLE),  WBC_CODE(FAILED),
+    WBC_CODE(BAD_INPUT),     WBC_CODE(KERNEL_FAILED), WBC_CODE(NOT_VECTORS),
+};
+
+size_t wbc_abi_size(void) { return sizeof(wbc_shortcut_data); }
+
+/* Entry i of table `table` (0: fields, 1: codes): its name and *value, or NULL past the end. */
+const char *wbc_abi_entry(int table, int i, long *value) {
+    const wbc_abi_entry_t *entries = table == 0 ? wbc_fields : wbc_codes;
+    const int count = table == 0 ? (int)(sizeof wbc_fields / sizeof wbc_fields[0])
+                                 : (int)(sizeof wbc_codes / sizeof wbc_codes[0]);
+    if (i < 0 || i >= count) return NULL;
+    *value = entries[i].value;
+    return entries[i].name;
 }

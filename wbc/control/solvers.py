@@ -19,7 +19,8 @@ daqp 47 ms, quadprog 66 ms, proxqp 0.69 s, osqp 1.1 s; every call bounded by ite
   daqp's time;
 * :attr:`Solver.OSQP` (extra ``osqp``): ADMM through qpsolvers, ~1e-5 accurate and an order of
   magnitude slower on these ill-conditioned problems: for comparisons, not for control;
-* any qpsolvers backend as ``"qpsolvers:<name>"`` (extra ``qpsolvers``).
+* any qpsolvers backend: :attr:`Solver.QPSOLVERS` with ``backend="<name>"`` (or the string
+  ``"qpsolvers:<name>"``; extra ``qpsolvers``).
 
 :func:`make_solver` resolves a choice (a :class:`Solver`, its value, ``"qpsolvers:<name>"`` or a
 :class:`QPSolver` object) once, into a solver object; a backend whose package is missing raises
@@ -52,6 +53,7 @@ class Solver(enum.Enum):
     PROXQP = "proxqp"
     QUADPROG = "quadprog"
     OSQP = "osqp"
+    QPSOLVERS = "qpsolvers"  #: any qpsolvers backend, named by ``make_solver(..., backend=...)``
 
 
 DEFAULT_SOLVER = Solver.DAQP
@@ -98,7 +100,7 @@ class QPSolver:
     def solve(self, problem: QPProblem, shortcut: bool | None = None) -> QPSolution:
         """Solve ``problem``; ``shortcut`` overrides ``try_unconstrained`` for this call."""
         if self.try_unconstrained if shortcut is None else shortcut:
-            x = equality_constrained_least_squares(problem.A, problem.b, problem.r, problem.A_eq, problem.b_eq)
+            x = self.minimizer(problem.A, problem.b, problem.r, problem.A_eq, problem.b_eq)
             if x is not None and feasible(
                 x, problem.G, problem.h, problem.lb, problem.ub, self.unconstrained_tolerance
             ):
@@ -110,6 +112,44 @@ class QPSolver:
             x = sol.x * inv
             sol.x = elimination.recover(x) if elimination is not None else x
         return sol
+
+    @staticmethod
+    def minimizer(A, b, r, A_eq, b_eq) -> np.ndarray | None:
+        """The minimizer of ``½‖A u − b‖² + ½ Σ rᵢuᵢ²`` under ``A_eq u = b_eq`` alone (inequalities
+        ignored), the first reduction of :meth:`solve`
+        (:func:`~wbc.control.qp.equality_constrained_least_squares`); None if singular."""
+        return equality_constrained_least_squares(A, b, r, A_eq, b_eq)
+
+    def solve_as_posed(self, problem: QPProblem) -> QPSolution:
+        """The backend on ``problem`` as given: no shortcut, no elimination of the equalities, no
+        scaling (for problems already reduced and scaled, such as a hierarchy level's)."""
+        return self._solve(problem)
+
+    def least_distance(
+        self, M: np.ndarray, h: np.ndarray, y0: np.ndarray, active: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The least-distance problem ``min ½‖y‖² − y0ᵀy`` s.t. ``M y ≤ h``, warm-started.
+
+        Args:
+            M: (r, p) rows; h: (r,) right-hand sides (``+inf``: a row that never binds).
+            y0: (p,) the unconstrained minimizer.
+            active: (r,) bool, the rows believed active at the solution (a warm start; a hint only).
+
+        Returns:
+            ``(y, active)``: the minimizer (p,) and its active rows (r,) bool (none known: all False),
+            or None when the backend finds no solution. This base implementation solves it as a
+            :class:`~wbc.control.qp.QPProblem` (no warm start); backends override it when they can
+            start from a working set (daqp).
+        """
+        p, r = y0.size, M.shape[0]
+        problem = QPProblem(
+            np.eye(p), y0, np.zeros(p), np.zeros((0, p)), np.zeros(0), M, h,
+            np.full(p, -np.inf), np.full(p, np.inf), {}, [], [None] * r,
+        )  # fmt: skip
+        solution = self.solve(problem, shortcut=False)
+        if not solution.found or solution.x is None:
+            return None
+        return solution.x, np.zeros(r, dtype=bool)
 
     def _solve(self, problem: QPProblem) -> QPSolution:
         raise NotImplementedError
@@ -204,6 +244,27 @@ class DaqpSolver(QPSolver):
 
         self._daqp = _require("daqp", "daqp")
         self._c_int = c_int
+        self._eye = np.eye(0)
+        self._lower = np.zeros(0)
+        self._sense = np.zeros(0, dtype=c_int)
+
+    def least_distance(
+        self, M: np.ndarray, h: np.ndarray, y0: np.ndarray, active: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """:meth:`QPSolver.least_distance` by daqp, its working set started from ``active`` (daqp's
+        own form: an identity Hessian is its least-distance problem)."""
+        p, r = y0.size, M.shape[0]
+        if self._eye.shape[0] != p:
+            self._eye = np.eye(p)
+        if self._lower.size < r:
+            self._lower = np.full(r, -_INF)
+            self._sense = np.zeros(r, dtype=self._c_int)
+        sense = self._sense[:r]
+        sense[:] = False if active is None else active
+        y, _, exitflag, info = self._daqp.solve(self._eye, -y0, M, np.minimum(h, _INF), self._lower[:r], sense)
+        if exitflag <= 0:
+            return None
+        return y, np.asarray(info["lam"]) != 0.0
 
     def _solve(self, problem: QPProblem) -> QPSolution:
         n = problem.n
@@ -280,21 +341,23 @@ class QpsolversSolver(QPSolver):
 
 def make_solver(choice: Solver | str | QPSolver = DEFAULT_SOLVER, **options) -> QPSolver:
     """A solver object from a choice: a :class:`Solver` (or its value, e.g. ``"proxqp"``),
-    ``"qpsolvers:<backend>"``, or a :class:`QPSolver` (returned as is).
+    :attr:`Solver.QPSOLVERS` with ``backend="<name>"`` (also written ``"qpsolvers:<name>"``), or a
+    :class:`QPSolver` (returned as is).
 
     ``Solver.OSQP`` defaults to tight tolerances (``eps_abs = eps_rel = 1e-8``) so that its answer
     matches the exact solvers; pass options to change them.
 
     Raises:
-        InputError: an unknown choice.
+        InputError: an unknown choice, or qpsolvers without a backend.
         MissingDependency: the backend's package is not installed (the message names the extra).
     """
     if isinstance(choice, QPSolver):
         if options:
             raise InputError("options are for a solver chosen by name; configure a QPSolver object directly")
         return choice
-    if isinstance(choice, str) and choice.startswith("qpsolvers:"):
-        return QpsolversSolver(choice.split(":", 1)[1], **options)
+    if isinstance(choice, str) and choice.startswith(f"{Solver.QPSOLVERS.value}:"):  # the string form, resolved
+        options = {"backend": choice.split(":", 1)[1], **options}
+        choice = Solver.QPSOLVERS
     try:
         solver = Solver(choice)
     except ValueError:
@@ -302,6 +365,11 @@ def make_solver(choice: Solver | str | QPSolver = DEFAULT_SOLVER, **options) -> 
         raise InputError(
             f"unknown solver {choice!r}; choose a wbc.Solver ({names}), 'qpsolvers:<name>' or a QPSolver object"
         ) from None
+    if solver is Solver.QPSOLVERS:
+        backend = options.pop("backend", None)
+        if not isinstance(backend, str) or not backend:
+            raise InputError("Solver.QPSOLVERS needs backend='<name>' (a qpsolvers backend, e.g. 'osqp')")
+        return QpsolversSolver(backend, **options)
     if solver is Solver.PROXQP:
         return ProxQPSolver(**options)
     if solver is Solver.DAQP:

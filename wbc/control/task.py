@@ -46,7 +46,7 @@ from .contributor import Contributor, Runtime
 from .pieces import Cost, Group, Kind
 
 if TYPE_CHECKING:
-    from .context import StepContext
+    from .step_context import StepContext
 
 __all__ = ["Task", "Gain"]
 

@@ -155,11 +155,6 @@ class DCMTrajectory:
         self._times_list = [float(x) for x in t]
         self.com0 = c0
 
-    @property
-    def knot_dcm(self) -> np.ndarray:
-        """The DCM at the ZMP knots (K, 3) (a copy)."""
-        return self._xi.copy()
-
     def evaluate(self, t) -> dict:
         """Everything at times ``t`` (n,) (scalars give n = 1): arrays (n, 3) keyed ``"zmp"``,
         ``"zmp_velocity"``, ``"vrp"``, ``"dcm"``, ``"dcm_velocity"``, ``"com"``, ``"com_velocity"``,

@@ -57,6 +57,11 @@ def vector(x: Any, n: int, name: str) -> np.ndarray:
             bad = np.flatnonzero(~np.isfinite(x))
             raise InputError(f"{name} has non-finite entries at indices {bad.tolist()}")
         return x
+    if isinstance(x, np.ma.MaskedArray):
+        raise InputError(
+            f"{name} is a numpy masked array: its masked entries hold no value; pass a plain array "
+            "(e.g. np.ma.filled(x, value), or the measured values)"
+        )
     if np.iscomplexobj(x):
         raise InputError(f"{name} must be real numbers, got complex values")
     try:
@@ -137,6 +142,17 @@ def frame_index(model: Model, frame: Any) -> int:
 
 
 E = TypeVar("E", bound=enum.Enum)
+
+
+def positive(value: Any, name: str) -> float:
+    """``value`` as a finite number > 0, or :class:`InputError` naming ``name``."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a number, got {value!r}") from None
+    if not (np.isfinite(number) and number > 0):
+        raise InputError(f"{name} must be a finite number > 0, got {value!r}")
+    return number
 
 
 def option(kind: type[E], value: Any, name: str) -> E:

@@ -285,13 +285,6 @@ class ClusterModel:
         """Index (in :attr:`infos`) of the cluster holding tree joint ``joint``."""
         return self._joint_cluster[joint]
 
-    def cluster_index(self, name: str) -> int:
-        """Index of the cluster called ``name``; :class:`ModelError` if none."""
-        for k, c in enumerate(self.infos):
-            if c.name == name:
-                return k
-        raise ModelError(f"model {self.name!r} has no cluster {name!r}")
-
     @cached_property
     def independent_joints(self) -> tuple[int, ...]:
         """Tree joint of each independent coordinate block, in layout order."""
@@ -380,13 +373,15 @@ class ClusterModel:
         return S
 
     # ----------------------------------------------------------------------------- G, g (CasADi)
-    def cluster_coordinates(self, k: int, y, which: str = "q"):
-        """The spanning coordinates (ny,) of cluster ``k``'s joints taken from a tree vector."""
-        c = self.infos[k]
-        joints = [self.tree.joints[j] for j in c.joints]
-        if which == "q":
-            return ca.vertcat(*[y[j.idx_q : j.idx_q + j.nq] for j in joints])
-        return ca.vertcat(*[y[j.idx_v : j.idx_v + j.nv] for j in joints])
+    def cluster_coordinates(self, k: int, y):
+        """The spanning coordinates (ny,) of cluster ``k``'s joints taken from a tree configuration."""
+        joints = [self.tree.joints[j] for j in self.infos[k].joints]
+        return ca.vertcat(*[y[j.idx_q : j.idx_q + j.nq] for j in joints])
+
+    def cluster_velocities(self, k: int, yd):
+        """The spanning velocities of cluster ``k``'s joints taken from a tree velocity."""
+        joints = [self.tree.joints[j] for j in self.infos[k].joints]
+        return ca.vertcat(*[yd[j.idx_v : j.idx_v + j.nv] for j in joints])
 
     def G_block(self, k: int, y):
         """``G`` (ny_c, nv_c) of cluster ``k`` at spanning configuration ``y`` (CasADi)."""
@@ -407,7 +402,7 @@ class ClusterModel:
         _, jacobian, bias = c.loop_functions()
         yc = self.cluster_coordinates(k, y)
         K = jacobian(yc)
-        b = bias(yc, self.cluster_coordinates(k, yd, "v"))
+        b = bias(yc, self.cluster_velocities(k, yd))
         ind, dep = list(c.independent), list(c.dependent)
         gd = -ca.solve(K[:, dep], b)
         return _interleave(ca.DM.zeros(len(ind), 1), gd, ind, dep)
@@ -521,19 +516,6 @@ class ClusterModel:
             if c.residual is not None:
                 parts.append(np.array(c.residual(np.array(ca.DM(self.cluster_coordinates(k, ca.DM(y)))))).reshape(-1))
         return np.concatenate(parts) if parts else np.zeros(0)
-
-    def loop_jacobian(self, y) -> np.ndarray:
-        """``K`` (n_constraints, tree.nv) of every cluster stacked, zero columns elsewhere (numpy)."""
-        y = checks.configuration(self.tree, y, "y")
-        rows = []
-        for k, c in enumerate(self.infos):
-            if c.jacobian is None:
-                continue
-            Kc = np.array(c.jacobian(np.array(ca.DM(self.cluster_coordinates(k, ca.DM(y))))), dtype=float)
-            K = np.zeros((Kc.shape[0], self.tree.nv))
-            K[:, self.spanning_v_indices(k)] = Kc
-            rows.append(K)
-        return np.vstack(rows) if rows else np.zeros((0, self.tree.nv))
 
     def neutral(self) -> np.ndarray:
         """A spanning configuration (tree.nq) at zero independent coordinates (loops closed)."""

@@ -56,6 +56,7 @@ from .injection import inject
 from .mujoco import ContactSphere, MujocoSim
 
 __all__ = [
+    "step_survived",
     "CONTACT_KP",
     "DT",
     "MAX_SLIP_M",
@@ -411,6 +412,15 @@ def friction_use(forces: np.ndarray) -> np.ndarray:
     return np.linalg.norm(forces[..., :2], axis=-1) / (MU * np.maximum(forces[..., 2], 1e-9))
 
 
+def step_survived(sim: MujocoSim) -> bool:
+    """One simulator step; False when the simulation diverged (the robot is taken to have fallen)."""
+    try:
+        sim.step()
+    except errors.SimulationDiverged:
+        return False
+    return True
+
+
 def apply_due_pushes(sim: MujocoSim, body: str, pending: list[Push], t: float) -> None:
     """Start, on ``body``, the pushes of ``pending`` (sorted by time) due at ``t``; removes them."""
     while pending and pending[0].time_s <= t:
@@ -676,9 +686,7 @@ def soak(robot: str | LeggedRobot, settings: SoakSettings, progress: bool = True
             recent[:] = [p for p in recent if i * DT - p[0] <= FALL_WINDOW] + [last_push]
             out["pushes"] += 1
             next_push = t_local + rng.uniform(*settings.interval)
-        try:
-            sim.step()
-        except errors.SimulationDiverged:
+        if not step_survived(sim):
             fallen(i)
             continue
         t_local += DT

@@ -21,6 +21,7 @@ import wbc
 from wbc.control.limits import collision_primitives
 
 from . import catalog
+from .balance import step_survived
 from .catalog import LeggedRobot
 from .mujoco import MujocoSim, build_spec, qpos_from_q
 
@@ -173,9 +174,7 @@ def run(
         if on_step is not None:
             on_step(controller, q, v, cmd)
         sim.set_torques(cmd.tau)
-        try:
-            sim.step()
-        except wbc.SimulationDiverged:
+        if not step_survived(sim):
             fell = True
             break
         log["t"].append(t)

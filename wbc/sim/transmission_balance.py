@@ -1,7 +1,7 @@
 """Balance of a humanoid with geared rotors and rod-driven ankles, controlled with its exact model
 and with the approximations today's controllers make.
 
-The robot is the G1-like humanoid of :func:`wbc.robots.transmissions.g1_parallel_ankle` with
+The robot is the G1-like humanoid of :func:`wbc.robots.clustered.g1_parallel_ankle` with
 ``joint_rotors=True`` (:class:`Plant`); MuJoCo simulates it as built (rotors and rods are bodies,
 gears and rod ends are equality constraints). :func:`run` balances it through a
 :class:`wbc.sim.balance.Scenario` with one of three :class:`Controller` s, the same tasks over three
@@ -15,7 +15,7 @@ models of itself (:data:`MODELS`):
 
 The approximations' joint torques become motor efforts through the exact linkage at the measured
 state (:meth:`Plant.motor_efforts`). With ``shadows`` the exact run also evaluates the two
-approximations on its own states, which isolates their torque error. ``demos/transmissions.py`` is
+approximations on its own states, which isolates their torque error. ``demos/transmission_balance.py`` is
 the command line.
 
 MuJoCo is the optional ``sim`` extra; ``import wbc`` never imports this module.
@@ -35,7 +35,16 @@ from wbc.algorithms.clusters import ApproximateModel
 from wbc.spatial.lie import log3
 
 from . import catalog
-from .balance import DT, MAX_SLIP_M, MIN_BASE_RATIO, SCENARIO_DEFAULTS, Push, Scenario, apply_due_pushes
+from .balance import (
+    DT,
+    MAX_SLIP_M,
+    MIN_BASE_RATIO,
+    SCENARIO_DEFAULTS,
+    Push,
+    Scenario,
+    apply_due_pushes,
+    step_survived,
+)
 from .mujoco import MujocoSim
 
 __all__ = ["MODELS", "Controller", "Plant", "push_sweep", "run", "scenario", "summarize", "survives"]
@@ -48,10 +57,10 @@ class Plant:
     """The robot as built (clustered model), its approximations, and the maps between them."""
 
     def __init__(self) -> None:
-        self.robot = catalog.robots().transmissions.g1_parallel_ankle(joint_rotors=True)
+        self.robot = catalog.robots().clustered.g1_parallel_ankle(joint_rotors=True)
         self.cm = self.robot.model
         self.approx = ApproximateModel.build(self.cm)
-        self.y0 = self.robot.y0
+        self.y0 = self.robot.q0
         cm = self.cm
         y = ca.SX.sym("y", cm.tree.nq)
         blocks = []
@@ -155,9 +164,7 @@ def run(kind: str, plant: Plant, scenario: Scenario, shadows: bool = False, prog
             log[f"tau_{o.kind}"].append(o.step(y, v, offset, vel, acc)[0])
         sim.set_torques(tau)
         apply_due_pushes(sim, base, pushes, t)
-        try:
-            sim.step()
-        except wbc.SimulationDiverged:
+        if not step_survived(sim):
             fell = True
             break
         log["t"].append(t)

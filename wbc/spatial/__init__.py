@@ -8,58 +8,8 @@
 
 from __future__ import annotations
 
-from .algebra import (
-    SE3,
-    act_force,
-    act_inertia,
-    act_inv_force,
-    act_inv_inertia,
-    act_inv_motion,
-    act_motion,
-    compose,
-    cross_force,
-    cross_motion,
-    inverse,
-    rigid_inertia,
-    symmetric,
-)
-from .lie import (
-    exp3,
-    exp3_quaternion,
-    exp6,
-    is_rotation,
-    log3,
-    log6,
-    quaternion_multiply,
-    quaternion_to_rotation,
-    rotation_to_quaternion,
-    skew,
-    vee,
-)
+from . import algebra, lie
+from .algebra import *  # the names of algebra.__all__
+from .lie import *  # the names of lie.__all__
 
-__all__ = [
-    "SE3",
-    "act_force",
-    "act_inertia",
-    "act_inv_force",
-    "act_inv_inertia",
-    "act_inv_motion",
-    "act_motion",
-    "compose",
-    "cross_force",
-    "cross_motion",
-    "inverse",
-    "rigid_inertia",
-    "symmetric",
-    "skew",
-    "vee",
-    "exp3",
-    "log3",
-    "exp6",
-    "log6",
-    "quaternion_to_rotation",
-    "rotation_to_quaternion",
-    "quaternion_multiply",
-    "exp3_quaternion",
-    "is_rotation",
-]
+__all__ = [*algebra.__all__, *lie.__all__]

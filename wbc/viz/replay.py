@@ -39,6 +39,7 @@ Usage::
 from __future__ import annotations
 
 import base64
+import enum
 import html
 import io
 import json
@@ -69,6 +70,15 @@ Arrow = tuple[np.ndarray, np.ndarray]
 _GREY = (0.75, 0.75, 0.78, 1.0)
 _CONTACT_COLOR = 0x22AA44
 _PUSH_COLOR = 0xDD2222
+
+
+class ArrowKind(enum.Enum):
+    """What a force arrow shows (its value names the arrow's group in the scene)."""
+
+    CONTACT = "contact"  #: a contact force, drawn from its point of application
+    PUSH = "push"  #: an external push, drawn ending at its point of application
+
+
 _TINY = 1e-6  # scale of an arrow that is not there (three.js dislikes an exact zero)
 
 
@@ -174,7 +184,7 @@ class Replay:
         self._placements = ca.Function("link_placements", [q], [ca.vertcat(*blocks) if blocks else ca.DM.zeros(0, 1)])
         self.times: list[float] = []
         self._poses: list[np.ndarray] = []  # (n_links, 4, 4) per frame
-        self._arrows: list[dict[tuple[str, str], Arrow]] = []
+        self._arrows: list[dict[tuple[ArrowKind, str], Arrow]] = []
 
     @property
     def substituted_links(self) -> tuple[str, ...]:
@@ -205,11 +215,11 @@ class Replay:
             poses[k, :3, :3] = flat[12 * k : 12 * k + 9].reshape(3, 3, order="F")
             poses[k, :3, 3] = flat[12 * k + 9 : 12 * k + 12]
         arrows = {}
-        for kind, group in (("contact", contacts), ("push", pushes)):
+        for kind, group in ((ArrowKind.CONTACT, contacts), (ArrowKind.PUSH, pushes)):
             for name, (point, force) in (group or {}).items():
                 arrows[(kind, name)] = (
-                    checks.vector(point, 3, f"{kind} {name!r} point"),
-                    checks.vector(force, 3, f"{kind} {name!r} force"),
+                    checks.vector(point, 3, f"{kind.value} {name!r} point"),
+                    checks.vector(force, 3, f"{kind.value} {name!r} force"),
                 )
         self._record(float(t), poses, arrows)
 
@@ -313,8 +323,8 @@ class Replay:
                 node = P(("scene", "robot", _node(k, name), f"v{j}"))
                 out += [c.SetObject(geometry, material, node), c.SetTransform(T, node)]
         for k, (kind, name) in enumerate(self._arrow_names()):
-            color = _CONTACT_COLOR if kind == "contact" else _PUSH_COLOR
-            base = ("scene", "arrows", kind, _node(k, name), "length")
+            color = _CONTACT_COLOR if kind is ArrowKind.CONTACT else _PUSH_COLOR
+            base = ("scene", "arrows", kind.value, _node(k, name), "length")
             # drawn over the robot (transparent objects render last; no depth test): forces act inside feet
             material = g.MeshPhongMaterial(color=color, transparent=True, opacity=0.9, depthTest=False)
             out += [
@@ -325,8 +335,8 @@ class Replay:
             ]
         return out
 
-    def _arrow_names(self) -> list[tuple[str, str]]:
-        names: dict[tuple[str, str], None] = {}
+    def _arrow_names(self) -> list[tuple[ArrowKind, str]]:
+        names: dict[tuple[ArrowKind, str], None] = {}
         for frame in self._arrows:
             names.update(dict.fromkeys(frame))
         return list(names)
@@ -357,10 +367,10 @@ class Replay:
                 if length > 1e-9:
                     T[:3, :3] = _rotation_y_to(force)
                     # contact forces start at their point; pushes end where they act
-                    T[:3, 3] = point if kind == "contact" else point - force / np.linalg.norm(force) * length
+                    T[:3, 3] = point if kind is ArrowKind.CONTACT else point - force / np.linalg.norm(force) * length
                 else:
                     T[:3, 3] = point
-                node = ("scene", "arrows", kind, _node(j, name))
+                node = ("scene", "arrows", kind.value, _node(j, name))
                 anim_mod.AnimationFrameVisualizer(animation, P(node), frame).set_transform(T)
                 width = 1.0 if length > 1e-9 else _TINY  # an absent arrow shrinks to nothing
                 anim_mod.AnimationFrameVisualizer(animation, P(node + ("length",)), frame).set_property(

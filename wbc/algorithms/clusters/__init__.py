@@ -5,40 +5,10 @@ Numpy in, numpy out: ``wbc.cluster_rnea``, ... (compiled, :mod:`wbc.numeric`) an
 
 from __future__ import annotations
 
-from .baselines import (
-    ApproximateModel,
-    approximate_aba,
-    approximate_efpa,
-    approximate_iim,
-    approximate_rnea,
-    lagrange_aba,
-    projected_aba,
-    projected_efpa,
-    projected_mass_matrix,
-    projected_rnea,
-)
-from .dynamics import ClusterArticulatedBodies, ClusterStructure, aba, nonlinear_effects, rnea
-from .kinematics import ClusterKinematics
-from .operational import constraint_jacobian, efpa, iim
+from . import baselines, dynamics, kinematics, operational
+from .baselines import *  # each module's __all__
+from .dynamics import *
+from .kinematics import *
+from .operational import *
 
-__all__ = [
-    "ClusterKinematics",
-    "ClusterStructure",
-    "ClusterArticulatedBodies",
-    "rnea",
-    "aba",
-    "nonlinear_effects",
-    "efpa",
-    "iim",
-    "constraint_jacobian",
-    "ApproximateModel",
-    "approximate_rnea",
-    "approximate_aba",
-    "approximate_efpa",
-    "approximate_iim",
-    "projected_rnea",
-    "projected_aba",
-    "projected_mass_matrix",
-    "projected_efpa",
-    "lagrange_aba",
-]
+__all__ = [*dynamics.__all__, *kinematics.__all__, *operational.__all__, *baselines.__all__]

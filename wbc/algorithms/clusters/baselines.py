@@ -286,7 +286,7 @@ def loop_rows(cm: ClusterModel, kin: ClusterKinematics):
         if c.explicit:
             drifts.append(ca.DM.zeros(Kc.shape[0], 1))
         else:
-            drifts.append(c.bias(yc, cm.cluster_coordinates(k, kin.yd, "v")))
+            drifts.append(c.bias(yc, cm.cluster_velocities(k, kin.yd)))
     return ca.vertcat(*rows), ca.vertcat(*drifts)
 
 

@@ -231,7 +231,7 @@ def loop_rows(cm: ClusterModel, kin: TreeKinematics) -> list[LoopRows]:
         _, jacobian, bias = c.loop_functions()
         yc = cm.cluster_coordinates(k, kin.q)
         K = jacobian(yc)
-        Kd_yd = bias(yc, cm.cluster_coordinates(k, kin.v, "v"))
+        Kd_yd = bias(yc, cm.cluster_velocities(k, kin.v))
         row = 0
         coupled: list[int] = []
         for constraint in c.declared.constraints:

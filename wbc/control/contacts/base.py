@@ -30,7 +30,7 @@ from ..pieces import Equality, Group, Inequality, Kind, Piece
 from ..schedule import FMAX, FMIN, KD, KP, PARAMETER_SIZE, POSITION, ROTATION, feedback_gains
 
 if TYPE_CHECKING:
-    from ..context import StepContext
+    from ..step_context import StepContext
 
 __all__ = ["Contact", "friction_pyramid", "DEFAULT_CONTACT_KP"]
 

@@ -54,7 +54,7 @@ from ..pieces import Group, Inequality, Kind
 from .geometry import Capsule, Primitive, Sphere, closest_core_points
 
 if TYPE_CHECKING:
-    from ..context import StepContext
+    from ..step_context import StepContext
 
 __all__ = ["CollisionPair", "SelfCollisionLimit", "pair_distances"]
 

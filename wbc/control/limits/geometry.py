@@ -28,6 +28,7 @@ import casadi as ca
 import numpy as np
 
 from ...errors import InputError
+from ...model import checks
 
 __all__ = ["Sphere", "Capsule", "Primitive", "Closest", "closest_core_points", "bounding_capsule", "core_points"]
 
@@ -42,14 +43,13 @@ def _point(value, what: str, owner: str) -> tuple[float, float, float]:
     return float(arr[0]), float(arr[1]), float(arr[2])
 
 
-def _radius(value, owner: str) -> float:
-    try:
-        r = float(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{owner}: radius must be a number, got {value!r}") from None
-    if not (np.isfinite(r) and r > 0):
-        raise InputError(f"{owner}: radius must be finite and > 0, got {value!r}")
-    return r
+def _checked(primitive, kind: str) -> str:
+    """Check ``primitive``'s frame and radius (a number > 0, set as a float); the name it goes by."""
+    if not isinstance(primitive.frame, str):
+        raise InputError(f"a {kind}'s frame must be a frame name, got {primitive.frame!r}")
+    owner = f"{kind} on {primitive.frame!r}"
+    object.__setattr__(primitive, "radius", checks.positive(primitive.radius, f"{owner}: radius"))
+    return owner
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,10 +61,7 @@ class Sphere:
     center: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.frame, str):
-            raise InputError(f"a sphere's frame must be a frame name, got {self.frame!r}")
-        owner = f"sphere on {self.frame!r}"
-        object.__setattr__(self, "radius", _radius(self.radius, owner))
+        owner = _checked(self, "sphere")
         object.__setattr__(self, "center", _point(self.center, "center", owner))
 
     @property
@@ -86,10 +83,7 @@ class Capsule:
     end: tuple[float, float, float]
 
     def __post_init__(self) -> None:
-        if not isinstance(self.frame, str):
-            raise InputError(f"a capsule's frame must be a frame name, got {self.frame!r}")
-        owner = f"capsule on {self.frame!r}"
-        object.__setattr__(self, "radius", _radius(self.radius, owner))
+        owner = _checked(self, "capsule")
         object.__setattr__(self, "start", _point(self.start, "start", owner))
         object.__setattr__(self, "end", _point(self.end, "end", owner))
         if np.linalg.norm(np.subtract(self.end, self.start)) < 1e-9:
@@ -185,7 +179,7 @@ def bounding_capsule(points, frame: str, margin: float = 0.0) -> Primitive:
     mean = P.mean(axis=0)
     X = P - mean
     _, axes = np.linalg.eigh(X.T @ X)  # principal axes: the columns
-    best = None
+    best = None  # (volume, segment start, segment end, radius): a sphere is a segment of length 0
     for axis in axes.T:
         t = X @ axis
         rho2 = np.maximum(np.einsum("ij,ij->i", X, X) - t * t, 0.0)
@@ -195,17 +189,14 @@ def bounding_capsule(points, frame: str, margin: float = 0.0) -> Primitive:
         if hi <= lo:  # caps alone cover the cloud: a sphere around the mid point
             center = mean + 0.5 * (hi + lo) * axis
             radius = float(np.sqrt(np.max(np.einsum("ij,ij->i", P - center, P - center))))
-            volume = 4.0 / 3.0 * np.pi * radius**3
-            candidate: tuple = (volume, ("sphere", center, radius))
+            candidate = (4.0 / 3.0 * np.pi * radius**3, center, center, radius)
         else:
             volume = np.pi * R * R * (hi - lo) + 4.0 / 3.0 * np.pi * R**3
-            candidate = (volume, ("capsule", mean + lo * axis, mean + hi * axis, R))
+            candidate = (volume, mean + lo * axis, mean + hi * axis, R)
         if best is None or candidate[0] < best[0]:
             best = candidate
     assert best is not None
-    shape = best[1]
-    if shape[0] == "sphere" or np.linalg.norm(shape[2] - shape[1]) < 1e-9:
-        center = shape[1] if shape[0] == "sphere" else 0.5 * (shape[1] + shape[2])
-        radius = shape[2] if shape[0] == "sphere" else shape[3]
-        return Sphere(frame, max(float(radius), 1e-6) + margin, tuple(center))
-    return Capsule(frame, max(shape[3], 1e-6) + margin, tuple(shape[1]), tuple(shape[2]))
+    _, start, end, radius = best
+    if np.linalg.norm(end - start) < 1e-9:
+        return Sphere(frame, max(float(radius), 1e-6) + margin, tuple(0.5 * (start + end)))
+    return Capsule(frame, max(radius, 1e-6) + margin, tuple(start), tuple(end))

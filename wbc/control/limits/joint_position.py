@@ -83,7 +83,7 @@ from .joint_selection import JointLimitParameters, joint_velocities, positive_pe
 from .joint_velocity import DEFAULT_BRAKING, DEFAULT_VELOCITY_MARGIN, velocity_bounds
 
 if TYPE_CHECKING:
-    from ..context import StepContext
+    from ..step_context import StepContext
 
 __all__ = ["JointPositionLimit", "position_bounds", "DEFAULT_POSITION_MARGIN"]
 

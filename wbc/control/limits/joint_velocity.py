@@ -28,7 +28,7 @@ from ..pieces import Group, Inequality, Kind
 from .joint_selection import JointLimitParameters, joint_velocities, positive_per_joint, select_joints, state_indices
 
 if TYPE_CHECKING:
-    from ..context import StepContext
+    from ..step_context import StepContext
 
 __all__ = ["JointVelocityLimit", "velocity_bounds", "DEFAULT_VELOCITY_MARGIN", "DEFAULT_BRAKING"]
 

@@ -9,12 +9,12 @@ import numpy as np
 
 from ...errors import InputError
 from ...model.model import Model
-from ..contexts import context_type
 from ..contributor import Contributor, Runtime
+from ..model_context import context_type
 from ..pieces import TAU, Bounds, Group, Kind
 
 if TYPE_CHECKING:
-    from ..context import StepContext
+    from ..step_context import StepContext
 
 __all__ = ["TorqueLimit"]
 

@@ -1,7 +1,7 @@
 """Exact whole-body control of a humanoid with geared rotors and rod-driven ankles, against the
 approximations today's controllers make.
 
-The robot is the G1-like humanoid of :func:`wbc.robots.transmissions.g1_parallel_ankle` with
+The robot is the G1-like humanoid of :func:`wbc.robots.clustered.g1_parallel_ankle` with
 ``joint_rotors=True``: every ankle's pitch and roll are driven by two geared cranks on the knee
 through two rods (a kinematic loop each), and the hips, knees and waist yaw by geared rotors.
 MuJoCo simulates it exactly as built (rotors and rods are bodies, gears and rod ends are equality
@@ -38,7 +38,7 @@ import numpy as np
 
 from wbc.algorithms.clusters.torque_accuracy import PAPER_FIG14, sinusoid_torques
 from wbc.figures import save_figure
-from wbc.robots import transmissions
+from wbc.robots import clustered
 
 try:
     from wbc.sim.balance import Scenario
@@ -58,11 +58,11 @@ def fig14(dts=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1), scales=(0.5, 1.0, 1.
     though its text says ankle (:data:`~wbc.algorithms.clusters.torque_accuracy.PAPER_FIG14`)."""
     out: dict = {"by_dt": {}, "by_gear_scale": {}}
     for scale in sorted(set(scales) | {1.0}):
-        robot = transmissions.mit_humanoid(gear_scale=scale)
+        robot = clustered.mit_humanoid(gear_scale=scale)
         cm = robot.model
         names = [n for n in cm.joint_names if n.startswith("left_") and "shoulder" not in n and "elbow" not in n]
         for dt in dts if scale == 1.0 else (0.001,):
-            result = sinusoid_torques(cm, robot.y0, names, dt=dt, duration=duration)
+            result = sinusoid_torques(cm, robot.q0, names, dt=dt, duration=duration)
             entry = {
                 kind: {
                     n: {"rms_Nm": round(r, 4), "share_of_peak": round(result.share_of_peak(kind)[n], 4)}

@@ -1,4 +1,4 @@
-"""wbc.sim.transmission_balance (demos/transmissions.py): the G1-like humanoid with rod-driven ankles
+"""wbc.sim.transmission_balance (demos/transmission_balance.py): the G1-like humanoid with rod-driven ankles
 and geared rotors, controlled with its exact cluster model in MuJoCo; the motor-effort conversion of
 the approximations."""
 
@@ -50,7 +50,7 @@ def test_short_run_with_a_push_stays_up_with_the_exact_model():
 
 def test_help():
     out = subprocess.run(
-        [sys.executable, str(DEMOS / "transmissions.py"), "--help"], capture_output=True, text=True, timeout=120
+        [sys.executable, str(DEMOS / "transmission_balance.py"), "--help"], capture_output=True, text=True, timeout=120
     )
     assert out.returncode == 0, out.stderr
     assert "usage" in out.stdout

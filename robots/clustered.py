@@ -1,8 +1,10 @@
 """Robots with actuator transmissions and kinematic loops (the cluster paper's experiments).
 
-Each builder returns a :class:`ClusterRobot`: a :class:`wbc.ClusterModel` whose spanning tree holds
-every rotor, crank and rod as a real body, plus the contact points the operational-space
-experiments use and, for legged robots, a default configuration and sole frames.
+Each builder returns a :class:`~wbc.robots.RobotSpec` (the catalog's one record of a robot, loaded by
+name with :func:`wbc.robots.load`) whose model is a :class:`wbc.ClusterModel`: its spanning tree holds
+every rotor, crank and rod as a real body; ``q0`` is a spanning configuration with the loops closed
+(standing, for legged robots); ``contacts`` are the contact points the operational-space experiments
+use; legged robots have sole frames.
 
 Sources of the numbers (every parameter below is one of these):
 
@@ -18,7 +20,6 @@ Sources of the numbers (every parameter below is one of these):
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -30,10 +31,9 @@ from wbc.model.clusters import ClosureKind, ClusterModel, LoopClosure
 from wbc.model.transmissions import Rotor, Transmission, build_cluster_model
 from wbc.spatial.algebra import SE3
 
-from .catalog import Sole, robots_dir
+from .catalog import RobotSpec, Sole, robots_dir
 
 __all__ = [
-    "ClusterRobot",
     "geared_chain",
     "belt_chain",
     "four_bar",
@@ -43,30 +43,13 @@ __all__ = [
     "tello",
     "jvrc1",
     "g1_parallel_ankle",
-    "ROBOTS",
-    "load",
+    "BUILDERS",
 ]
 
 
-@dataclasses.dataclass(frozen=True)
-class ClusterRobot:
-    """A robot with transmissions.
-
-    Attributes:
-        name: builder name.
-        model: the clustered model.
-        y0: a default spanning configuration (loops closed; standing for floating-base robots).
-        contacts: contact points ``(frame, offset)`` for the operational-space experiments.
-        feet: sole frames (z = contact normal), empty if none.
-        sole: the sole rectangle, or None.
-    """
-
-    name: str
-    model: ClusterModel
-    y0: np.ndarray
-    contacts: tuple[tuple[str, tuple[float, float, float]], ...] = ()
-    feet: tuple[str, ...] = ()
-    sole: Sole | None = None
+def _robot(name, model: ClusterModel, y0, contacts=(), feet=(), sole: Sole | None = None) -> RobotSpec:
+    """The catalog record of a robot with transmissions (no URDF file: built here)."""
+    return RobotSpec(name, model, None, y0, tuple(feet), sole, contacts=tuple(contacts))
 
 
 # ------------------------------------------------------------------------------------ URDF text
@@ -164,7 +147,7 @@ def _contact_points(model: ClusterModel, contacts) -> tuple:
 
 
 # ------------------------------------------------------------------------------------ serial chains
-def geared_chain(n: int = 12, seed: int = 0) -> ClusterRobot:
+def geared_chain(n: int = 12, seed: int = 0) -> RobotSpec:
     """A chain of ``n`` links, each driven by a geared rotor mounted on the previous link ("GT").
 
     Random link placements, axes and inertias as [grbda]'s ``RevoluteChainWithRotor`` random model;
@@ -187,10 +170,10 @@ def geared_chain(n: int = 12, seed: int = 0) -> ClusterRobot:
         transmissions.append(_geared(f"joint{i}", rng.uniform(5, 10), rotor))
         contacts.append((f"link{i}", tuple(rng.uniform(-0.1, 0.1, 3))))
     cm = build_cluster_model(u.text(), transmissions, floating_base=False)
-    return ClusterRobot(f"geared_chain_{n}", cm, cm.neutral(), _contact_points(cm, contacts[-1:]))
+    return _robot(f"geared_chain_{n}", cm, cm.neutral(), _contact_points(cm, contacts[-1:]))
 
 
-def belt_chain(n: int = 12, seed: int = 0) -> ClusterRobot:
+def belt_chain(n: int = 12, seed: int = 0) -> RobotSpec:
     """A chain of ``n`` links (even) driven in pairs by parallel belts ("PBT"): both rotors of a
     pair sit on the link before it, as [grbda]'s ``RevolutePairChainWithRotor``; belt ratios 1-3,
     gear ratios 5-10, rotors as :func:`geared_chain` [plausible]."""
@@ -222,10 +205,10 @@ def belt_chain(n: int = 12, seed: int = 0) -> ClusterRobot:
             )
         )
     cm = build_cluster_model(u.text(), transmissions, floating_base=False)
-    return ClusterRobot(f"belt_chain_{n}", cm, cm.neutral(), _contact_points(cm, contacts[-1:]))
+    return _robot(f"belt_chain_{n}", cm, cm.neutral(), _contact_points(cm, contacts[-1:]))
 
 
-def four_bar(floating_base: bool = False, geared: bool = True) -> ClusterRobot:
+def four_bar(floating_base: bool = False, geared: bool = True) -> RobotSpec:
     """A planar four-bar (crank, coupler, rocker; a geared rotor on the crank) on a base [plausible]:
     the smallest implicit loop, with a closure whose out-of-plane row is void (rows x, z)."""
     u = _Urdf("four_bar")
@@ -254,10 +237,10 @@ def four_bar(floating_base: bool = False, geared: bool = True) -> ClusterRobot:
     )
     cm = build_cluster_model(u.text(), [t], floating_base=floating_base)
     y0 = cm.spanning_configuration(np.concatenate([[0, 0, 0, 0, 0, 0, 1] if floating_base else [], [0.2, 0.0]]))
-    return ClusterRobot("four_bar", cm, y0, (("tool", (0.1, 0.0, 0.0)), ("coupler", (0.1, 0.0, 0.0))))
+    return _robot("four_bar", cm, y0, (("tool", (0.1, 0.0, 0.0)), ("coupler", (0.1, 0.0, 0.0))))
 
 
-def rod_chain(n: int = 24, rods: int = 4, seed: int = 0) -> ClusterRobot:
+def rod_chain(n: int = 24, rods: int = 4, seed: int = 0) -> RobotSpec:
     """A planar chain of ``n`` links (revolute about y, 0.2 m apart along x, random inertias as
     :func:`geared_chain`, limits ±0.3 rad) braced by ``rods`` spatial rods [plausible]: rod ``r`` has a crank on link
     ``2r`` (revolute about y), a massless cross and a rod (a universal joint at the crank tip), and
@@ -310,11 +293,11 @@ def rod_chain(n: int = 24, rods: int = 4, seed: int = 0) -> ClusterRobot:
         )
     text = u.text()
     cm = ClusterModel(wbc.load_urdf(text, False), tuple(clusters), name=f"rod_chain_{n}_{rods}", urdf=text)
-    return ClusterRobot(cm.name, cm, cm.neutral(), (("link" + str(n), (0.1, 0.0, 0.0)),))
+    return _robot(cm.name, cm, cm.neutral(), (("link" + str(n), (0.1, 0.0, 0.0)),))
 
 
 # ------------------------------------------------------------------------------------ Mini Cheetah
-def mini_cheetah() -> ClusterRobot:
+def mini_cheetah() -> RobotSpec:
     """A Mini-Cheetah-like quadruped: 4 legs (ab/ad x, hip y, knee y), each joint with a geared rotor;
     the knee rotor sits on the hip (thigh) link at the knee [grbda MiniCheetah.hpp: masses, inertias,
     locations, ratios 6/6/9.33, rotor 0.055 kg, diag(33, 33, 63)e-6 kg m²]. Frames are translations
@@ -351,7 +334,7 @@ def mini_cheetah() -> ClusterRobot:
     q[2], q[6] = 0.3, 1.0
     for k, name in enumerate(cm.joint_names[1:]):
         q[7 + k] = {"abad": 0.0, "hip": -0.8, "knee": 1.6}[name.split("_")[1]]
-    return ClusterRobot(
+    return _robot(
         "mini_cheetah", cm, cm.spanning_configuration(q), _contact_points(cm, contacts), tuple(c for c, _ in contacts)
     )
 
@@ -414,7 +397,7 @@ _MIT_SMALL_ROTOR = (0.05, np.diag([1.084e-4, 1.084e-4, 1.6841e-4]))  # [grbda]: 
 _MIT_LARGE_ROTOR = (0.1, np.diag([3.443e-4, 3.443e-4, 5.548e-4]))
 
 
-def mit_humanoid(gear_scale: float = 1.0) -> ClusterRobot:
+def mit_humanoid(gear_scale: float = 1.0) -> RobotSpec:
     """An MIT-Humanoid-like biped (24 DoF): geared rotors on the hips and arms, the knee and ankle
     driven by parallel belts from rotors on the thigh (hip_ry link) [grbda MIT_Humanoid.hpp:
     every mass, inertia, location, rotor, gear ratio 6 (elbow 9) and belt ratios knee (2), ankle
@@ -546,7 +529,7 @@ def mit_humanoid(gear_scale: float = 1.0) -> ClusterRobot:
     for k, name in enumerate(cm.joint_names[1:]):
         q[7 + k] = {"hip_ry": -0.4, "knee": 0.8, "ankle": -0.4, "elbow": 0.5}.get(name.split("_", 1)[1], 0.0)
     y = _stand(cm, cm.spanning_configuration(q), feet)
-    return ClusterRobot("mit_humanoid", cm, y, _contact_points(cm, contacts), tuple(feet), Sole(0.15, 0.06))
+    return _robot("mit_humanoid", cm, y, _contact_points(cm, contacts), tuple(feet), Sole(0.15, 0.06))
 
 
 def _stand(cm: ClusterModel, y: np.ndarray, feet) -> np.ndarray:
@@ -558,7 +541,7 @@ def _stand(cm: ClusterModel, y: np.ndarray, feet) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------ Tello
-def tello() -> ClusterRobot:
+def tello() -> RobotSpec:
     """A Tello-like biped (torso and two legs): per leg a geared hip clamp (yaw), a hip differential
     (two rotors on the clamp drive gimbal roll and thigh pitch, ``N (q_roll ± q_pitch)``), a geared
     knee and a four-bar ankle whose crank is driven, through the knee axis, by a rotor on the thigh.
@@ -648,7 +631,7 @@ def tello() -> ClusterRobot:
     for k, name in enumerate(cm.joint_names[1:]):
         q[7 + k] = {"thigh_joint": -0.4, "shin_joint": 0.8, "foot_joint": -0.4}.get(name.split("_", 1)[1], 0.0)
     y = _stand(cm, cm.spanning_configuration(q), feet)
-    return ClusterRobot("tello", cm, y, _contact_points(cm, contacts), tuple(feet), Sole(0.15, 0.05))
+    return _robot("tello", cm, y, _contact_points(cm, contacts), tuple(feet), Sole(0.15, 0.05))
 
 
 # ------------------------------------------------------------------------------------ JVRC-1
@@ -663,7 +646,7 @@ def _jvrc_urdf() -> Path:
 _JVRC_FINGERS = ("UTHUMB", "LTHUMB", "UINDEX", "LINDEX", "ULITTLE", "LLITTLE")
 
 
-def jvrc1() -> ClusterRobot:
+def jvrc1() -> RobotSpec:
     """JVRC-1 [jvrc] with its 12 finger joints fixed (38 DoF with the floating base, as in the
     paper) and a geared rotor on each of its 32 joints: ratio 6, 0.07 kg, diag(2e-5, 2e-5, 5e-5)
     kg m² [grbda JVRC1_Humanoid.hpp], coaxial with the joint, on the joint's parent link."""
@@ -681,7 +664,7 @@ def jvrc1() -> ClusterRobot:
     q[6] = 1.0
     y = _stand(cm, cm.spanning_configuration(q), feet)
     contacts = tuple((f, (0.0, 0.0, 0.0)) for f in feet)
-    return ClusterRobot("jvrc1", cm, y, _contact_points(cm, contacts), feet, Sole(0.2, 0.1))
+    return _robot("jvrc1_rotors", cm, y, _contact_points(cm, contacts), feet, Sole(0.2, 0.1))
 
 
 # ------------------------------------------------------------------------------------ G1 with parallel ankles
@@ -704,7 +687,7 @@ _G1_ROTORS = {
 _G1_WAIST_ROTOR = ("waist_yaw_joint", 14.3, 4.98e-5)
 
 
-def g1_parallel_ankle(floating_base: bool = True, geared: bool = True, joint_rotors: bool = False) -> ClusterRobot:
+def g1_parallel_ankle(floating_base: bool = True, geared: bool = True, joint_rotors: bool = False) -> RobotSpec:
     """A G1-like humanoid [erd] whose ankle pitch and roll are driven by two cranks on the knee
     link through two rods (universal joint at the crank, ball joint at the foot: a 3D loop
     closure each), each crank geared to a rotor. Independent coordinates: the URDF's ankle pitch
@@ -784,24 +767,17 @@ def g1_parallel_ankle(floating_base: bool = True, geared: bool = True, joint_rot
     if floating_base:
         y = _stand(cm, y, feet)
     contacts = tuple((f, tuple(c)) for f in feet for c in Sole(0.17, 0.06).corners())
-    return ClusterRobot("g1_parallel_ankle", cm, y, contacts, tuple(feet), Sole(0.17, 0.06))
+    return _robot("g1_parallel_ankle", cm, y, contacts, tuple(feet), Sole(0.17, 0.06))
 
 
-ROBOTS = {
+#: The catalog names of these robots (:func:`wbc.robots.load`) and their builders (default arguments).
+BUILDERS = {
     "geared_chain": geared_chain,
     "belt_chain": belt_chain,
     "four_bar": four_bar,
     "mini_cheetah": mini_cheetah,
     "mit_humanoid": mit_humanoid,
     "tello": tello,
-    "jvrc1": jvrc1,
+    "jvrc1_rotors": jvrc1,
     "g1_parallel_ankle": g1_parallel_ankle,
 }
-
-
-def load(name: str) -> ClusterRobot:
-    """The robot called ``name`` (one of :data:`ROBOTS`), with its default arguments."""
-    try:
-        return ROBOTS[name]()
-    except KeyError:
-        raise wbc.ModelError(f"no robot {name!r} with transmissions; choose one of {', '.join(ROBOTS)}") from None

@@ -1,11 +1,11 @@
-"""Which step context a model gets: :class:`~wbc.control.context.StepContext` for a kinematic tree,
-:class:`~wbc.control.cluster_context.ClusterStepContext` for a :class:`~wbc.ClusterModel`."""
+"""Which step context a model gets: :class:`~wbc.control.step_context.StepContext` for a kinematic tree,
+:class:`~wbc.control.cluster_step_context.ClusterStepContext` for a :class:`~wbc.ClusterModel`."""
 
 from __future__ import annotations
 
 from ..model.clusters import ClusterModel
-from .cluster_context import ClusterStepContext
-from .context import StepContext
+from .cluster_step_context import ClusterStepContext
+from .step_context import StepContext
 
 __all__ = ["context_type"]
 

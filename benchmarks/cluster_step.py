@@ -2,7 +2,7 @@
 
 Two measurements, each side by side in one run (the machines are shared: ratios only):
 
-1. **The contacts' motion rows** of :class:`wbc.control.cluster_context.ClusterStepContext`, two
+1. **The contacts' motion rows** of :class:`wbc.control.cluster_step_context.ClusterStepContext`, two
    exact ways: from the clustered IIM's own forward pass (``ContactRows.IIM_FORWARD``: the contact
    bodies' accelerations per unit input, ``K_e 𝖺``) or with the Delassus block by C-EFPA and the
    torque block from ``B̂``'s contact columns (``ContactRows.C_EFPA``). Traced, compiled, timed:
@@ -27,8 +27,8 @@ from wbc.algorithms.clusters import ApproximateModel
 from wbc.algorithms.iim import InputMatrixMethod
 from wbc.codegen import compile_function
 from wbc.codegen.trace import trace
-from wbc.control.cluster_context import ClusterStepContext, ContactRows
-from wbc.robots import transmissions
+from wbc.control.cluster_step_context import ClusterStepContext, ContactRows
+from wbc.robots import clustered
 
 from .harness import calls_per_block, interleaved_blocks, median, relative_spread
 
@@ -59,14 +59,14 @@ def contact_rows(robot, rounds: int) -> list[dict]:
             f = contact_rows_function(cm, contacts, method)
             k = compile_function(f)
             kernels[method.value] = (k, f.n_instructions())
-            results[method.value] = [np.array(x) for x in k(robot.y0, v)]
+            results[method.value] = [np.array(x) for x in k(robot.q0, v)]
         agree = max(
             float(np.max(np.abs(a - b)) / max(1.0, float(np.max(np.abs(b)))))
             for a, b in zip(results["iim-forward"], results["c-efpa"])
         )
         sides = {name: (lambda k=k: k.run()) for name, (k, _) in kernels.items()}
         for k, _ in kernels.values():
-            np.copyto(k.inputs[0], robot.y0)
+            np.copyto(k.inputs[0], robot.q0)
             np.copyto(k.inputs[1], v)
         calls = {n: calls_per_block(c, 20.0) for n, c in sides.items()}
         samples = interleaved_blocks(sides, rounds, calls, warmup=10)
@@ -106,7 +106,7 @@ def _controller(model, robot, tree_q):
 def control_step(robot, rounds: int) -> dict:
     cm = robot.model
     am = ApproximateModel.build(cm)
-    y = robot.y0
+    y = robot.q0
     q = cm.independent_configuration(y)[am.q_order]
     rng = np.random.default_rng(1)
     v = rng.normal(scale=0.05, size=cm.nv)
@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="JSON lines only")
     parser.add_argument("--rounds", type=int, default=15)
     args = parser.parse_args(argv)
-    robot = transmissions.g1_parallel_ankle(joint_rotors=True)
+    robot = clustered.g1_parallel_ankle(joint_rotors=True)
     records = contact_rows(robot, args.rounds) + [control_step(robot, args.rounds)]
     for r in records:
         print(json.dumps(r))

@@ -1,5 +1,5 @@
-"""The compiled shortcut (wbc.control.fastpath, shortcut.c) against its numpy reference, and the
-working-set solve of binding steps against the full QP."""
+"""The compiled shortcut (wbc.control.shortcut, shortcut.c) against its numpy reference, the one-call
+step against the two-call step, and the working-set solve of binding steps against the full QP."""
 
 from __future__ import annotations
 
@@ -10,9 +10,12 @@ import pytest
 
 import wbc
 from wbc import robots, tasks
-from wbc.control.fastpath import FAILED, FEASIBLE, INFEASIBLE, CompiledShortcut, shortcut_library
+from wbc.control.outputs import StepOutputs
 from wbc.control.qp import least_squares_by_elimination
+from wbc.control.shortcut import FAILED, FEASIBLE, INFEASIBLE, CompiledShortcut
+from wbc.control.shortcut_library import shortcut_library
 from wbc.control.solvers import DaqpSolver
+from wbc.control.strategies import WorkingSet
 
 pytestmark = pytest.mark.skipif(shortcut_library() is None, reason="no C compiler: the numpy path runs")
 
@@ -30,7 +33,7 @@ def _random_problem(rng, k, p, m, nc, nt):
     G = np.asfortranarray(C[traced])
     C[traced] = 0.0
     d = np.zeros(nc)
-    outputs = [A, b, A_eq, b_eq, G, None, None, None, None, None, None, d]
+    outputs = StepOutputs(A, b, A_eq, b_eq, G, None, None, None, None, None, None, d)  # type: ignore[arg-type]
     layout = SimpleNamespace(
         _C=C, _traced_at=traced, all_columns=True, all_cost=True, all_eq=True, _all_traced=True, _d_rows=None
     )
@@ -46,7 +49,7 @@ def test_compiled_shortcut_equals_numpy(seed):
     nc, nt = int(rng.integers(1, 60)), 0 if seed % 2 else 5
     outputs, layout = _random_problem(rng, k, p, m, nc, nt)
     fast = CompiledShortcut(shortcut_library(), layout, outputs)
-    A, b, A_eq, b_eq, G, d = outputs[0], outputs[1], outputs[2], outputs[3], outputs[4], outputs[11]
+    A, b, A_eq, b_eq, G, d = outputs.A, outputs.b, outputs.A_eq, outputs.b_eq, outputs.G, outputs.d
     reg = 10.0 ** rng.uniform(-8, -2)
     x, f = least_squares_by_elimination(A[:, :p], A[:, p:], b, A_eq[:, :p], A_eq[:, p:], b_eq, reg)
     u = np.concatenate([x, f])
@@ -67,10 +70,10 @@ def test_compiled_shortcut_equals_numpy(seed):
 def test_compiled_shortcut_refuses_a_singular_delassus_matrix():
     rng = np.random.default_rng(7)
     outputs, layout = _random_problem(rng, 10, 4, 3, 5, 0)
-    outputs[2][:, 4:] = 0.0  # Λ = 0: not positive definite
+    outputs.A_eq[:, 4:] = 0.0  # Λ = 0: not positive definite
     assert CompiledShortcut(shortcut_library(), layout, outputs)(1e-8) == FAILED
     outputs, layout = _random_problem(rng, 10, 4, 3, 5, 0)
-    outputs[1][0] = np.nan
+    outputs.b[0] = np.nan
     assert CompiledShortcut(shortcut_library(), layout, outputs)(1e-8) == FAILED
 
 
@@ -83,6 +86,19 @@ def _talos(limits: bool):
     com.set_target(wbc.center_of_mass(spec.model, spec.q0))
     posture.set_target(spec.q0)
     return ctrl, spec, com
+
+
+def _numpy_shortcut(ctrl, layout, outputs):
+    """The reference of the compiled shortcut: the minimizer by elimination (numpy), kept when feasible."""
+    A, b, A_eq, b_eq, *_ = layout.select(outputs)
+    p = layout.n_tau
+    sol = least_squares_by_elimination(A[:, :p], A[:, p:], b, A_eq[:, :p], A_eq[:, p:], b_eq, ctrl.regularization)
+    x = None if sol is None else np.concatenate(sol)
+    return x if x is not None and layout.feasible(x, outputs) else None
+
+
+def _working_set(ctrl):
+    return next(s for s in ctrl._plan.strategies if isinstance(s, WorkingSet))
 
 
 def _full_qp(ctrl, q, v):
@@ -104,9 +120,9 @@ def test_controller_step_uses_the_compiled_shortcut(limits):
         q, v = spec.q0.copy(), np.zeros(spec.model.nv)
     cmd = ctrl.step(q, v)
     layout = ctrl._layout()
-    assert isinstance(ctrl._fast[id(layout)], CompiledShortcut)
+    assert isinstance(ctrl._plan.shortcut, CompiledShortcut) and ctrl._plan.layout is layout
     assert cmd.status is wbc.StepStatus.OPTIMAL
-    x = ctrl._shortcut(layout, ctrl._evaluate(q, v))
+    x = _numpy_shortcut(ctrl, layout, ctrl.evaluate(q, v))
     assert x is not None
     assert np.abs(cmd.u - x).max() <= 1e-8 * np.abs(x).max()
 
@@ -121,8 +137,7 @@ def test_binding_step_equals_the_full_qp():
     problem, expected = _full_qp(ctrl, q, v)
     ctrl.time = 0.0
     cmd = ctrl.step(q, v)
-    layout = ctrl._layout()
-    fast = ctrl._fast[id(layout)]
+    fast = ctrl._plan.shortcut
     assert fast(ctrl.regularization) == INFEASIBLE
     assert cmd.status is wbc.StepStatus.OPTIMAL
     scale = np.abs(expected).max()
@@ -139,14 +154,14 @@ def test_binding_step_equals_the_full_qp():
         def _solve(self, p):
             return self._inner._solve(p)
 
-    generic = fast.screened(Plain(), ctrl._tolerance)
+    generic = WorkingSet(fast, Plain(), ctrl._tolerance, writer=None).solve()  # type: ignore[arg-type]
     assert generic is not None
     assert np.abs(generic - expected).max() <= 1e-6 * scale
 
 
 def _unfused(ctrl):
     """``ctrl`` with the one-call step disabled (the kernel through CasADi, then the shortcut)."""
-    ctrl._fuse = lambda layout, fast: None
+    ctrl._attach = lambda layout, fast, writer: False
     return ctrl
 
 
@@ -163,14 +178,13 @@ def test_fused_step_equals_the_two_call_step(limits):
     rng = np.random.default_rng(3)
     for i in range(30):
         a, b = fused.step(q, v), plain.step(q, v)
-        if i:
-            assert fused._fused is not None and plain._fused is None
+        assert fused._plan.one_call and not plain._plan.one_call
         assert a.status is b.status is wbc.StepStatus.OPTIMAL
         scale = np.abs(b.u).max()
         assert np.abs(a.u - b.u).max() <= 1e-12 * scale
         assert np.abs(a.tau - b.tau).max() <= 1e-12 * scale
         assert np.abs(a.qdd - b.qdd).max() <= 1e-10 * (1.0 + np.abs(b.qdd).max())
-        a0, Bhat = fused._outputs[8], fused._outputs[9]
+        a0, Bhat = fused._outputs.a0, fused._outputs.Bhat
         assert np.abs(a.qdd - (a0 + Bhat @ a.u)).max() <= 1e-12 * (1.0 + np.abs(a.qdd).max())
         assert a.task_errors.keys() == b.task_errors.keys()
         for name in b.task_errors:
@@ -192,7 +206,7 @@ def test_fused_step_refuses_bad_states_by_name():
     q, v = spec.q0.copy(), np.zeros(spec.model.nv)
     ctrl.step(q, v)
     ctrl.step(q, v)
-    assert ctrl._fused is not None
+    assert ctrl._plan.one_call
     bad_v = v.copy()
     bad_v[7] = np.nan
     with pytest.raises(wbc.InputError, match=r"v has non-finite entries at indices \[7\]"):
@@ -221,8 +235,7 @@ def test_warm_started_binding_steps_equal_the_full_qp():
     warm = 0
     for i in range(40):
         problem, expected = _full_qp(ctrl, q, v)
-        fast = ctrl._fused
-        warm += fast is not None and bool(fast._active.any())
+        warm += bool(_working_set(ctrl).active.any())
         cmd = ctrl.step(q, v)
         assert cmd.status is wbc.StepStatus.OPTIMAL
         scale = np.abs(expected).max()
@@ -239,12 +252,13 @@ def _position_limit_breaks(ctrl, q, v, steps):
     model, count = ctrl.model, 0
     for _ in range(steps):
         cmd = ctrl.step(q, v)
-        fast = ctrl._fused
-        assert fast is not None
+        fast = ctrl._plan.shortcut
+        assert ctrl._plan.one_call
         if fast(ctrl.regularization) == INFEASIBLE:
             layout = fast.layout
-            groups = [*layout.in_groups, *fast._bound_row_groups()]
-            broken = {groups[r].kind for r in np.flatnonzero(fast.Cu > ctrl._outputs[11])}
+            bounds = [g for g in layout.bound_groups if g is not None]
+            groups = [*layout.in_groups, *bounds, *bounds]  # the rows of C u ≤ d: inequalities, upper, lower
+            broken = {groups[r].kind for r in np.flatnonzero(fast.Cu > fast.d)}
             count += wbc.control.Kind.JOINT_POSITION_LIMIT in broken
         v = v + 1e-3 * cmd.qdd
         q = wbc.integrate(model, q, v, 1e-3)
@@ -294,7 +308,7 @@ def test_settings_changed_after_the_first_steps_are_honoured():
     q, v = spec.q0.copy(), 0.01 * np.ones(spec.model.nv)
     ctrl.step(q, v)
     ctrl.step(q, v)
-    assert ctrl._fused is not None
+    assert ctrl._plan.one_call
     ctrl.regularization = 1e-2
     other, _, _ = _talos(False)
     other.regularization = 1e-2
@@ -305,7 +319,7 @@ def test_settings_changed_after_the_first_steps_are_honoured():
         ctrl.regularization = -1.0
     ctrl.check_inputs = False
     ctrl.step(q, v)
-    assert ctrl._fused is not None and ctrl._fused._data.check == 0
+    assert ctrl._plan.one_call and ctrl._plan.shortcut._data.check == 0
     ctrl.check_inputs = True
     bad = v.copy()
     bad[0] = np.inf
@@ -333,7 +347,7 @@ def test_contact_switches_leave_and_resume_the_one_call_step():
         assert a.status is b.status
         assert np.abs(a.u - b.u).max() <= 1e-10 * np.abs(b.u).max()
         assert np.abs(a.qdd - b.qdd).max() <= 1e-9 * (1.0 + np.abs(b.qdd).max())
-    assert fused._fused is not None and fused._fused_version == fused._schedule.version
+    assert fused._plan.one_call and fused._plan_version == fused._schedule.version
 
 
 def test_fused_step_takes_any_vector_like_state():
@@ -345,7 +359,7 @@ def test_fused_step_takes_any_vector_like_state():
     v = (0.01 * np.random.default_rng(5).standard_normal(model.nv)).astype(np.float32).astype(float)
     ctrl.step(q, v)
     reference = ctrl.step(q, v)
-    assert ctrl._fused is not None
+    assert ctrl._plan.one_call
     strided = np.repeat(q, 2)[::2]
     frozen = v.copy()
     frozen.flags.writeable = False
@@ -376,10 +390,10 @@ def test_single_support_runs_compiled_on_the_active_rows_and_columns(limits):
     cmd = ctrl.step(q, v)
     layout = ctrl._layout()
     assert not layout.all_columns and not layout.all_eq and not layout.all_in
-    fast = ctrl._fast[id(layout)]
-    assert isinstance(fast, CompiledShortcut)
+    fast = ctrl._plan.shortcut
+    assert isinstance(fast, CompiledShortcut) and fast.layout is layout and not ctrl._plan.one_call
 
-    outputs = ctrl._evaluate(q, v)
+    outputs = ctrl.evaluate(q, v)
     A, b, A_eq, b_eq, *_ = layout.select(outputs)
     p = layout.n_tau
     x, f = least_squares_by_elimination(A[:, :p], A[:, p:], b, A_eq[:, :p], A_eq[:, p:], b_eq, ctrl.regularization)

@@ -17,7 +17,7 @@ gravity), ``ctx.kin`` its kinematics in independent coordinates
 The contacts' motion rows ``J_c q̈ + J̇_c v = A u + d`` take their matrix from the IIM's own forward
 pass (:data:`ContactRows.IIM_FORWARD`: the constraint bodies' accelerations per unit input, ``K_e 𝖺``)
 by default; :data:`ContactRows.C_EFPA` computes the force block by C-EFPA and the torque block from
-``B̂``'s contact columns (the tree context's scheme). Both are exact; ``benchmarks.transmissions``
+``B̂``'s contact columns (the tree context's scheme). Both are exact; ``benchmarks.cluster_step``
 compares them (the forward pass is cheaper: the IIM already carries every input to every body, and
 C-EFPA propagates the contact rows up the legs a second time).
 """
@@ -40,7 +40,7 @@ from ..errors import InputError
 from ..model import checks
 from ..model.clusters import ClusterModel
 from ..model.model import Model
-from .context import StepContext, Variables
+from .step_context import StepContext, Variables
 
 __all__ = ["ClusterStepContext", "ContactRows"]
 
@@ -60,7 +60,7 @@ class ClusterStepContext(StepContext):
         model: its spanning tree (what contributors look frames and masses up in).
         kin: the spanning tree's kinematics in independent coordinates.
         cluster_kin: the clustered kinematics (``G``, ``g``, the tree's own kinematics).
-        contacts, variables, n_u: as :class:`~wbc.control.context.StepContext`.
+        contacts, variables, n_u: as :class:`~wbc.control.step_context.StepContext`.
     """
 
     # ----------------------------------------------------------------------------- the model's inputs and state
@@ -145,15 +145,10 @@ class ClusterStepContext(StepContext):
     def _motion_input_matrix(self):
         return self._motor_pass[0]
 
-    @cached_property
-    def Bhat(self):
-        """``B̂`` (nv, n_u) in the QP's variables (motors, then each contact's force variables)."""
-        Bm, n_m = self._motion_input_matrix, self.cluster_model.n_motors
-        blocks, col = [Bm[:, 0:n_m]], n_m
-        for c in self.contacts:
-            blocks.append(ca.mtimes(Bm[:, col : col + c.equality_dim], ca.DM(c.force_basis())))
-            col += c.equality_dim
-        return ca.horzcat(*blocks)
+    @property
+    def _n_inputs(self) -> int:
+        """The motors: the columns of ``B̂`` before the contacts' force variables."""
+        return self.cluster_model.n_motors
 
     def _motor_map(self):
         """``A_m = Gᵀ E`` (nv, n_motors), traced, block structure explicit."""

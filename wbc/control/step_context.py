@@ -14,9 +14,9 @@
 Variables: ``u = (τ, f₁, ..., f_k)``, the block :data:`~wbc.control.pieces.TAU` first, then every
 declared contact's force variables in declaration order (:class:`Variables`).
 
-The context is chosen from the model's type (:func:`wbc.control.contexts.context_type`): a :class:`~wbc.Model` gets
+The context is chosen from the model's type (:func:`wbc.control.model_context.context_type`): a :class:`~wbc.Model` gets
 :class:`StepContext`; a clustered model (:class:`~wbc.ClusterModel`: rotors, transmissions, loops)
-gets :class:`~wbc.control.cluster_context.ClusterStepContext`, whose inputs are the motors. The
+gets :class:`~wbc.control.cluster_step_context.ClusterStepContext`, whose inputs are the motors. The
 class also says what the controller needs to know of a model: the number and limits of its inputs,
 the sizes and checks of its state.
 """
@@ -142,11 +142,16 @@ class StepContext:
             return iim(self.model, self.kin, self._motion, self.bodies)
         return input_matrix(self.model, self.kin, self._motion, self._method)
 
+    @property
+    def _n_inputs(self) -> int:
+        """The actuators: the columns of ``B̂`` before the contacts' force variables."""
+        return self.model.n_actuated
+
     @cached_property
     def Bhat(self):
-        """``B̂`` (nv, n_u) in the QP's variables."""
-        Bm, n_act = self._motion_input_matrix, self.model.n_actuated
-        blocks, col = [Bm[:, 0:n_act]], n_act
+        """``B̂`` (nv, n_u) in the QP's variables (inputs, then each contact's force variables)."""
+        Bm, n_in = self._motion_input_matrix, self._n_inputs
+        blocks, col = [Bm[:, 0:n_in]], n_in
         for c in self.contacts:
             blocks.append(ca.mtimes(Bm[:, col : col + c.equality_dim], ca.DM(c.force_basis())))
             col += c.equality_dim

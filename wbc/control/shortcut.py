@@ -1,0 +1,353 @@
+"""The compiled shortcut of one layout: the minimizer under the equalities, and whether it is the QP's.
+
+When the equalities are the active contacts' no-acceleration rows (``E_x x + Λ f = b_eq``, ``Λ`` the
+Delassus matrix: :attr:`~wbc.control.builder.Layout.eliminable`), the forces are eliminated and the
+minimizer of the cost is one Cholesky solve in the actuators; it is the QP's solution when it
+satisfies every inequality and bound (one product ``C u ≤ d``). That arithmetic is some twenty
+numpy/LAPACK calls on a problem of a few dozen variables, whose Python overhead is most of its cost:
+``shortcut.c`` (:mod:`wbc.control.shortcut_library`) does it in one C call, on a struct of pointers
+into the kernel's buffers and preallocated arrays (no copies, no allocation per step). The rows of
+``C u ≤ d`` are taken by kind: constant rows over their nonzero columns only, bounds (``±u_j``) as
+comparisons, traced rows from the kernel's ``G``.
+
+A :class:`CompiledShortcut` serves the step three ways:
+
+* :meth:`~CompiledShortcut.__call__`: on the kernel's current outputs (a layout with inactive
+  contacts runs on copies of its active rows and columns, gathered first: :class:`Gathers`);
+* :meth:`~CompiledShortcut.attach`: the kernel's own C function attached, so that one call
+  (:attr:`~CompiledShortcut.step_objects`) checks ``q`` and ``v``, runs the kernel, the shortcut, and
+  writes the command (``u``, ``q̈ = a₀ + B̂u``, the task errors, the contacts' normal forces, the
+  C-side timings) into one block (:attr:`~CompiledShortcut.out`);
+* :meth:`~CompiledShortcut.reduce` / :meth:`~CompiledShortcut.expand`: when an inequality binds, the
+  QP in the actuators on a set of rows in least-distance form, from the shortcut's factor, and its
+  answer back to ``u`` (the working-set strategy, :mod:`wbc.control.strategies`).
+
+The numpy functions :func:`~wbc.control.qp.least_squares_by_elimination` and
+:meth:`~wbc.control.builder.Layout.feasible` are its reference in the tests, not a second path.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..codegen.kernel import Kernel
+from ..errors import CompileError
+from ..model.checks import UNIT_TOLERANCE
+from .builder import Layout
+from .outputs import StepOutputs
+from .shortcut_library import (
+    _INTS,
+    Code,
+    Library,
+    ShortcutData,
+    kernel_symbol,
+    routine_addresses,
+    shortcut_library,
+)
+
+__all__ = ["CompiledShortcut", "Gathers", "FEASIBLE", "INFEASIBLE", "FAILED", "BAD_INPUT", "KERNEL_FAILED"]
+
+# the codes as plain ints (compared on every step)
+FEASIBLE, INFEASIBLE, FAILED = int(Code.FEASIBLE), int(Code.INFEASIBLE), int(Code.FAILED)
+BAD_INPUT, KERNEL_FAILED, NOT_VECTORS = int(Code.BAD_INPUT), int(Code.KERNEL_FAILED), int(Code.NOT_VECTORS)
+
+_P = ctypes.c_void_p
+
+
+def _split_rows(C: np.ndarray, traced: np.ndarray) -> tuple:
+    """The rows of ``C`` (nc, n) by kind: general constant rows (their indices, their nonzero column
+    span ``c0, c1``), unit rows (``±u_j``: indices, columns, signs); the traced rows are skipped."""
+    nc = C.shape[0]
+    is_traced = np.zeros(nc, dtype=bool)
+    is_traced[traced] = True
+    nonzero = C != 0
+    count = nonzero.sum(axis=1)
+    column = np.argmax(nonzero, axis=1)
+    value = C[np.arange(nc), column]
+    unit = ~is_traced & (count == 1) & (np.abs(value) == 1.0)
+    general = ~is_traced & ~unit & (count > 0)
+    g_rows = np.flatnonzero(general)
+    if g_rows.size:
+        used = np.flatnonzero(nonzero[g_rows].any(axis=0))
+        c0, c1 = int(used[0]), int(used[-1]) + 1
+    else:
+        c0, c1 = 0, 0
+    b_rows = np.flatnonzero(unit)
+    return g_rows, c0, c1, b_rows, column[b_rows], value[b_rows]
+
+
+class CompiledShortcut:
+    """The shortcut of one :class:`~wbc.control.builder.Layout` on one kernel's output buffers.
+
+    Attributes:
+        layout: the layout.
+        p, m: actuator and force variables of the layout (``n = p + m``).
+        u: (n,) the minimizer of the last call (overwritten by the next).
+        working: (n_c,) bool, the rows :meth:`reduce` takes.
+        Cu: (n_c,) the products ``C u`` of the last call.
+        d: (n_c,) the right-hand sides of ``C u ≤ d`` (the kernel's, or their gathered rows).
+        gathered: whether it runs on gathered copies of the kernel's outputs (a layout with inactive
+            contacts): the kernel then runs first and :meth:`attach` refuses.
+        out: after :meth:`attach` and a :data:`FEASIBLE` step: ``[u (n), q̈ (nv), task errors,
+            contacts' normal forces, kernel µs, shortcut µs]`` (overwritten by the next).
+        step: after :meth:`attach`, with ``q`` and ``v`` in the kernel's inputs: the checks, the kernel
+            and the shortcut in one C call; returns a :class:`~wbc.control.shortcut_library.Code`.
+        step_objects: after :meth:`attach`, ``step_objects(q, v)``: the same, reading ``q`` and ``v``
+            (ndarrays, C-contiguous float64 vectors of the state's sizes) in C; any other objects:
+            ``NOT_VECTORS``, nothing done. None when the library was built without CPython's headers.
+    """
+
+    @classmethod
+    def build(cls, layout: Layout, outputs: StepOutputs) -> CompiledShortcut | None:
+        """The compiled shortcut of ``layout``, or None when the layout has none (equalities not
+        eliminable, no force variable or no cost row) or no library is available."""
+        if not layout.eliminable or layout.eq_rows.size == 0 or layout.cost_rows.size == 0:
+            return None
+        library = shortcut_library()
+        return None if library is None else cls(library, layout, outputs)
+
+    def __init__(self, library: Library, layout: Layout, outputs: StepOutputs) -> None:
+        for a in (outputs.A, outputs.b, outputs.A_eq, outputs.b_eq, outputs.G, outputs.d):
+            if not (a.flags.f_contiguous and a.dtype == np.float64):
+                raise CompileError("the kernel's outputs must be column-major float64 buffers")
+        self._kernel_outputs = outputs  # keeps the buffers the gathers read alive
+        self._gathers = Gathers(layout, outputs)
+        A, b, A_eq, b_eq, G, d = self._gathers.targets
+        k, n = A.shape
+        m = A_eq.shape[0]
+        p = n - m
+        self._library = library
+        self.layout = layout
+        self.p, self.m = p, m
+        self.d = d
+        self._C = np.asarray(layout._C, dtype=float)
+        nc = self._C.shape[0]
+        self._traced = np.asarray(layout._traced_at, dtype=np.int64)
+        g_rows, c0, c1, b_rows, b_cols, b_sign = _split_rows(self._C, self._traced)
+        self._g_rows = g_rows.astype(np.int64)
+        self._Cg = np.asfortranarray(self._C[np.ix_(g_rows, np.arange(c0, c1))])
+        self._b_rows, self._b_cols = b_rows.astype(np.int64), b_cols.astype(np.int64)
+        self._b_sign = np.ascontiguousarray(b_sign, dtype=float)
+        self._Cdense = np.ascontiguousarray(self._C)
+        self._traced_where = np.full(nc, -1, dtype=np.int64)
+        self._traced_where[self._traced] = np.arange(self._traced.size)
+        self.u = np.zeros(n)
+        self.Cu = np.zeros(nc)
+        self.L = np.zeros((m, m), order="F")
+        self.X = np.zeros((m, p + 1), order="F")
+        self.S = np.zeros((k + m, p + 1), order="F")
+        self.H = np.zeros((p, p + 1), order="F")
+        self.rf = np.zeros(m)
+        self.W = np.zeros(max(1, g_rows.size, self._traced.size))
+        # a binding step's working rows in least-distance form (reduce / expand)
+        self.rows = np.zeros(nc, dtype=np.int64)
+        self.M = np.zeros((nc, p))
+        self.h = np.zeros(nc)
+        self.y0 = np.zeros(p)
+        self._y = np.zeros(p)
+        self.working = np.zeros(nc, dtype=bool)  # the rows reduce() takes
+        self._outputs = (A, b, A_eq, b_eq, G, d)  # keeps the buffers the struct points into alive
+        data = ShortcutData()
+        for name, value in zip(_INTS, (k, p, m, nc, g_rows.size, c0, c1 - c0, b_rows.size, self._traced.size, 0, 0, 0)):
+            setattr(data, name, int(value))
+        for name, array in (
+            ("A", A), ("b", b), ("Aeq", A_eq), ("beq", b_eq), ("Cg", self._Cg), ("g_rows", self._g_rows),
+            ("b_rows", self._b_rows), ("b_cols", self._b_cols), ("b_sign", self._b_sign), ("G", G),
+            ("traced", self._traced), ("d", d), ("u", self.u), ("Cu", self.Cu), ("L", self.L), ("X", self.X),
+            ("S", self.S), ("H", self.H), ("rf", self.rf), ("W", self.W), ("Cdense", self._Cdense),
+            ("traced_at", self._traced_where),
+        ):  # fmt: skip
+            setattr(data, name, array.ctypes.data)
+        for name, address in zip(("dgemm", "dgemv", "dsyrk", "dpotrf", "dpotrs"), routine_addresses()):
+            setattr(data, name, address)
+        data.vector_type = id(np.ndarray)  # only exact ndarrays are read in C (not masked arrays)
+        self.data = self._data = data  # read by the strategies: t_kernel, t_qp
+        self._ref = ctypes.addressof(data)
+        # the binding step's routines, their buffers bound once (ndarray.ctypes costs a microsecond)
+        arrays = (self.working, self.rows, self.M, self.h, self.y0)
+        self._reduce = functools.partial(library.reduce, self._ref, *(a.ctypes.data for a in arrays))
+        self._expand = functools.partial(library.expand, self._ref, self._y.ctypes.data)
+        self.attached = False
+        self.out = np.zeros(0)
+        self.step: Callable[[], int] = self._not_attached
+        self.step_objects: Callable[[Any, Any], int] | None = None
+        self.gathered = self._gathers.partial
+
+    @staticmethod
+    def _not_attached() -> int:
+        raise CompileError("CompiledShortcut.step needs attach() first")
+
+    def __call__(self, regularization: float) -> int:
+        """Run on the kernel's current outputs: ``FEASIBLE`` (``u`` solves the QP), ``INFEASIBLE``
+        (``u`` is finite, some row of ``C u ≤ d`` fails) or ``FAILED``."""
+        self._data.reg = regularization
+        self._gathers()
+        return self._library.shortcut(self._ref)
+
+    @property
+    def regularization(self) -> float:
+        """The regularization of the last call (or the one :meth:`attach` fixed)."""
+        return self._data.reg
+
+    @property
+    def timings(self) -> tuple[float, float]:
+        """``(kernel, shortcut)`` microseconds of the last :attr:`step` (checks included in the first)."""
+        return self._data.t_kernel, self._data.t_qp
+
+    # ----------------------------------------------------------------------------- the whole step
+    def attach(
+        self,
+        kernel: Kernel,
+        regularization: float,
+        unit_parts: Sequence[tuple[int, int]],
+        check: bool,
+        normal_rows: np.ndarray,
+    ) -> bool:
+        """Attach the kernel whose outputs this shortcut reads, so that :attr:`step` runs the input
+        checks, the kernel and the shortcut in one C call. False (nothing changed) when the kernel is
+        not a compiled library of the expected ABI, or the shortcut runs on gathered rows.
+
+        Args:
+            kernel: the controller's kernel (inputs ``q``, ``v``, then its bound parameters).
+            regularization: the controller's (fixed from now on for :attr:`step`).
+            unit_parts: ``(start, stop)`` of every part of ``q`` that must have unit norm.
+            check: whether :attr:`step` checks ``q`` and ``v`` (finite, unit norms).
+            normal_rows: (n_contacts, n) each contact's normal force as a linear function of ``u``.
+        """
+        if self.gathered:  # the gathers run between the kernel and the shortcut
+            return False
+        symbol = kernel_symbol(kernel)
+        if symbol is None:
+            return False
+        address, (n_arg, n_res, n_iw, n_w), library = symbol
+        inputs, outputs = kernel.inputs, kernel.outputs
+        if n_arg < len(inputs) or n_res < len(outputs):
+            return False
+        a0, Bhat, errors = self._kernel_outputs.a0, self._kernel_outputs.Bhat, self._kernel_outputs.errors
+        if not (Bhat.flags.f_contiguous and Bhat.dtype == np.float64):
+            return False
+        self._kernel_library = library
+        self._kernel_arrays = (list(inputs), list(outputs))  # the buffers the argument arrays point into
+        self._arg = (_P * n_arg)(*[a.ctypes.data for a in inputs])
+        self._res = (_P * n_res)(*[r.ctypes.data for r in outputs])
+        self._iw = np.zeros(max(1, n_iw), dtype=np.int64)
+        self._w = np.zeros(max(1, n_w))
+        self._unit = np.array([x for part in unit_parts for x in part] or [0], dtype=np.int64)
+        self._normal = np.asfortranarray(normal_rows, dtype=float)
+        n, nv, ne, nk = self.u.size, a0.size, errors.size, self._normal.shape[0]
+        self.out = np.zeros(n + nv + ne + nk + 2)
+        data = self._data
+        data.nv, data.ne, data.ncontact = nv, ne, nk
+        data.nq, data.n_unit, data.check = inputs[0].size, len(unit_parts), int(bool(check))
+        data.unit_tol = UNIT_TOLERANCE
+        data.reg = regularization
+        data.kernel = address
+        for name, value in (
+            ("arg", ctypes.addressof(self._arg)),
+            ("res", ctypes.addressof(self._res)),
+            ("iw", self._iw.ctypes.data),
+            ("w", self._w.ctypes.data),
+            ("q", inputs[0].ctypes.data),
+            ("v", inputs[1].ctypes.data),
+            ("unit", self._unit.ctypes.data),
+            ("a0", a0.ctypes.data),
+            ("Bhat", Bhat.ctypes.data),
+            ("errors", errors.ctypes.data),
+            ("normal", self._normal.ctypes.data),
+            ("out", self.out.ctypes.data),
+        ):
+            setattr(data, name, value)
+        self.step = functools.partial(self._library.step, self._ref)
+        if self._library.step_objects is not None:
+            self.step_objects = functools.partial(self._library.step_objects, self._ref)
+        self.attached = True
+        return True
+
+    def check_state(self) -> int:
+        """After :meth:`attach`: the input checks of :attr:`step` alone on the kernel's ``q`` and ``v``
+        buffers: ``BAD_INPUT``, or ``FEASIBLE`` (they pass, or checks are off)."""
+        return self._library.check_state(self._ref)
+
+    def command(self, u: np.ndarray) -> int:
+        """After :meth:`attach`: the command of ``u`` (n,) (a binding step's answer) into :attr:`out`,
+        as :attr:`step` writes it (the timings excepted); ``FEASIBLE``, or ``FAILED`` when ``q̈`` is
+        not finite."""
+        if u is not self.u:
+            np.copyto(self.u, u)
+        return self._library.command(self._ref)
+
+    # ----------------------------------------------------------------------------- binding rows
+    def reduce(self, tolerance: float) -> int:
+        """After a call that found ``u`` finite: the QP in the actuators ``x`` on the rows marked in
+        :attr:`working` ((n_c,) bool, one byte each) in least-distance form, from the call's factor
+        ``H = L Lᵀ``: with ``y = Lᵀx``, ``min ½‖y‖² − y0ᵀy`` s.t. ``M y ≤ h``, ``M_r = (L⁻¹G_rᵀ)ᵀ``,
+        ``G_r = c_x − c_f X_x``, ``h_r = d_r − tolerance − c_f X_b`` (``c`` a row of ``C``).
+
+        Returns the number ``r`` of working rows: :attr:`rows` ``[:r]`` are their indices,
+        :attr:`M` ``[:r]``, :attr:`h` ``[:r]`` and :attr:`y0` the problem. (Bound to the C routine in
+        ``__init__``: no Python frame per call.)"""
+        return self._reduce(tolerance)
+
+    def expand(self, y: np.ndarray) -> int:
+        """``u`` from a least-distance answer ``y`` (p,) of :meth:`reduce` (``x = L⁻ᵀy``, the forces
+        from the equalities) into :attr:`u`, then ``C u ≤ d`` into :attr:`Cu`: ``FEASIBLE``,
+        ``INFEASIBLE`` or ``FAILED`` (not finite)."""
+        np.copyto(self._y, y)
+        return self._expand()
+
+
+class Gathers:
+    """The kernel buffers of one layout's active rows and columns, in the shortcut's shapes.
+
+    Where the layout uses a buffer whole (every row and column active), its target is the buffer
+    itself; otherwise a preallocated column-major copy, refilled by each call (one ``np.take`` of
+    precomputed flat indices per buffer: a walking robot in single support drops the lifted foot's
+    force columns, equality rows and inequality rows).
+
+    Attributes:
+        targets: ``(A, b, A_eq, b_eq, G, d)``: costs (k, n), (k,); contact equalities (m, n), (m,);
+            the traced inequality rows (n_t, n); right-hand sides of ``C u ≤ d`` (n_c,).
+        partial: whether some target is a gathered copy.
+    """
+
+    def __init__(self, layout: Layout, outputs: StepOutputs) -> None:
+        columns = None if layout.all_columns else layout.columns
+        cost = None if layout.all_cost else layout.cost_rows
+        eq = None if layout.all_eq else layout.eq_rows
+        traced = None if layout._all_traced or not layout._traced_at.size else layout._traced_from
+        self._plan: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (source, flat indices, target)
+        self.targets = (
+            self._matrix(outputs.A, cost, columns),
+            self._vector(outputs.b, cost),
+            self._matrix(outputs.A_eq, eq, columns),
+            self._vector(outputs.b_eq, eq),
+            self._matrix(outputs.G, traced, columns),
+            self._vector(outputs.d, layout._d_rows),
+        )
+        self.partial = bool(self._plan)
+
+    def _matrix(self, M: np.ndarray, rows, columns) -> np.ndarray:
+        if rows is None and columns is None:
+            return M
+        r = np.arange(M.shape[0]) if rows is None else np.asarray(rows)
+        c = np.arange(M.shape[1]) if columns is None else np.asarray(columns)
+        target = np.zeros((r.size, c.size), order="F")
+        flat = (r[:, None] + c[None, :] * M.shape[0]).ravel(order="F")
+        self._plan.append((M.reshape(-1, order="F"), flat, target.reshape(-1, order="F")))
+        return target
+
+    def _vector(self, v: np.ndarray, rows) -> np.ndarray:
+        if rows is None:
+            return v
+        target = np.zeros(len(rows))
+        self._plan.append((v, np.asarray(rows, dtype=np.intp), target))
+        return target
+
+    def __call__(self) -> None:
+        for source, flat, target in self._plan:
+            np.take(source, flat, out=target)
