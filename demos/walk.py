@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -368,6 +369,8 @@ def main(argv: list[str] | None = None) -> int:
         summary["plots"] = [p.name for p in plot(walker, run, out, pushes)]
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(json.dumps(summary, indent=2))
+    if run["diverged"] is not None:
+        print(f"fell: {run['diverged']}", file=sys.stderr)
     return 0 if not summary["fell"] else 1
 
 

@@ -554,7 +554,10 @@ class Walker:
         replay=None,
         on_step=None,
     ) -> dict:
-        """Simulate ``duration`` s following :attr:`timeline`; returns the log (arrays over time).
+        """Simulate ``duration`` s following :attr:`timeline`; returns the log (arrays over time, one
+        row per control step whose simulator step succeeded: all of the same length) and ``fell``
+        (the pelvis sank below 70 % of its start height, or the simulation diverged: then
+        ``diverged`` holds MuJoCo's message, else None).
 
         Each control step senses MuJoCo (:meth:`sensing`), lets the gait sequencer
         (:meth:`sequencer`: re-plans, contact switches, stabilizer, task targets) update the
@@ -576,6 +579,7 @@ class Walker:
         seq.anchor.update({f: sim.frame_placement(frame)[0:2, 3].copy() for f, frame in self.frame.items()})
         slip = 0.0
         fell = False
+        diverged: str | None = None
         z0 = self._pelvis_height(sim.get_state()[0], self.sensing(0.0))
         yaw_prev, yaw_total = None, 0.0
         pending = sorted(pushes, key=lambda push: push[0])
@@ -601,8 +605,8 @@ class Walker:
                 sim.apply_push(self.base, np.asarray(force, float), length)
             try:
                 sim.step()
-            except wbc.SimulationDiverged:
-                fell = True
+            except wbc.SimulationDiverged as exc:  # a fall: this step is not logged (no state after it)
+                fell, diverged = True, str(exc)
                 break
             yaw = _yaw(q)
             if yaw_prev is not None:
@@ -629,6 +633,7 @@ class Walker:
         touchdowns = [(d.t, d.foot.value, d.landed, d.planned, d.early) for d in seq.touchdowns]
         run.update(
             fell=fell,
+            diverged=diverged,
             slip=slip,
             touchdowns=touchdowns,
             recoveries=seq.recoveries,
@@ -715,12 +720,20 @@ def _height_gained(run: dict, lowest: bool = False) -> float:
 def summarize(walker: Walker, run: dict, command=None) -> dict:
     """Distance (forward, sideways, in the start's heading frame), turn, average speed (over the walk)
     and cruise speed (forward, over the whole gait cycles between the third and the last-but-one
-    steps' lift-offs: the walk without its start and stop), fell, max
-    foot slip, failed steps, footstep errors, height gained (the highest stance-sole height above the
-    start) and the control-step time walking vs standing."""
+    steps' lift-offs: the walk without its start and stop), fell (and whether by a diverged
+    simulation), max foot slip, failed steps, footstep errors, height gained (the highest
+    stance-sole height above the start) and the control-step time walking vs standing.
+
+    Raises:
+        InputError: the per-step arrays of ``run`` differ in length.
+    """
     t = run["t"]
+    lengths = {k: len(run[k]) for k in _Log.KEYS if k in run}
+    if len(set(lengths.values())) > 1:
+        raise wbc.InputError(f"walking log with per-step arrays of different lengths: {lengths}")
+    diverged = run.get("diverged") is not None
     if len(t) == 0:
-        return {"robot": walker.robot, "fell": True, "steps": 0}
+        return {"robot": walker.robot, "fell": True, "diverged": diverged, "steps": 0, "height_gained_m": 0.0}
     com = run["com"]
     heading0 = _yaw(walker.spec.q0)
     c, s = math.cos(heading0), math.sin(heading0)
@@ -756,6 +769,7 @@ def summarize(walker: Walker, run: dict, command=None) -> dict:
         "robot": walker.robot,
         "command": None if command is None else [float(x) for x in command],
         "fell": bool(run["fell"]),
+        "diverged": diverged,
         "duration_s": round(float(t[-1] + DT), 3),
         "forward_m": round(float(forward), 4),
         "lateral_m": round(float(lateral), 4),
