@@ -217,6 +217,26 @@ def test_a_diverged_simulation_is_a_fall_with_a_consistent_log():
         walk.summarize(walker, run)
 
 
+def test_height_gained_counts_loaded_stance_soles_only():
+    """``height_gained_m`` is the highest height a stance sole carrying weight reached: a sole flung
+    up as the robot falls, its contact still enforced but unloaded, does not count (G1 falling on
+    rough ground once reported 0.43 m gained on ±2 cm of terrain)."""
+    stance, swing = list(walk.FootPhase).index(walk.FootPhase.STANCE), list(walk.FootPhase).index(walk.FootPhase.SWING)
+    weight = 300.0
+    soles = np.zeros((4, 2, 3))
+    soles[1, 0, 2] = 0.1  # the left sole up 10 cm, loaded: gained
+    soles[2, 1, 2] = 0.2  # the right sole up 20 cm, swinging: not standing
+    soles[3, 1, 2] = 0.4  # the right sole up 40 cm, in stance but unloaded: not standing
+    run = {
+        "soles": soles,
+        "phase": np.array([[stance, stance], [stance, stance], [stance, swing], [stance, stance]]),
+        "normal_sim": np.array([[150.0, 150.0], [300.0, 0.0], [300.0, 0.0], [300.0, 0.0]]),
+    }
+    assert walk._height_gained(run, weight) == pytest.approx(0.1)
+    run["normal_sim"][3, 1] = 0.1 * weight
+    assert walk._height_gained(run, weight) == pytest.approx(0.4)
+
+
 @pytest.mark.parametrize(
     ("robot", "message"),
     [

@@ -705,16 +705,20 @@ def _yaw(q: np.ndarray) -> float:
     return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
 
 
-def _height_gained(run: dict, lowest: bool = False) -> float:
-    """The highest height (m) a sole in stance reached above the soles' mean height at the start
-    (``lowest``: how far below it the lowest one stood, m)."""
+def _height_gained(run: dict, weight: float, lowest: bool = False) -> float:
+    """The highest height (m) a standing sole reached above the soles' mean height at the start
+    (``lowest``: how far below it the lowest one stood, m). A sole stands while its contact is
+    enforced (stance) and it carries at least :data:`TOUCHDOWN_LOAD` of the ``weight`` (N): a foot
+    flung up by a fall, its contact still enforced, does not count."""
     z, phase = run["soles"][:, :, 2], run["phase"]
     if not len(z):
         return 0.0
-    stance = phase == list(FootPhase).index(FootPhase.STANCE)
+    standing = (phase == list(FootPhase).index(FootPhase.STANCE)) & (run["normal_sim"] >= TOUCHDOWN_LOAD * weight)
+    if not standing.any():
+        return 0.0
     if lowest:
-        return float(np.mean(z[0]) - np.min(np.where(stance, z, np.inf)))
-    return float(np.max(np.where(stance, z, -np.inf)) - np.mean(z[0]))
+        return float(np.mean(z[0]) - np.min(np.where(standing, z, np.inf)))
+    return float(np.max(np.where(standing, z, -np.inf)) - np.mean(z[0]))
 
 
 def summarize(walker: Walker, run: dict, command=None) -> dict:
@@ -722,7 +726,7 @@ def summarize(walker: Walker, run: dict, command=None) -> dict:
     and cruise speed (forward, over the whole gait cycles between the third and the last-but-one
     steps' lift-offs: the walk without its start and stop), fell (and whether by a diverged
     simulation), max foot slip, failed steps, footstep errors, height gained (the highest
-    stance-sole height above the start) and the control-step time walking vs standing.
+    height a loaded stance sole reached above the start) and the control-step time walking vs standing.
 
     Raises:
         InputError: the per-step arrays of ``run`` differ in length.
@@ -786,8 +790,8 @@ def summarize(walker: Walker, run: dict, command=None) -> dict:
         "max_foot_slip_m": round(float(run["slip"]), 5),
         "failed_steps": int(np.sum(~run["status"])),
         "min_pelvis_height_ratio": round(float(np.min(run["base_z"]) / run["base_z0"]), 4),
-        "height_gained_m": round(_height_gained(run), 4),
-        "height_descended_m": round(_height_gained(run, lowest=True), 4),
+        "height_gained_m": round(_height_gained(run, walker.weight), 4) + 0.0,  # not -0.0
+        "height_descended_m": round(_height_gained(run, walker.weight, lowest=True), 4) + 0.0,
         "max_dcm_error_m": round(float(np.max(np.linalg.norm((run["dcm"] - run["dcm_ref"])[:, 0:2], axis=1))), 4),
         "stabilizer_saturated_steps": int(np.sum(run["sat"])),
         "recovery_steps": run["recoveries"],
