@@ -134,9 +134,8 @@ def plot(walker: Walker, run: dict, out: Path, pushes: Sequence = ()) -> list[Pa
     ax.set_aspect("equal")  # a metre is a metre both ways
     ax.set_xlabel("x (m)")
     ax.set_ylabel("y (m)")
-    ax.legend(
-        loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=5, fontsize=8, frameon=False
-    )  # below: hides nothing
+    # below the x label (4 font sizes under the axes, whatever the figure's height): hides nothing
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0.0), borderaxespad=4.0, ncol=5, fontsize=8, frameon=False)
     ax.set_title(f"{walker.spec.name}: footprints (filled: where the feet landed) and paths from above")
     paths.append(save_figure(fig, out / "top.png"))
 
