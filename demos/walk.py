@@ -10,6 +10,15 @@ and plots.
 Contact switching (force ramps before lift-off, touchdown with a force rise where the foot landed)
 is described in :mod:`wbc.sim.walking`.
 
+With ``--terrain stairs|stairs-down|slope|rough|stones`` the robot walks straight over that scene
+(:mod:`wbc.locomotion.terrain`, built in MuJoCo by :mod:`wbc.sim.terrain`; ``--distance`` m):
+footholds on the surfaces, swings clearing the edges, the CoM height following the lower foot;
+``terrain.png`` shows the footprints over the terrain from above and from the side, and
+``summary.json`` the height gained. ``--preset fast`` walks with the faster gaits
+(:data:`wbc.sim.walking.FAST_GAITS`). ``--lateral-push FY`` pushes the standing robot sideways
+(N over 0.1 s, toward its right) twice in the same run, without and with crossover steps, and writes
+``lateral_push.json`` and ``lateral_push.png``.
+
 With ``--push FX FY`` (N, over 0.1 s at ``--push-time``) the capture-step planner re-solves the next
 step's location and timing online (:class:`wbc.locomotion.CaptureStepPlanner`); standing, a push
 that takes the capture point out of the feet triggers a recovery step (:func:`wbc.sim.walking.stand_and_push`,
@@ -27,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -36,7 +46,16 @@ from wbc import locomotion as loco
 from wbc.figures import plot_torques_against_limits, save_figure
 
 try:
-    from wbc.sim.walking import DT, GAITS, PRESETS, Walker, summarize
+    from wbc.sim.walking import (
+        DT,
+        FAST_GAITS,
+        GAITS,
+        LATERAL_TOLERANCE,
+        PRESETS,
+        Walker,
+        lateral_push_with_and_without_crossover,
+        summarize,
+    )
 except ImportError as exc:  # pragma: no cover - needs the 'sim' extra
     raise SystemExit(f"{exc}\nthe walking demo needs MuJoCo: pip install 'wbc[sim]'") from None
 
@@ -115,9 +134,8 @@ def plot(walker: Walker, run: dict, out: Path, pushes: Sequence = ()) -> list[Pa
     ax.set_aspect("equal")  # a metre is a metre both ways
     ax.set_xlabel("x (m)")
     ax.set_ylabel("y (m)")
-    ax.legend(
-        loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=5, fontsize=8, frameon=False
-    )  # below: hides nothing
+    # below the x label (4 font sizes under the axes, whatever the figure's height): hides nothing
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0.0), borderaxespad=4.0, ncol=5, fontsize=8, frameon=False)
     ax.set_title(f"{walker.spec.name}: footprints (filled: where the feet landed) and paths from above")
     paths.append(save_figure(fig, out / "top.png"))
 
@@ -136,6 +154,9 @@ def plot(walker: Walker, run: dict, out: Path, pushes: Sequence = ()) -> list[Pa
     fig, ax = plt.subplots(figsize=(10, 4.5))
     plot_torques_against_limits(ax, t, run["tau"], walker.model)
     paths.append(save_figure(fig, out / "torques.png"))
+
+    if walker.terrain is not None:
+        paths.append(plot_terrain(walker, run, out))
 
     fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [2, 1]})
     us, walking = run["step_us"], run["walking"]
@@ -156,6 +177,128 @@ def plot(walker: Walker, run: dict, out: Path, pushes: Sequence = ()) -> list[Pa
     return paths
 
 
+def plot_terrain(walker: Walker, run: dict, out: Path) -> Path:
+    """``terrain.png``: the footprints over the terrain from above (shaded by height) and from the side
+    (the terrain under each foot's lane, where the soles went and landed, the CoM)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Polygon
+
+    terrain, shape = walker.terrain, walker.shape
+    soles, com = run["soles"], run["com"]
+    x_lo, x_hi = min(-0.3, float(soles[:, :, 0].min()) - 0.3), float(soles[:, :, 0].max()) + 0.4
+    span = x_hi - x_lo
+    fig, (top, side) = plt.subplots(
+        2, 1, figsize=(min(16.0, 3.0 + 4.5 * span), 8), gridspec_kw={"height_ratios": [1, 1.2]}
+    )
+    xs = np.linspace(x_lo, x_hi, 600)
+    ys = np.linspace(-0.45, 0.45, 160)
+    X, Y = np.meshgrid(xs, ys)
+    H = terrain.height(np.column_stack([X.ravel(), Y.ravel()])).reshape(X.shape)
+    H = np.where(np.isfinite(H), H, np.nan)
+    image = top.pcolormesh(X, Y, H, cmap="terrain", shading="auto")
+    fig.colorbar(image, ax=top, label="terrain height (m)", pad=0.01)
+    colors = {"left": "tab:blue", "right": "tab:orange"}
+    for _, foot, landed, _, _ in run["touchdowns"]:
+        fl = loco.Footstep(loco.Foot(foot), np.array([landed[0], landed[1], 0.0]), landed[2])
+        top.add_patch(Polygon(shape.corners(fl)[:, 0:2], closed=True, fc=colors[foot], alpha=0.45, ec="k", lw=0.8))
+    if walker.plan is not None:
+        for fs in walker.plan.steps:
+            top.add_patch(Polygon(shape.corners(fs)[:, 0:2], closed=True, fill=False, ec="k", ls="--", lw=0.6))
+    top.plot(com[:, 0], com[:, 1], color="k", lw=1.0, label="CoM")
+    top.set_aspect("equal")
+    top.set_xlim(x_lo, x_hi)
+    top.set_ylim(-0.45, 0.45)
+    top.set_ylabel("y (m)")
+    top.legend(loc="upper left", fontsize=8)
+    top.set_title("from above: footprints where the feet landed (filled) and were planned (dashed)")
+    for k, foot in enumerate(loco.Foot):
+        lane = float(np.median(soles[:, k, 1]))
+        profile = terrain.height(np.column_stack([xs, np.full_like(xs, lane)]))
+        side.plot(xs, np.where(np.isfinite(profile), profile, np.nan), color=colors[foot.value], lw=2.0, alpha=0.5)
+        side.fill_between(xs, np.where(np.isfinite(profile), profile, terrain.floor or 0.0), -1.0, color="0.85")
+        side.plot(soles[:, k, 0], soles[:, k, 2], color=colors[foot.value], lw=0.8, label=f"{foot.value} sole")
+    for _, foot, landed, _, _ in run["touchdowns"]:
+        k = list(loco.Foot).index(loco.Foot(foot))
+        i = int(np.argmin(np.abs(soles[:, k, 0] - landed[0]) + np.abs(soles[:, k, 1] - landed[1])))
+        side.plot(landed[0], soles[i, k, 2], "v", color=colors[foot], ms=6)
+    side.plot(com[:, 0], com[:, 2], color="k", lw=1.0, label="CoM")
+    z_lo = float(np.nanmin(np.r_[soles[:, :, 2].ravel(), -0.05])) - 0.1
+    side.set_ylim(z_lo, float(com[:, 2].max()) + 0.1)
+    side.set_xlim(x_lo, x_hi)
+    side.set_aspect("equal")
+    side.set_xlabel("x (m)")
+    side.set_ylabel("z (m)")
+    side.legend(loc="upper left", fontsize=8)
+    side.set_title("from the side: terrain under each foot's lane, sole paths, landings (▼), CoM")
+    kind = terrain.kind.value if terrain.kind is not None else "terrain"
+    fig.suptitle(
+        f"{walker.spec.name} on {kind}: {len(run['touchdowns'])} footsteps, {'fell' if run['fell'] else 'no fall'}"
+    )
+    return save_figure(fig, out / "terrain.png")
+
+
+def lateral_push(robot: str, force: float, out: Path, plots: bool = True) -> int:
+    """Push the standing robot toward its right with ``force`` N over 0.1 s, without then with
+    crossover steps (same push, same settings otherwise); write ``lateral_push.json`` (+ ``.png``)."""
+    runs = lateral_push_with_and_without_crossover(robot, force)
+    result = {
+        "robot": robot,
+        "push": {"force_N": [0.0, -force, 0.0], "duration_s": 0.1, "time_s": 1.0},
+        "crossover_recovery_tolerance_m": LATERAL_TOLERANCE,
+        **{name: summary for name, (_, _, summary) in runs.items()},
+    }
+    (out / "lateral_push.json").write_text(json.dumps(result, indent=2) + "\n")
+    print(
+        json.dumps(
+            {
+                k: {"fell": v["fell"], "recovery_steps": v["recovery_steps"]}
+                for k, v in result.items()
+                if isinstance(v, dict) and "fell" in v
+            },
+            indent=2,
+        )
+    )
+    if plots:
+        plot_lateral_push(runs, out / "lateral_push.png", force)
+    return 0 if not result["with_crossover"]["fell"] else 1
+
+
+def plot_lateral_push(runs: dict, path: Path, force: float) -> Path:
+    """The two runs of :func:`lateral_push` from above: footprints, CoM and DCM paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Polygon
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 5.2), sharex=True, sharey=True)
+    colors = {"left": "tab:blue", "right": "tab:orange"}
+    for ax, (name, (walker, run, summary)) in zip(axes, runs.items()):
+        shape = walker.shape
+        for fs in walker.feet0.values():
+            ax.add_patch(Polygon(shape.corners(fs)[:, 0:2], closed=True, fill=False, ec="k", lw=1.2))
+        for _, foot, landed, _, _ in run["touchdowns"]:
+            fl = loco.Footstep(loco.Foot(foot), np.array([landed[0], landed[1], 0.0]), landed[2])
+            ax.add_patch(Polygon(shape.corners(fl)[:, 0:2], closed=True, fc=colors[foot], alpha=0.35, ec=colors[foot]))
+        ax.plot(run["com"][:, 0], run["com"][:, 1], color="k", lw=1.2, label="CoM")
+        ax.plot(run["dcm"][:, 0], run["dcm"][:, 1], color="tab:red", lw=0.8, label="DCM")
+        outcome = "fell" if summary["fell"] else "stood"
+        steps = ", ".join(r["foot"] for r in summary["recovery_steps"]) or "none"
+        ax.set_title(f"{name.replace('_', ' ')}: {outcome} (recovery steps: {steps})", fontsize=10)
+        ax.set_aspect("equal")
+        ax.set_xlim(-0.4, 0.7)
+        ax.set_ylim(-0.75, 0.35)
+        ax.set_xlabel("x (m)")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("y (m)")
+    axes[0].legend(loc="upper right", fontsize=8)
+    walker = next(iter(runs.values()))[0]
+    fig.suptitle(
+        f"{walker.spec.name} standing, pushed {force:.0f} N to its right for 0.1 s: without and with crossover steps"
+    )
+    return save_figure(fig, path)
+
+
 # ================================================================================== command line
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
@@ -174,25 +317,41 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--adjust", action="store_true", help="online step adjustment from the measured DCM (default with --push)"
     )
-    parser.add_argument("--k-dcm", type=float, default=2.0, help="DCM feedback gain, 1/s")
+    parser.add_argument("--k-dcm", type=float, default=None, help="DCM feedback gain, 1/s (default the gait's)")
+    parser.add_argument(
+        "--terrain", choices=[k.value for k in loco.TerrainKind], default=None, help="walk over a scene"
+    )
+    parser.add_argument("--distance", type=float, default=None, help="m over the terrain (default per robot)")
+    parser.add_argument(
+        "--lateral-push", type=float, default=None, metavar="FY", help="N: standing, without then with crossover steps"
+    )
     parser.add_argument("--out", type=Path, default=None, help="output directory (default out/walk_<robot>)")
     parser.add_argument("--no-plots", action="store_true")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--replay", action="store_true", help="write replay.html (needs wbc[viz])")
     args = parser.parse_args(argv)
 
+    out = args.out or Path("out") / f"walk_{args.robot}"
+    out.mkdir(parents=True, exist_ok=True)
+    if args.lateral_push is not None:
+        return lateral_push(args.robot, args.lateral_push, out, not args.no_plots)
     command, n_steps = PRESETS[args.preset][args.robot]
     command = tuple(args.command) if args.command is not None else command
     n_steps = args.steps if args.steps is not None else n_steps
-    walker = Walker(args.robot, k_dcm=args.k_dcm, adjust=args.adjust or args.push is not None)
-    timeline = walker.walk(command, n_steps)
+    gait = FAST_GAITS[args.robot] if args.preset == "fast" else None
+    walker = Walker(
+        args.robot, k_dcm=args.k_dcm, adjust=args.adjust or args.push is not None, gait=gait, terrain=args.terrain
+    )
+    if args.terrain is not None:
+        command = None
+        timeline = walker.walk_terrain(args.distance)
+    else:
+        timeline = walker.walk(command, n_steps)
     duration = timeline.steps[-1].touchdown + walker.params.final_double_support + 1.0 if timeline.steps else 3.0
     pushes = []
     if args.push is not None:
         t_push = args.push_time if args.push_time is not None else 0.5 * duration
         pushes.append((t_push, np.array([args.push[0], args.push[1], 0.0]), 0.1))
-    out = args.out or Path("out") / f"walk_{args.robot}"
-    out.mkdir(parents=True, exist_ok=True)
     replay = None
     if args.replay:
         from wbc.viz import Replay
@@ -202,12 +361,15 @@ def main(argv: list[str] | None = None) -> int:
     if replay is not None:
         replay.write(out / "replay.html")
     summary = summarize(walker, run, command)
+    summary["terrain"] = args.terrain or "flat"
     summary["pushes"] = [{"time_s": tp, "force_N": np.asarray(f).tolist(), "duration_s": d} for tp, f, d in pushes]
     np.savez_compressed(out / "log.npz", **{k: v for k, v in run.items() if isinstance(v, np.ndarray)})
     if not args.no_plots and len(run["t"]):
         summary["plots"] = [p.name for p in plot(walker, run, out, pushes)]
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(json.dumps(summary, indent=2))
+    if run["diverged"] is not None:
+        print(f"fell: {run['diverged']}", file=sys.stderr)
     return 0 if not summary["fell"] else 1
 
 

@@ -57,7 +57,9 @@ def test_arm_short_run_tracks_the_circle():
         assert run["err_r"].max() < 1e-3
 
 
-@pytest.mark.parametrize("script", ["humanoid_balance.py", "arm_task_space.py", "compare_torques.py"])
+@pytest.mark.parametrize(
+    "script", ["humanoid_balance.py", "arm_task_space.py", "compare_torques.py", "walk.py", "walking_push.py"]
+)
 def test_demo_help(script):
     out = subprocess.run([sys.executable, str(DEMOS / script), "--help"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

@@ -199,6 +199,44 @@ def test_command_line_writes_the_summary_and_plots(tmp_path):
     assert (tmp_path / "log.npz").exists()
 
 
+def test_a_diverged_simulation_is_a_fall_with_a_consistent_log():
+    """A pelvis push MuJoCo cannot integrate (10¹² N at 0.3 s) while G1 stands before its first step:
+    the run stops at the diverged step, every per-step log has one row per logged step (the step
+    time was once logged before the simulator step, one row longer: ``summarize`` then raised an
+    IndexError), and the summary says it fell because the simulation diverged."""
+    walker = walk.Walker("g1")
+    walker.walk((0.2, 0.0, 0.0), 4)
+    run = walker.run(1.0, pushes=[(0.3, np.array([1e12, 0.0, 0.0]), 0.05)], progress=False)
+    assert run["fell"] and "diverged" in run["diverged"]
+    assert {len(run[k]) for k in walk._Log.KEYS} == {300}, "one row per step up to the diverged one"
+    summary = walk.summarize(walker, run)
+    assert summary["fell"] and summary["diverged"]
+    assert summary["duration_s"] == 0.3 and summary["height_gained_m"] == 0.0
+    run["step_us"] = np.append(run["step_us"], 1.0)
+    with pytest.raises(wbc.InputError, match="different lengths"):
+        walk.summarize(walker, run)
+
+
+def test_height_gained_counts_loaded_stance_soles_only():
+    """``height_gained_m`` is the highest height a stance sole carrying weight reached: a sole flung
+    up as the robot falls, its contact still enforced but unloaded, does not count (G1 falling on
+    rough ground once reported 0.43 m gained on ±2 cm of terrain)."""
+    stance, swing = list(walk.FootPhase).index(walk.FootPhase.STANCE), list(walk.FootPhase).index(walk.FootPhase.SWING)
+    weight = 300.0
+    soles = np.zeros((4, 2, 3))
+    soles[1, 0, 2] = 0.1  # the left sole up 10 cm, loaded: gained
+    soles[2, 1, 2] = 0.2  # the right sole up 20 cm, swinging: not standing
+    soles[3, 1, 2] = 0.4  # the right sole up 40 cm, in stance but unloaded: not standing
+    run = {
+        "soles": soles,
+        "phase": np.array([[stance, stance], [stance, stance], [stance, swing], [stance, stance]]),
+        "normal_sim": np.array([[150.0, 150.0], [300.0, 0.0], [300.0, 0.0], [300.0, 0.0]]),
+    }
+    assert walk._height_gained(run, weight) == pytest.approx(0.1)
+    run["normal_sim"][3, 1] = 0.1 * weight
+    assert walk._height_gained(run, weight) == pytest.approx(0.4)
+
+
 @pytest.mark.parametrize(
     ("robot", "message"),
     [

@@ -9,6 +9,10 @@ feet, a gait timeline the controller queries at any time, a DCM stabilizer and a
 - :mod:`~wbc.locomotion.timeline`: :class:`GaitTimeline`, :func:`plan_walk`, :func:`plan_stand`.
 - :mod:`~wbc.locomotion.stabilizer`: :class:`DCMStabilizer`.
 - :mod:`~wbc.locomotion.recovery`: :class:`CaptureStepPlanner` (recovery steps, online step adjustment).
+- :mod:`~wbc.locomotion.sequencer`: :class:`GaitSequencer` (one control step's re-plans, contact
+  switches and stabilizer on a controller, without a simulator).
+- :mod:`~wbc.locomotion.terrain`: :class:`Terrain` (patches, height fields), footholds on it, swings
+  clearing it, :func:`plan_on_terrain`, the scenes of :func:`make_terrain`.
 - :mod:`~wbc.locomotion.polygon`: support-polygon geometry.
 """
 
@@ -31,9 +35,20 @@ from .footsteps import (
     support_polygon,
 )
 from .recovery import CaptureStepPlanner, RecoveryPlan
+from .sequencer import FootPhase, GaitSequencer, Sensing, SequencerStep, Touchdown
 from .stabilizer import DCMStabilizer, StabilizerOutput, dcm_feedback_zmp
 from .swing import SwingState, SwingTrajectory
+from .terrain import (
+    HeightField,
+    Patch,
+    Terrain,
+    TerrainKind,
+    TerrainSize,
+    make_terrain,
+    plan_on_terrain,
+)
 from .timeline import (
+    CoMHeight,
     ContactState,
     FootReference,
     GaitParameters,
@@ -67,11 +82,17 @@ __all__ = [
     "support_polygon",
     "CaptureStepPlanner",
     "RecoveryPlan",
+    "FootPhase",
+    "GaitSequencer",
+    "Sensing",
+    "SequencerStep",
+    "Touchdown",
     "DCMStabilizer",
     "StabilizerOutput",
     "dcm_feedback_zmp",
     "SwingState",
     "SwingTrajectory",
+    "CoMHeight",
     "ContactState",
     "FootReference",
     "GaitParameters",
@@ -82,4 +103,11 @@ __all__ = [
     "TimedStep",
     "plan_stand",
     "plan_walk",
+    "HeightField",
+    "Patch",
+    "Terrain",
+    "TerrainKind",
+    "TerrainSize",
+    "make_terrain",
+    "plan_on_terrain",
 ]

@@ -1,11 +1,11 @@
 """Footholds and footstep plans: from a velocity command or from a list of footsteps.
 
-A :class:`Footstep` is where a foot rests: its sole frame's origin (3,) in the world and its yaw
-(rad) about the world z axis (the ground is assumed flat at each foothold, possibly at different
-heights). :class:`StepLimits` bounds where a foot may land relative to the foot it stands on
-(in that stance foot's frame): forward/backward reach, a lateral band on the foot's own side
-(minimum width against collisions and crossing, maximum reach), relative yaw, height change, and a
-clearance between the two soles.
+A :class:`Footstep` is where a foot rests: its sole frame's origin (3,) in the world, its yaw
+(rad) about the world z axis and the normal of the surface it rests on (default up: flat ground;
+footholds may be at different heights and, on slopes or rough ground, inclined). :class:`StepLimits`
+bounds where a foot may land relative to the foot it stands on (in that stance foot's frame):
+forward/backward reach, a lateral band on the foot's own side (minimum width against collisions and
+crossing, maximum reach), relative yaw, height change, and a clearance between the two soles.
 
 **From a velocity command** (:func:`plan_from_velocity`). The command ``(v_x, v_y, ω)`` is a
 constant twist of a *body frame* halfway between the feet, in that frame's own axes. The body pose
@@ -53,6 +53,7 @@ __all__ = [
     "step_violations",
     "support_polygon",
     "integrate_twist",
+    "tilt_rotation",
 ]
 
 
@@ -76,17 +77,37 @@ def _rz(yaw: float) -> np.ndarray:
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
+#: Steepest surface a foothold may rest on: its normal's z component at least this (cos 60°).
+MIN_NORMAL_Z = 0.5
+
+
+def tilt_rotation(normal) -> np.ndarray:
+    """The smallest rotation (3, 3) taking the world z axis onto the unit ``normal`` (3,)."""
+    n = np.asarray(normal, dtype=float).reshape(3)
+    axis = np.array([-n[1], n[0], 0.0])  # e_z × n
+    s = float(np.linalg.norm(axis))
+    if s < 1e-15:
+        return np.eye(3)
+    c = float(n[2])
+    k = axis / s
+    K = np.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]])
+    return np.eye(3) + s * K + (1.0 - c) * (K @ K)
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Footstep:
     """A foothold: ``foot`` rests with its sole frame at ``position`` (3,) m, yawed by ``yaw`` rad.
 
-    The sole frame's z axis is the world z axis (flat footholds). ``yaw`` is kept unwrapped, so a
-    sequence of footsteps turning several times around stays continuous.
+    The sole frame's z axis is the surface ``normal`` (3,) (default None: the world z axis, a flat
+    foothold); its orientation is the yaw about the world z axis followed by the smallest rotation
+    taking z onto the normal (:func:`tilt_rotation`). ``yaw`` is kept unwrapped, so a sequence of
+    footsteps turning several times around stays continuous.
     """
 
     foot: Foot
     position: np.ndarray
     yaw: float = 0.0
+    normal: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.foot, Foot):
@@ -99,6 +120,22 @@ class Footstep:
         p.setflags(write=False)
         object.__setattr__(self, "position", p)
         object.__setattr__(self, "yaw", float(self.yaw))
+        if self.normal is not None:
+            n = np.array(self.normal, dtype=float).reshape(-1)
+            norm = float(np.linalg.norm(n)) if n.shape == (3,) and np.all(np.isfinite(n)) else 0.0
+            if norm == 0.0 or n[2] / norm < MIN_NORMAL_Z:
+                raise InputError(
+                    f"footstep of the {self.foot.value} foot: normal must be 3 finite numbers pointing up "
+                    f"(z >= {MIN_NORMAL_Z} of its length), got {self.normal!r}"
+                )
+            n = n / norm
+            n.setflags(write=False)
+            object.__setattr__(self, "normal", None if n[2] == 1.0 else n)
+
+    @property
+    def up(self) -> np.ndarray:
+        """The surface normal (3,) (the world z axis on flat ground)."""
+        return np.array([0.0, 0.0, 1.0]) if self.normal is None else np.array(self.normal)
 
     @classmethod
     def from_pose(cls, foot: Foot, pose) -> Footstep:
@@ -110,8 +147,10 @@ class Footstep:
 
     @property
     def rotation(self) -> np.ndarray:
-        """Rotation (3, 3) of the sole frame in the world (about z)."""
-        return _rz(self.yaw)
+        """Rotation (3, 3) of the sole frame in the world (the yaw, then the tilt onto the normal)."""
+        if self.normal is None:
+            return _rz(self.yaw)
+        return tilt_rotation(self.normal) @ _rz(self.yaw)
 
     @property
     def pose(self) -> np.ndarray:
@@ -137,7 +176,7 @@ class Footstep:
         d = np.zeros(3)
         offset = np.asarray(offset, dtype=float).reshape(-1)
         d[: len(offset)] = offset
-        return Footstep(self.foot, self.position + d, self.yaw)
+        return Footstep(self.foot, self.position + d, self.yaw, self.normal)
 
     def __repr__(self) -> str:
         x, y, z = self.position
@@ -191,6 +230,10 @@ class StepLimits:
         max_turn: largest yaw of the landing foot relative to the stance foot, rad.
         max_height: largest height change between the two footholds, m.
         clearance: least distance between the two soles, m (needs a :class:`FootShape` to check).
+        max_cross: crossover steps: a landing foot may cross to the stance foot's far side, up to
+            this lateral offset (m) past the stance foot's centre, when it lands ahead of the stance
+            sole (forward offset at least the sole's length plus ``clearance``, within
+            ``max_forward``; needs a :class:`FootShape`); 0: no crossing (``min_width`` holds).
     """
 
     width: float = 0.2
@@ -201,6 +244,7 @@ class StepLimits:
     max_turn: float = 0.35
     max_height: float = 0.1
     clearance: float = 0.01
+    max_cross: float = 0.0
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -253,7 +297,13 @@ def step_violations(stance: Footstep, landing: Footstep, limits: StepLimits, sha
         out.append(("max_forward", d[0], limits.max_forward))
     if -d[0] > limits.max_backward + tol:
         out.append(("max_backward", -d[0], limits.max_backward))
-    if lateral < limits.min_width - tol:
+    crossing = (
+        limits.max_cross > 0
+        and shape is not None
+        and lateral >= -limits.max_cross - tol
+        and d[0] >= shape.length + limits.clearance - tol
+    )
+    if lateral < limits.min_width - tol and not crossing:
         out.append(("min_width", lateral, limits.min_width))
     if lateral > limits.max_width + tol:
         out.append(("max_width", lateral, limits.max_width))

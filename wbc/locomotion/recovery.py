@@ -46,7 +46,7 @@ from ..errors import InputError
 from . import polygon as _polygon
 from .dcm import dcm_of, omega_of_height
 from .footsteps import Foot, FootShape, Footstep, StepLimits, support_polygon
-from .timeline import GaitParameters, GaitTimeline, TimedStep, _dcm_at_start, _feet, _knots, _vec3
+from .timeline import GaitParameters, GaitTimeline, TimedStep, _crosses, _dcm_at_start, _feet, _knots, _vec3
 
 __all__ = ["RecoveryPlan", "CaptureStepPlanner"]
 
@@ -229,13 +229,19 @@ class CaptureStepPlanner:
         return _polygon.signed_distance(dcm, polygon) > -self.margin
 
     # ------------------------------------------------------------------------------- solving
-    def _boxes(self, foot: Foot) -> tuple[np.ndarray, np.ndarray]:
+    def _boxes(self, foot: Foot, crossing: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Bounds (lo, hi) (4,) of the variables: landing position (x, y) in the stance sole's frame,
-        then the stance ZMP (x, y) in the same frame."""
+        then the stance ZMP (x, y) in the same frame. ``crossing``: the crossover box (ahead of the
+        stance sole, up to ``max_cross`` past its centre on its far side)."""
         L = self.limits
-        y_lo, y_hi = (L.min_width, L.max_width) if foot.side > 0 else (-L.max_width, -L.min_width)
+        if crossing:
+            lateral = (-L.max_cross, L.min_width)
+            x_lo = self.shape.length + L.clearance
+        else:
+            lateral, x_lo = (L.min_width, L.max_width), -L.max_backward
+        y_lo, y_hi = lateral if foot.side > 0 else (-lateral[1], -lateral[0])
         half = np.array([self.shape.length / 2, self.shape.width / 2]) - self.zmp_margin
-        return np.array([-L.max_backward, y_lo, -half[0], -half[1]]), np.array([L.max_forward, y_hi, half[0], half[1]])
+        return np.array([x_lo, y_lo, -half[0], -half[1]]), np.array([L.max_forward, y_hi, half[0], half[1]])
 
     def _steps(self, template: list, stance: Footstep, u: np.ndarray) -> list:
         """``template`` with its first step landing at ``u[0:2]`` and standing on the ZMP ``u[2:4]``
@@ -245,11 +251,16 @@ class CaptureStepPlanner:
         landing[2] = first.footstep.position[2]
         delta = landing[0:2] - first.footstep.position[0:2]
         z = (float(u[2]), float(u[3]))
-        head = TimedStep(Footstep(first.foot, landing, first.footstep.yaw), first.liftoff, first.touchdown, (z, z))
+        head = TimedStep(
+            Footstep(first.foot, landing, first.footstep.yaw, first.footstep.normal),
+            first.liftoff,
+            first.touchdown,
+            (z, z),
+        )
         return [head] + [s.shifted(delta) for s in template[1:]]
 
-    def _candidate(self, t, feet, template, z_nominal, zmp0, omega, xi, extra):
-        """Solve one candidate (foot, timing): the variables u (4,) and the residual (2,)."""
+    def _candidate(self, t, feet, template, z_nominal, zmp0, omega, xi, extra, crossing=False):
+        """Solve one candidate (foot, timing, crossing or not): the variables u (4,) and the residual (2,)."""
         step = template[0]
         stance = feet[step.foot.other]
 
@@ -260,7 +271,7 @@ class CaptureStepPlanner:
         u0 = np.concatenate([stance.to_local(step.footstep.position)[0:2], z_nominal])
         a = plan_dcm(u0)
         J = np.column_stack([plan_dcm(u0 + e) - a for e in np.eye(4)])  # exact: the map is affine
-        lo, hi = self._boxes(step.foot)
+        lo, hi = self._boxes(step.foot, crossing)
         # a + J (u − u0) = ξ, nearest the nominal foothold and ZMP, within reach and inside the sole
         weights = np.array([self.step_weight, self.step_weight, self.zmp_weight, self.zmp_weight])
         u = _capture_solve(J, xi[0:2] - a + J @ u0, weights, u0, lo, hi)
@@ -269,8 +280,8 @@ class CaptureStepPlanner:
 
     def _best(self, t, feet, candidates, zmp0, omega, xi, extra=()):
         best = None
-        for template, z_nominal, T in candidates:
-            u, residual, u0 = self._candidate(t, feet, template, z_nominal, zmp0, omega, xi, extra)
+        for template, z_nominal, T, *crossing in candidates:
+            u, residual, u0 = self._candidate(t, feet, template, z_nominal, zmp0, omega, xi, extra, bool(crossing))
             d = u - u0
             cost = (
                 self.dcm_weight * float(residual @ residual)
@@ -282,14 +293,24 @@ class CaptureStepPlanner:
                 best = (cost, template, u, residual)
         return best
 
-    def _plan(self, t, feet, best, com, zmp0, omega, xi, swing0=None, extra=()) -> RecoveryPlan:
+    def _plan(self, t, feet, best, com, zmp0, omega, xi, swing0=None, extra=(), terrain=None) -> RecoveryPlan:
         cost, template, u, residual = best
         stance = feet[template[0].foot.other]
         steps = self._steps(template, stance, u)
         end = steps[0].liftoff
         extra = [(tk, p) for tk, p in extra if t < tk < end]
         timeline = GaitTimeline(
-            feet, steps, com, t, self.params, self.shape, zmp0, swing0=swing0, extra_knots=extra, omega=omega
+            feet,
+            steps,
+            com,
+            t,
+            self.params,
+            self.shape,
+            zmp0,
+            swing0=swing0,
+            extra_knots=extra,
+            omega=omega,
+            terrain=terrain,
         )
         return RecoveryPlan(
             timeline=timeline,
@@ -339,7 +360,7 @@ class CaptureStepPlanner:
             zmp = np.append(_polygon.project(xi[0:2], polygon), ground)
         zmp0 = _vec3(zmp, "zmp")
         p = self.params
-        candidates = []
+        candidates: list[tuple] = []
         for foot in feet_to_try:
             if not isinstance(foot, Foot):
                 raise InputError(f"feet_to_try must hold Foot values, got {foot!r}")
@@ -354,6 +375,8 @@ class CaptureStepPlanner:
                     t_lift = step.touchdown + p.double_support
                     template.append(TimedStep(closing, t_lift, t_lift + p.single_support))
                 candidates.append((template, np.zeros(2), float(T)))
+                if self.limits.max_cross > 0:  # the same step crossing over, ahead of the stance foot
+                    candidates.append((template, np.zeros(2), float(T), True))
         best = self._best(t, feet, candidates, zmp0, omega, xi)
         return self._plan(t, feet, best, com, zmp0, omega, xi)
 
@@ -365,7 +388,9 @@ class CaptureStepPlanner:
         time by the same amount), never sooner than ``min_remaining`` from now. A swing in flight
         continues from its current reference state. Returns None (keep the plan) when the measured
         DCM is within ``dcm_tolerance`` of the plan's, when no step is left (standing: use
-        :meth:`recovery`) or when the next touchdown is less than ``min_remaining`` away.
+        :meth:`recovery`), when the next touchdown is less than ``min_remaining`` away, or when the
+        swing in flight is a crossover step (re-planned from its state it would cut through the
+        stance leg instead of going around it) and not yet ahead of the stance sole.
         """
         if not isinstance(timeline, GaitTimeline):
             raise InputError(f"timeline must be a GaitTimeline, got {type(timeline).__name__}")
@@ -383,6 +408,14 @@ class CaptureStepPlanner:
         if step.touchdown - t < self.min_remaining:
             return None  # too close to touchdown to move the foot
         feet = timeline.footholds_at(t)
+        crossing = _crosses(feet[step.foot], step.footstep, feet[step.foot.other])
+        if crossing and step.liftoff < t:
+            # re-planned from its state, a crossover swing goes straight to its new foothold: only
+            # once it is ahead of the stance sole does that path stay clear of the stance leg
+            ahead = feet[step.foot.other].to_local(timeline.swings[j].state(t).position)[0]
+            if ahead < self.shape.length + self.limits.clearance:
+                return None
+
         zmp0 = now["zmp"][0]
         stance = feet[step.foot.other]
         z_nominal = stance.to_local(timeline.evaluate(step.touchdown)["zmp"][0])[0:2]
@@ -391,12 +424,12 @@ class CaptureStepPlanner:
         touchdowns.update(
             float(step.liftoff + T) for T in self.swing_durations if step.liftoff + T >= t + self.min_remaining
         )
-        candidates = []
+        candidates: list[tuple] = []
         for touchdown in sorted(touchdowns):
             dt = touchdown - step.touchdown
             rest = [s.shifted(dt=dt) for s in timeline.steps[j:]]
             rest[0] = dataclasses.replace(step, touchdown=touchdown)
-            candidates.append((rest, z_nominal, touchdown - step.liftoff))
+            candidates.append((rest, z_nominal, touchdown - step.liftoff, *((True,) if crossing else ())))
         extra = timeline.extra_knots
         best = self._best(t, feet, candidates, zmp0, omega, xi, extra)
-        return self._plan(t, feet, best, com, zmp0, omega, xi, swing0=swing0, extra=extra)
+        return self._plan(t, feet, best, com, zmp0, omega, xi, swing0=swing0, extra=extra, terrain=timeline.terrain)

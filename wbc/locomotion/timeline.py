@@ -45,6 +45,7 @@ from .footsteps import Foot, FootShape, Footstep, FootstepPlan, support_polygon
 from .swing import SwingState, SwingTrajectory
 
 __all__ = [
+    "CoMHeight",
     "GaitParameters",
     "PhaseKind",
     "ContactState",
@@ -59,8 +60,48 @@ __all__ = [
 
 #: Where in the initial double support the solved ZMP knot sits (fraction of its duration).
 START_KNOT_FRACTION = 0.5
+#: A crossover swing (landing on the stance foot's far side) moves forward in the first 65 % of the
+#: swing and sideways in the last 75 %: ahead of the stance foot before it crosses.
+CROSSING_WINDOWS = ((0.0, 0.35), (0.25, 0.0))
+
+
+def _ramp(z0: float, z1: float, t: float, t0: float, t1: float, tail: float) -> tuple[float, float, float]:
+    """A minimum-jerk change from ``z0`` to ``z1`` over ``[t0, t1]`` (``t1`` infinite: ``tail`` s long):
+    value, rate and second derivative at ``t``."""
+    span = (t1 if math.isfinite(t1) else t0 + tail) - t0
+    u = min(max((t - t0) / span, 0.0), 1.0)
+    if u in (0.0, 1.0):
+        return z0 + (z1 - z0) * u, 0.0, 0.0
+    p, dp, ddp = u**3 * (10 - 15 * u + 6 * u * u), 30 * u * u * (1 - u) ** 2, 60 * u * (1 - 3 * u + 2 * u * u)
+    dz = z1 - z0
+    return z0 + dz * p, dz * dp / span, dz * ddp / (span * span)
+
+
+def _crosses(start: Footstep, target: Footstep, stance: Footstep) -> bool:
+    """Whether a swing from ``start`` to ``target`` crosses to the far side of the ``stance`` foot."""
+    side = start.foot.side
+    return bool(side * stance.to_local(start.position)[1] > 0 and side * stance.to_local(target.position)[1] < 0)
+
+
 #: Shortest double support, s (the ZMP crosses from foot to foot in this time at least).
 MIN_DOUBLE_SUPPORT = 1e-3
+
+
+class CoMHeight(enum.Enum):
+    """How the CoM height reference follows footholds at different heights.
+
+    - ``DCM``: the 3D DCM plan's own CoM height (its VRP rides on the ZMP knots' heights): it
+      anticipates each height change by about ``1/ω``, in whatever phase that falls, and can ask
+      for large vertical accelerations.
+    - ``LOWER_FOOT``: a constant height above the lower of the feet's footholds at the end of each
+      phase, reached by a minimum-jerk change over the phase (:meth:`GaitTimeline.com_height`): on
+      stairs up the CoM rises while the trailing foot swings (the upper leg extends), on stairs down
+      it drops while the leading foot swings down (the stance leg bends), so no leg is asked to
+      reach beyond its nominal length while both feet are down.
+    """
+
+    DCM = "dcm"
+    LOWER_FOOT = "lower_foot"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,6 +117,10 @@ class GaitParameters:
         touchdown_velocity: downward foot speed at touchdown, m/s (0: lands at rest).
         zmp_heel_toe: sole-frame x of the ZMP at the start and the end of single support, m.
         zmp_inward: lateral offset of the single-support ZMP towards the other foot, m.
+        com_height: how the CoM height reference follows footholds at different heights (:class:`CoMHeight`).
+        crouch: the CoM walks this much lower than it starts (m; long steps need bent knees): it
+            lowers during the first phase (a minimum-jerk change), and the LIPM frequency is that of
+            the lower height.
         gravity: m/s².
     """
 
@@ -88,6 +133,8 @@ class GaitParameters:
     zmp_heel_toe: tuple[float, float] = (0.0, 0.0)
     zmp_inward: float = 0.0
     gravity: float = GRAVITY
+    com_height: CoMHeight = CoMHeight.DCM
+    crouch: float = 0.0
 
     def __post_init__(self) -> None:
         positive = ("single_support", "double_support", "initial_double_support", "final_double_support", "gravity")
@@ -95,7 +142,7 @@ class GaitParameters:
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
                 raise InputError(f"gait parameters: {name} must be a positive number, got {v!r}")
-        for name in ("lift_height", "touchdown_velocity", "zmp_inward"):
+        for name in ("lift_height", "touchdown_velocity", "zmp_inward", "crouch"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
                 raise InputError(f"gait parameters: {name} must be a finite number >= 0, got {v!r}")
@@ -332,6 +379,10 @@ class GaitTimeline:
             double support (used to start from rest; kept as ``extra_knots``, and kept by re-plans
             while they lie ahead).
         omega: LIPM frequency, 1/s; default from the CoM height above ``zmp0``.
+        crouch_phase: ``(t_start, t_end)``, s: the CoM lowers by ``params.crouch`` then (a plan from
+            standing); None: the CoM is already as low as it walks (a re-plan).
+        terrain: the ground (:class:`~wbc.locomotion.terrain.Terrain`): fresh swings are shaped to
+            clear it (:meth:`~wbc.locomotion.terrain.Terrain.swing`); None: flat ground.
 
     Raises:
         InputError: inconsistent schedules (overlapping steps, a step without double support before
@@ -350,8 +401,12 @@ class GaitTimeline:
         swing0: SwingTrajectory | None = None,
         extra_knots: Sequence = (),
         omega: float | None = None,
+        terrain=None,
+        crouch_phase: tuple[float, float] | None = None,
     ) -> None:
         feet0 = _feet(feet)
+        self.terrain = terrain
+        self.crouch_phase = None if crouch_phase is None or params.crouch == 0 else crouch_phase
         if not isinstance(params, GaitParameters):
             raise InputError(f"params must be GaitParameters, got {type(params).__name__}")
         if not isinstance(shape, FootShape):
@@ -400,6 +455,7 @@ class GaitTimeline:
                     feet[st.foot] = st.footstep
             self._phase_feet.append(dict(feet))
         self._polygons: dict = {}
+        self._levels: list | None = None
 
     # ------------------------------------------------------------------------------- construction
     @staticmethod
@@ -436,7 +492,13 @@ class GaitTimeline:
         for k, s in enumerate(self.steps):
             if k == 0 and swing0 is not None:
                 traj = swing0.replanned(self.t0, s.footstep, s.touchdown)
+            elif self.terrain is not None:
+                start = SwingState.at_rest(feet[s.foot])
+                traj = self.terrain.swing(
+                    start, s.footstep, s.liftoff, s.touchdown, p.lift_height, p.touchdown_velocity, self.shape
+                )
             else:
+                crossing = _crosses(feet[s.foot], s.footstep, feet[s.foot.other])  # ahead first, then across
                 traj = SwingTrajectory(
                     SwingState.at_rest(feet[s.foot]),
                     s.footstep,
@@ -444,6 +506,8 @@ class GaitTimeline:
                     s.touchdown,
                     p.lift_height,
                     p.touchdown_velocity,
+                    window=CROSSING_WINDOWS[0] if crossing else (0.0, 0.0),
+                    lateral_window=CROSSING_WINDOWS[1] if crossing else None,
                 )
             out.append(traj)
             feet[s.foot] = s.footstep
@@ -517,13 +581,17 @@ class GaitTimeline:
         ph = self.phases[i]
         if ph.swing is foot:
             s = self.steps[ph.step]
-            st = self.swings[ph.step].state(t)
-            c, sn = math.cos(st.yaw), math.sin(st.yaw)
-            pose = np.eye(4)
-            pose[0:2, 0:2] = ((c, -sn), (sn, c))
-            pose[0:3, 3] = st.position
-            vel = np.array([*st.velocity[0:3], 0.0, 0.0, st.velocity[3]])
-            acc = np.array([*st.acceleration[0:3], 0.0, 0.0, st.acceleration[3]])
+            traj = self.swings[ph.step]
+            st = traj.state(t)
+            if traj.tilted:
+                pose, vel, acc = traj.reference(t)
+            else:
+                c, sn = math.cos(st.yaw), math.sin(st.yaw)
+                pose = np.eye(4)
+                pose[0:2, 0:2] = ((c, -sn), (sn, c))
+                pose[0:3, 3] = st.position
+                vel = np.array([*st.velocity[0:3], 0.0, 0.0, st.velocity[3]])
+                acc = np.array([*st.acceleration[0:3], 0.0, 0.0, st.acceleration[3]])
             return FootReference(
                 foot, ContactState.SWING, pose, vel, acc, s.footstep, s.liftoff, s.touchdown, float(st.yaw)
             )
@@ -554,10 +622,39 @@ class GaitTimeline:
         lam = float(np.clip((np.asarray(zmp)[0:2] - a) @ d / max(float(d @ d), 1e-12), 0.0, 1.0))
         return {Foot.LEFT: 1.0 - lam, Foot.RIGHT: lam}
 
+    def com_height(self, t: float) -> tuple[float, float, float]:
+        """With ``params.com_height`` :attr:`CoMHeight.LOWER_FOOT` (or a ``crouch``), the CoM height (m)
+        and its first two derivatives at ``t`` (see :class:`CoMHeight`), lowered by the crouch over
+        :attr:`crouch_phase`."""
+        if self._levels is None:
+            levels, z = [], min(f.position[2] for f in self.feet0.values())
+            for i, ph in enumerate(self.phases):
+                after = dict(self._phase_feet[i])
+                if ph.swing is not None:
+                    after[ph.swing] = self.steps[ph.step].footstep
+                levels.append((ph.t_start, ph.t_end, z, min(f.position[2] for f in after.values())))
+                z = levels[-1][3]
+            self._levels = levels
+        base = float(self.centroidal.com0[2]) - self._levels[0][2]
+        i = self.phase_index(t)
+        t0, t1, z0, z1 = self._levels[i]
+        h, hd, hdd = base + z0, 0.0, 0.0
+        if z1 != z0:
+            h, hd, hdd = _ramp(z0, z1, t, t0, t1, self.params.final_double_support)
+            h += base
+        if self.crouch_phase is not None:
+            c0, c1 = self.crouch_phase
+            ch, chd, chdd = _ramp(0.0, self.params.crouch, t, c0, c1, self.params.final_double_support)
+            h, hd, hdd = h - ch, hd - chd, hdd - chdd
+        return h, hd, hdd
+
     def sample(self, t: float) -> GaitSample:
         """Everything at time ``t`` (s)."""
         t = max(float(t), self.t0)
         c = self.evaluate(t)
+        if self.params.com_height is CoMHeight.LOWER_FOOT or self.params.crouch > 0:
+            c = {k: v.copy() for k, v in c.items()}
+            c["com"][0, 2], c["com_velocity"][0, 2], c["com_acceleration"][0, 2] = self.com_height(t)
         zmp = c["zmp"][0]
         feet = {f: self.foot_reference(f, t) for f in (Foot.LEFT, Foot.RIGHT)}
         left, right = feet[Foot.LEFT], feet[Foot.RIGHT]
@@ -587,13 +684,14 @@ def plan_walk(
     params: GaitParameters,
     shape: FootShape,
     t0: float = 0.0,
+    terrain=None,
 ) -> GaitTimeline:
     """The timeline of a footstep plan, starting at rest at ``t0`` with the CoM at ``com`` (3,).
 
     Step ``k`` lifts off at ``t0 + initial_double_support + k (single + double support)`` and
     touches down ``single_support`` later; the initial double support carries the solved ZMP knot
     that makes the plan start exactly at rest (see the module docstring). Without steps, the
-    timeline of :func:`plan_stand`.
+    timeline of :func:`plan_stand`. With a ``terrain`` the swings clear it (see :class:`GaitTimeline`).
 
     Raises:
         InputError: the solved start knot leaves the support polygon (make the initial double support
@@ -609,7 +707,7 @@ def plan_walk(
         steps.append(TimedStep(fs, t, t + params.single_support))
         t += params.step_duration
     first = params.initial_double_support if steps else params.final_double_support
-    return _from_rest(plan.initial, steps, com, params, shape, t0, t0 + START_KNOT_FRACTION * first)
+    return _from_rest(plan.initial, steps, com, params, shape, t0, t0 + START_KNOT_FRACTION * first, terrain)
 
 
 def plan_stand(feet: Mapping, com, params: GaitParameters, shape: FootShape, t0: float = 0.0) -> GaitTimeline:
@@ -618,7 +716,9 @@ def plan_stand(feet: Mapping, com, params: GaitParameters, shape: FootShape, t0:
     return _from_rest(feet, (), com, params, shape, t0, t0 + START_KNOT_FRACTION * params.final_double_support)
 
 
-def _from_rest(feet, steps, com, params: GaitParameters, shape: FootShape, t0: float, t_knot: float) -> GaitTimeline:
+def _from_rest(
+    feet, steps, com, params: GaitParameters, shape: FootShape, t0: float, t_knot: float, terrain=None
+) -> GaitTimeline:
     """A timeline starting at rest: one extra ZMP knot at ``t_knot``, solved for ``ξ(t0) = c(t0)``."""
     if not isinstance(params, GaitParameters):
         raise InputError(f"params must be GaitParameters, got {type(params).__name__}")
@@ -629,7 +729,7 @@ def _from_rest(feet, steps, com, params: GaitParameters, shape: FootShape, t0: f
     ground = 0.5 * (feet[Foot.LEFT].position[2] + feet[Foot.RIGHT].position[2])
     polygon = support_polygon(list(feet.values()), shape)
     zmp0 = np.append(_polygon.project(com[0:2], polygon), ground)
-    omega = omega_of_height(com[2] - ground, params.gravity)
+    omega = omega_of_height(com[2] - ground - params.crouch, params.gravity)
 
     def start_dcm(xy: np.ndarray) -> np.ndarray:
         times, points = _knots(feet, steps, t0, zmp0, params, [(t_knot, np.array([xy[0], xy[1], ground]))])
@@ -645,4 +745,17 @@ def _from_rest(feet, steps, com, params: GaitParameters, shape: FootShape, t0: f
             f"double support (initial_double_support = {params.initial_double_support} s) longer"
         )
     knot = np.array([xy[0], xy[1], ground])
-    return GaitTimeline(feet, steps, com, t0, params, shape, zmp0, extra_knots=[(t_knot, knot)], omega=omega)
+    end = steps[0].liftoff if steps else t0 + params.final_double_support
+    return GaitTimeline(
+        feet,
+        steps,
+        com,
+        t0,
+        params,
+        shape,
+        zmp0,
+        extra_knots=[(t_knot, knot)],
+        omega=omega,
+        terrain=terrain,
+        crouch_phase=(t0, end),
+    )

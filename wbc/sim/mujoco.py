@@ -48,7 +48,7 @@ requires for stability) and ``solimp = (0.95, 0.99, 0.001)``: a 75 kg robot sink
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -545,6 +545,7 @@ def build_spec(
     torque_limits: bool = False,
     contact: ContactParameters = ContactParameters(),
     loops: LoopParameters = LoopParameters(),
+    scene: Callable | None = None,
 ):
     """A ``mujoco.MjSpec`` of ``model`` (see the module docstring); arguments as :class:`MujocoSim`."""
     if not isinstance(model, (Model, ClusterModel)):
@@ -596,6 +597,8 @@ def build_spec(
     else:
         _add_constraints(spec, cm, bodies, loops)
         _add_actuators(spec, tree, torque_limits, cm.motor_joints)
+    if scene is not None:  # world geoms around the robot (wbc.sim.terrain)
+        scene(spec)
     return spec
 
 
@@ -699,6 +702,8 @@ class MujocoSim:
         torque_limits: clamp actuator commands to the model's effort limits (the URDF's ``effort``;
             default), as a real robot's drives do; ``False``: apply any torque.
         contact: contact settings of soles and floor.
+        scene: called with the ``mujoco.MjSpec`` before it is compiled, to add world geoms (terrain:
+            :func:`wbc.sim.terrain.terrain_scene`, with ``floor=False``).
 
     Raises:
         InputError: bad arguments. FrameError: a contact-box frame the model does not have.
@@ -722,6 +727,7 @@ class MujocoSim:
         torque_limits: bool = True,
         contact: ContactParameters = ContactParameters(),
         loops: LoopParameters = LoopParameters(),
+        scene: Callable | None = None,
     ) -> None:
         self.contact_boxes = tuple(_contact_box(b) for b in contact_boxes)
         self.contact_spheres = tuple(contact_spheres)
@@ -738,6 +744,7 @@ class MujocoSim:
             torque_limits=torque_limits,
             contact=contact,
             loops=loops,
+            scene=scene,
         )
         try:
             mjmodel = self.spec.compile()

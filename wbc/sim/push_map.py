@@ -45,6 +45,7 @@ __all__ = [
     "largest_survived",
     "standing_cell",
     "walking_cell",
+    "walking_cells",
     "push_map",
     "plot_standing",
     "plot_walking",
@@ -173,12 +174,13 @@ def standing_cell(cell: Cell) -> dict[str, Any]:
     return out
 
 
-def _walker_and_cycle(robot: str, steps: int, cycle_step: int):
+def _walker_and_cycle(robot: str, steps: int, cycle_step: int, adjust: bool = False):
     """A fresh walker with its forward walk planned, and its cycle: ``(walker, command, start, length,
-    swings)``; ``swings`` the (foot, lift-off, touchdown) of the cycle's two steps as cycle fractions."""
+    swings)``; ``swings`` the (foot, lift-off, touchdown) of the cycle's two steps as cycle fractions.
+    ``adjust``: the walker re-plans its next step from the measured DCM (capture steps)."""
     from .walking import PRESETS, Walker
 
-    walker = Walker(robot)
+    walker = Walker(robot, adjust=adjust)
     command = PRESETS["forward"][robot][0] if robot in PRESETS["forward"] else (0.2, 0.0, 0.0)
     timeline = walker.walk(command, steps)
     a, b, c = timeline.steps[cycle_step], timeline.steps[cycle_step + 1], None
@@ -194,15 +196,17 @@ def _walker_and_cycle(robot: str, steps: int, cycle_step: int):
 
 def walking_cell(cell: Cell) -> dict[str, Any]:
     """The walking push cell (see the module docstring): params ``phase``, ``direction_deg``,
-    ``duration_s``, ``max_impulse_Ns``, ``iterations``, ``walk_steps``, ``cycle_step``, ``after_push_s``."""
+    ``duration_s``, ``max_impulse_Ns``, ``iterations``, ``walk_steps``, ``cycle_step``, ``after_push_s``
+    and optionally ``adjust`` (online step adjustment, default False)."""
     p = cell.params
     direction, duration = float(p["direction_deg"]), float(p["duration_s"])
     steps, cycle_step = int(p["walk_steps"]), int(p["cycle_step"])
-    _, command, start, length, swings = _walker_and_cycle(cell.robot, steps, cycle_step)
+    adjust = bool(p.get("adjust", False))
+    _, command, start, length, swings = _walker_and_cycle(cell.robot, steps, cycle_step, adjust)
     push_time = start + float(p["phase"]) * length
 
     def survives(force: float) -> bool:
-        walker, *_ = _walker_and_cycle(cell.robot, steps, cycle_step)
+        walker, *_ = _walker_and_cycle(cell.robot, steps, cycle_step, adjust)
         run = walker.run(push_time + float(p["after_push_s"]), pushes=[(push_time, _push(direction, force), duration)])
         z = run["base_z"]
         ok = not run["fell"] and len(z) > 0 and float(np.min(z)) >= MIN_PELVIS_RATIO * run["base_z0"]

@@ -1,0 +1,177 @@
+"""The gait sequencer without a simulator: a recording controller, and a robot that tracks its
+references exactly (soles on the reference poses, CoM on the reference, each sole loaded by its
+nominal share of the weight). The contact switches must follow the timeline: a release ramp of one
+double support before each lift-off, the frame task in swing, touchdown at the planned time on the
+planned foothold (or earlier when the sole is loaded within the touchdown window)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from wbc.locomotion import (
+    CaptureStepPlanner,
+    DCMStabilizer,
+    Foot,
+    FootPhase,
+    FootShape,
+    Footstep,
+    GaitParameters,
+    GaitSequencer,
+    Sensing,
+    StepLimits,
+    VelocityCommand,
+    plan_from_velocity,
+    plan_walk,
+)
+from wbc.locomotion.sequencer import RISE_LOAD, TOUCHDOWN_WINDOW
+
+SHAPE = FootShape(0.2, 0.1)
+PARAMS = GaitParameters(single_support=0.6, double_support=0.2, initial_double_support=0.8, final_double_support=0.8)
+WEIGHT = 500.0
+DT = 1e-3
+
+
+class Recorder:
+    """A controller's contact schedule (ramps end on time) and tasks that record what they are given."""
+
+    def __init__(self) -> None:
+        self.calls: list = []
+        self.release_end: dict = {}
+        self.now = 0.0
+
+    def deactivate_contact(self, name, ramp=0.0, start_force=None):
+        self.calls.append(("release", self.now, name, ramp))
+        self.release_end[name] = self.now + ramp
+
+    def activate_contact(self, name, placement=None, ramp=0.0, ramp_force=None):
+        self.calls.append(("enforce", self.now, name, placement, ramp, ramp_force))
+        self.release_end.pop(name, None)
+
+    def contact_active(self, name):
+        return name not in self.release_end or self.now < self.release_end[name] - DT / 2
+
+
+class Task:
+    def __init__(self) -> None:
+        self.weight, self.target = 0.0, None
+
+    def set_weight(self, w):
+        self.weight = w
+
+    def set_target(self, *args):
+        self.target = args
+
+
+class Contact:
+    def __init__(self, name):
+        self.name = name
+
+
+def sequencer(timeline, limits, **options):
+    """A recording controller, swing tasks and a sequencer over ``timeline``."""
+    ctrl, tasks = Recorder(), {f: Task() for f in Foot}
+    seq = GaitSequencer(
+        ctrl,
+        {f: Contact(f.value) for f in Foot},
+        tasks,
+        Task(),
+        Task(),
+        timeline,
+        PARAMS,
+        SHAPE,
+        DCMStabilizer(),
+        CaptureStepPlanner(PARAMS, SHAPE, limits),
+        WEIGHT,
+        0.2,
+        10.0,
+        **options,
+    )
+    return ctrl, tasks, seq
+
+
+def run(early_load_at=None):
+    left, right = Footstep(Foot.LEFT, (0.0, 0.1, 0.0)), Footstep(Foot.RIGHT, (0.0, -0.1, 0.0))
+    limits = StepLimits(width=0.2, min_width=0.15)
+    plan = plan_from_velocity(VelocityCommand(0.2), left, right, 2, PARAMS.step_duration, limits, SHAPE)
+    timeline = plan_walk(plan, (0.0, 0.0, 0.8), PARAMS, SHAPE)
+    ctrl, tasks, seq = sequencer(timeline, limits)
+    phases = []
+    for i in range(int((timeline.t_end + 0.2) / DT)):
+        t = ctrl.now = i * DT
+        ref = timeline.sample(t)
+        loads = {f: ref.load[f] * WEIGHT for f in Foot}
+        if early_load_at is not None:
+            for st in timeline.steps:
+                if st.touchdown - early_load_at <= t < st.touchdown:
+                    loads[st.foot] = 0.5 * WEIGHT
+        soles = {f: ref.feet[f].pose for f in Foot}
+        out = seq.update(Sensing(t, ref.com, ref.com_velocity, soles, loads), DT)
+        phases.append(out.phase)
+    return timeline, ctrl, seq, tasks, phases
+
+
+def test_contact_switches_follow_the_timeline():
+    timeline, ctrl, seq, tasks, phases = run()
+    releases = [c for c in ctrl.calls if c[0] == "release"]
+    enforced = [c for c in ctrl.calls if c[0] == "enforce"]
+    assert len(releases) == len(enforced) == len(timeline.steps) == 3
+    for st, rel, enf, td in zip(timeline.steps, releases, enforced, seq.touchdowns):
+        assert rel[2] == enf[2] == st.foot.value
+        assert rel[1] == pytest.approx(st.liftoff - PARAMS.double_support, abs=DT)
+        assert rel[3] == pytest.approx(PARAMS.double_support, abs=DT)
+        assert enf[1] == pytest.approx(st.touchdown, abs=DT)
+        assert np.allclose(enf[3], st.footstep.pose, atol=1e-9), "held where it landed: the planned foothold"
+        assert enf[4] == 0.2 and enf[5] == pytest.approx(RISE_LOAD * WEIGHT)
+        assert not td.early and td.foot is st.foot
+        assert np.allclose(td.landed, td.planned, atol=1e-9)
+        # in swing from the end of the release ramp to touchdown
+        k0, k1 = int(round(st.liftoff / DT)), int(round(st.touchdown / DT))
+        assert all(phases[k][st.foot] is FootPhase.SWING for k in range(k0 + 1, k1 - 1))
+        assert phases[k1 + 1][st.foot] is FootPhase.STANCE
+    assert all(t.weight == 0.0 for t in tasks.values()), "frame tasks off in stance"
+    assert not seq.walking
+
+
+def test_a_loaded_sole_lands_early_within_the_window():
+    timeline, _, seq, _, _ = run(early_load_at=0.1)
+    assert [td.early for td in seq.touchdowns] == [True] * 3
+    for st, td in zip(timeline.steps, seq.touchdowns):
+        assert td.t == pytest.approx(st.touchdown - 0.1, abs=1.5 * DT)
+    assert TOUCHDOWN_WINDOW > 0.1 and len(seq.touchdowns) == 3
+
+
+def test_a_sole_still_above_the_ground_at_touchdown_goes_on_down_and_lands_late():
+    """The ground is 3 cm lower than planned under every step: at the planned touchdown the sole is
+    above it, so the swing goes on down at LATE_SPEED until the sole is within LATE_HEIGHT of it."""
+    from wbc.locomotion.sequencer import LATE_HEIGHT, LATE_SPEED
+
+    drop = 0.03
+    left, right = Footstep(Foot.LEFT, (0.0, 0.1, 0.0)), Footstep(Foot.RIGHT, (0.0, -0.1, 0.0))
+    limits = StepLimits(width=0.2, min_width=0.15)
+    plan = plan_from_velocity(VelocityCommand(0.2), left, right, 1, PARAMS.step_duration, limits, SHAPE)
+    timeline = plan_walk(plan, (0.0, 0.0, 0.8), PARAMS, SHAPE)
+
+    def ground(f, pose):  # the surface under a sole: 3 cm below the plan once it has stepped
+        fs = Footstep.from_pose(f, pose)
+        return Footstep(f, (fs.position[0], fs.position[1], -drop if fs.position[0] > 0.05 else 0.0), fs.yaw)
+
+    ctrl, tasks, seq = sequencer(timeline, limits, foothold=ground)
+    soles = {f: timeline.feet0[f].pose for f in Foot}
+    for i in range(int((timeline.steps[0].touchdown + 0.4) / DT)):
+        t = ctrl.now = i * DT
+        ref = timeline.sample(t)
+        for f in Foot:  # the sole follows its frame task's target (the swing, then the late descent)
+            if seq.phase[f] is FootPhase.SWING and tasks[f].target is not None:
+                soles[f] = tasks[f].target[0]
+        seq.update(Sensing(t, ref.com, ref.com_velocity, dict(soles), {f: 0.0 for f in Foot}), DT)
+        if seq.touchdowns:
+            break
+    step, td = timeline.steps[0], seq.touchdowns[0]
+    expected = (drop - LATE_HEIGHT) / LATE_SPEED
+    assert td.late == pytest.approx(expected, abs=2 * DT) and td.t == pytest.approx(
+        step.touchdown + expected, abs=2 * DT
+    )
+    assert td.foothold.position[2] == -drop, "held on the lower ground"
+    enforce = next(c for c in ctrl.calls if c[0] == "enforce")
+    assert enforce[3][2, 3] == -drop

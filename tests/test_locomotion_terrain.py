@@ -1,0 +1,166 @@
+"""Terrain (wbc.locomotion.terrain): heights against MuJoCo's own ray casts on the same scene, footholds
+on one surface each, swings clearing edges (and the unshaped swing that would not), tilted swing
+references against finite differences, crossover steps in the step limits and the capture-step planner."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from wbc.errors import InputError
+from wbc.locomotion import (
+    CaptureStepPlanner,
+    Foot,
+    FootShape,
+    Footstep,
+    GaitParameters,
+    StepLimits,
+    TerrainKind,
+    TerrainSize,
+    make_terrain,
+    plan_on_terrain,
+    plan_walk,
+    step_violations,
+)
+from wbc.locomotion.footsteps import tilt_rotation
+from wbc.locomotion.swing import SwingState, SwingTrajectory
+from wbc.locomotion.terrain import footstep_of_pose
+
+SHAPE = FootShape(0.2, 0.13)
+SIZE = TerrainSize(riser=0.15, tread=0.3, stone=(0.26, 0.2), stone_pitch=0.34, lane=0.17)
+LIMITS = StepLimits(width=0.17, min_width=0.15, max_width=0.35, max_forward=0.36, max_height=0.16)
+PARAMS = GaitParameters(single_support=0.8, double_support=0.3, initial_double_support=1.2, final_double_support=1.2)
+START = (Footstep(Foot.LEFT, (0.0, 0.085, 0.0)), Footstep(Foot.RIGHT, (0.0, -0.085, 0.0)))
+KINDS = [k for k in TerrainKind if k is not TerrainKind.FLAT]
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.value)
+def test_heights_agree_with_mujoco_ray_casts(kind):
+    """The planner's heights and MuJoCo's (a ray down onto the scene wbc.sim.terrain builds): equal to
+    1e-12 on patches, 1e-8 on the height field (the same triangles; MuJoCo keeps its samples in float32)."""
+    mujoco = pytest.importorskip("mujoco")
+    from wbc.sim.terrain import add_terrain
+
+    terrain = make_terrain(kind, SIZE)
+    spec = mujoco.MjSpec()
+    add_terrain(spec, terrain)
+    m = spec.compile()
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    rng = np.random.default_rng(0)
+    worst = 0.0
+    for _ in range(200):
+        x, y = rng.uniform(-0.5, 3.5), rng.uniform(-0.5, 0.5)
+        geom = np.array([-1], dtype=np.int32)
+        dist = mujoco.mj_ray(m, d, np.array([x, y, 2.0]), np.array([0.0, 0.0, -1.0]), None, 1, -1, geom)
+        worst = max(worst, abs((2.0 - dist) - terrain.height([[x, y]])[0]))
+    assert worst < (1e-8 if kind is TerrainKind.ROUGH else 1e-12), worst  # MuJoCo stores height fields in float32
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.value)
+def test_plans_put_each_sole_on_one_surface_within_the_limits(kind):
+    terrain = make_terrain(kind, SIZE)
+    plan = plan_on_terrain(terrain, *START, 2.6, 0.25, LIMITS, SHAPE, max_climb=0.16)
+    feet = dict(plan.initial)
+    for k, fs in enumerate(plan.steps):
+        assert step_violations(feet[fs.foot.other], fs, LIMITS, SHAPE) == [], f"step {k}"
+        again = terrain.foothold(fs.foot, fs.position[0:2], fs.yaw, SHAPE, margin=0.01)
+        assert again is not None, f"step {k} straddles an edge or a gap"
+        assert abs(again.position[2] - fs.position[2]) < 1e-12
+        assert abs(fs.position[2] - feet[fs.foot].position[2]) <= 0.16 + 1e-9, "one riser at a time"
+        # the sole's corners rest on the surface: on the terrain (rough: at or above it)
+        corners = np.array([fs.to_world((sx * 0.1, sy * 0.065)) for sx in (-1, 1) for sy in (-1, 1)])
+        gap = corners[:, 2] - terrain.height(corners[:, 0:2])
+        assert gap.min() > -1e-9 and (kind is TerrainKind.ROUGH or gap.max() < 1e-9)
+        feet[fs.foot] = fs
+    mid = 0.5 * (feet[Foot.LEFT].position + feet[Foot.RIGHT].position)
+    assert mid[0] > 2.3
+    if kind is TerrainKind.STAIRS:
+        assert mid[2] == pytest.approx(4 * 0.15)
+    if kind is TerrainKind.STAIRS_DOWN:
+        assert mid[2] == pytest.approx(-4 * 0.15)
+
+
+@pytest.mark.parametrize("kind", [TerrainKind.STAIRS, TerrainKind.STAIRS_DOWN, TerrainKind.STONES])
+def test_swings_clear_the_terrain_and_an_unshaped_swing_would_not(kind):
+    terrain = make_terrain(kind, SIZE)
+    plan = plan_on_terrain(terrain, *START, 2.6, 0.25, LIMITS, SHAPE, max_climb=0.16)
+    timeline = plan_walk(plan, (0.0, 0.0, 0.87), PARAMS, SHAPE, terrain=terrain)
+    feet = dict(plan.initial)
+    shaped = 0
+    for step, swing in zip(timeline.steps, timeline.swings):
+        start = feet[step.foot]
+        assert terrain.clearance(swing, start, SHAPE) >= 0.0
+        plain = SwingTrajectory(SwingState.at_rest(start), step.footstep, swing.t_start, swing.t_end, 0.05)
+        if terrain.clearance(plain, start, SHAPE) < 0.0:
+            shaped += 1
+            assert swing.window != (0.0, 0.0) or swing.apex_height > plain.apex_height
+        feet[step.foot] = step.footstep
+    if kind is not TerrainKind.STONES:
+        assert shaped >= 4, "each riser needs a shaped swing"
+
+
+def test_a_swing_that_cannot_clear_raises_naming_the_step():
+    """A target inside the first stair (planned at the floor's height over the tread)."""
+    terrain = make_terrain(TerrainKind.STAIRS, SIZE)
+    start = Footstep(Foot.LEFT, (0.0, 0.085, 0.0))
+    target = Footstep(Foot.LEFT, (0.5, 0.085, 0.0))
+    with pytest.raises(InputError, match="no swing of the left foot"):
+        terrain.swing(SwingState.at_rest(start), target, 0.0, 0.8, 0.05, 0.0, SHAPE)
+
+
+def test_tilted_swing_reference_matches_finite_differences():
+    """Onto a 10° slope with a turn: the reference's twist and its derivative are those of the pose."""
+    n = np.array([-math.sin(math.radians(10)), 0.0, math.cos(math.radians(10))])
+    start = Footstep(Foot.LEFT, (0.0, 0.1, 0.0), 0.1)
+    target = Footstep(Foot.LEFT, (0.3, 0.12, 0.05), 0.3, n)
+    swing = SwingTrajectory(SwingState.at_rest(start), target, 0.0, 0.8, 0.05, window=(0.2, 0.1), flat_top=True)
+    h = 1e-6
+    for t in (0.1, 0.25, 0.4, 0.55, 0.7):
+        pose, vel, acc = swing.reference(t)
+        a, _, _ = swing.reference(t - h)
+        b, vb, _ = swing.reference(t + h)
+        _, va, _ = swing.reference(t - h)
+        dR = (b[0:3, 0:3] - a[0:3, 0:3]) / (2 * h) @ pose[0:3, 0:3].T
+        omega = np.array([dR[2, 1], dR[0, 2], dR[1, 0]])
+        assert np.allclose((b[0:3, 3] - a[0:3, 3]) / (2 * h), vel[0:3], atol=1e-6)
+        assert np.allclose(omega, vel[3:6], atol=1e-6)
+        assert np.allclose((vb - va) / (2 * h), acc, atol=1e-4)  # O(h jerk) at the apex
+    end, _, _ = swing.reference(0.8)
+    assert np.allclose(end, target.pose, atol=1e-12)
+    assert np.allclose(tilt_rotation(n)[:, 2], n)
+    assert np.allclose(footstep_of_pose(Foot.LEFT, target.pose).pose, target.pose, atol=1e-12)
+
+
+def test_crossover_steps_in_the_limits():
+    stance = Footstep(Foot.RIGHT, (0.0, -0.085, 0.0))
+    crossing = Footstep(Foot.LEFT, (0.3, -0.2, 0.0))  # ahead of the right sole, on its right
+    beside = Footstep(Foot.LEFT, (0.0, -0.2, 0.0))  # through it
+    assert [v[0] for v in step_violations(stance, crossing, LIMITS, SHAPE)] == ["min_width"]
+    cross = LIMITS.scaled(max_cross=0.17)
+    assert step_violations(stance, crossing, cross, SHAPE) == []
+    assert "min_width" in [v[0] for v in step_violations(stance, beside, cross, SHAPE)]
+    assert "min_width" in [v[0] for v in step_violations(stance, Footstep(Foot.LEFT, (0.3, -0.3, 0.0)), cross, SHAPE)]
+
+
+def test_a_capture_point_beyond_the_loaded_foot_is_captured_only_by_crossing():
+    """Pushed to the right (the DCM beyond the right foot): the left foot must cross; the right foot
+    cannot unload in time. Without crossover the best plan does not capture the DCM."""
+    left, right = START
+    com, velocity = np.array([0.0, -0.03, 0.87]), np.array([0.0, -0.4, 0.0])  # DCM at y = -0.149
+    limits = LIMITS.scaled(max_forward=0.25, max_backward=0.1)
+    plain = CaptureStepPlanner(PARAMS, SHAPE, limits)
+    crossing = CaptureStepPlanner(PARAMS, SHAPE, limits.scaled(max_cross=0.17, max_forward=0.4))
+    feet = {Foot.LEFT: left, Foot.RIGHT: right}
+    without = plain.recovery(1.0, com, velocity, feet)
+    with_ = crossing.recovery(1.0, com, velocity, feet)
+    assert not without.captured
+    assert with_.captured and with_.step.foot is Foot.LEFT
+    landing = with_.step.footstep.position
+    assert landing[1] < right.position[1] - 0.02 and landing[0] >= SHAPE.length + LIMITS.clearance - 1e-9
+    swing = with_.timeline.swings[0]
+    assert swing.window != swing.lateral_window, "ahead first, then across"
+    mid = swing.state(0.5 * (swing.t_start + swing.t_end)).position
+    assert mid[1] > right.position[1] + SHAPE.width / 2, "still on its side halfway"

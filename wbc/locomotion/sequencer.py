@@ -1,0 +1,316 @@
+"""Gait sequencing: from a gait timeline and what the robot senses to the controller's contacts and targets.
+
+A :class:`GaitSequencer` is the walking logic of one control step without a simulator: given the
+time and the measured state (:class:`Sensing`: CoM, sole poses, sole normal forces) it
+
+1. re-plans the next step from the measured DCM (``adjust``, :meth:`CaptureStepPlanner.adjust`) or,
+   standing, plans a recovery step when the capture point leaves the feet (``recover``);
+2. switches contacts through the controller's contact schedule: before lift-off the stance foot's
+   normal-force bound ramps to zero over the double support (``deactivate_contact(name, ramp)``),
+   the contact is released when the ramp ends and the foot's frame task takes it over (weight
+   ``swing_weight``); touchdown is the swing's planned end, or earlier when the sole carries
+   :data:`TOUCHDOWN_LOAD` of the weight within :data:`TOUCHDOWN_WINDOW` of it, or later when the sole
+   is still above the surface at the planned time (more than :data:`LATE_HEIGHT`: the swing goes on
+   down at :data:`LATE_SPEED` until it lands, at most :data:`LATE_LIMIT`); the contact is then
+   re-enforced where the foot landed, on the surface under it (``foothold``:
+   ``activate_contact(name, placement, ramp, ramp_force)``);
+3. runs the DCM stabilizer on the support polygon of the feet in contact and sets the CoM and
+   pelvis-orientation targets.
+
+It drives any controller with the contact-schedule methods of :class:`wbc.WholeBodyController`
+(``activate_contact``, ``deactivate_contact``, ``contact_active``) and tasks with ``set_target`` /
+``set_weight``; it imports neither a simulator nor the controller, so the same sequencing runs on
+MuJoCo (:class:`wbc.sim.walking.Walker`) or a real robot's estimator.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Callable, Mapping
+
+import numpy as np
+
+from .dcm import dcm_of
+from .footsteps import Foot, FootShape, Footstep, support_polygon
+from .recovery import CaptureStepPlanner
+from .stabilizer import DCMStabilizer, StabilizerOutput
+from .timeline import ContactState, GaitParameters, GaitSample, GaitTimeline
+
+__all__ = [
+    "FootPhase",
+    "Sensing",
+    "SequencerStep",
+    "Touchdown",
+    "GaitSequencer",
+    "TOUCHDOWN_LOAD",
+    "TOUCHDOWN_WINDOW",
+    "RISE_LOAD",
+]
+
+#: A swinging sole counts as landed when it carries this share of the weight ...
+TOUCHDOWN_LOAD = 0.1
+#: ... within this many seconds before its planned touchdown.
+TOUCHDOWN_WINDOW = 0.15
+#: After touchdown the contact's normal-force bound rises from zero to this multiple of the weight.
+RISE_LOAD = 1.2
+#: A sole still this high above the surface under it at its planned touchdown has not landed (m):
+#: the swing goes on down ...
+LATE_HEIGHT = 0.01
+#: ... at this speed (m/s) ...
+LATE_SPEED = 0.15
+#: ... until it lands (loaded, or within LATE_HEIGHT), at most this long (s); then the contact is
+#: enforced where the sole is.
+LATE_LIMIT = 0.3
+
+
+class FootPhase(enum.Enum):
+    """What the controller does with a foot."""
+
+    STANCE = "stance"  # contact enforced
+    RELEASING = "releasing"  # contact enforced, its force bound ramping to zero before lift-off
+    SWING = "swing"  # contact released, the frame task tracks the swing reference
+
+
+@dataclasses.dataclass(frozen=True)
+class Sensing:
+    """What the robot measures at one control step.
+
+    Attributes:
+        t: time, s.
+        com: CoM (3,), m, world.
+        com_velocity: CoM velocity (3,), m/s.
+        soles: each foot's sole-frame pose (4, 4), world.
+        normal_forces: each sole's vertical contact force, N.
+    """
+
+    t: float
+    com: np.ndarray
+    com_velocity: np.ndarray
+    soles: Mapping
+    normal_forces: Mapping
+
+
+@dataclasses.dataclass(frozen=True)
+class Touchdown:
+    """A landing: time (s), foot, where it landed and where it was to land ``(x, y, yaw)``, whether
+    the sole's load detected it before the planned touchdown, how late after it (s) the sole landed,
+    the landed foothold."""
+
+    t: float
+    foot: Foot
+    landed: list
+    planned: list
+    early: bool
+    late: float = 0.0
+    foothold: Footstep | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class SequencerStep:
+    """One control step's reference, stabilizer output and foot phases."""
+
+    reference: GaitSample
+    stabilizer: StabilizerOutput
+    phase: dict
+
+
+def flat_foothold(foot: Foot, pose: np.ndarray) -> Footstep:
+    """The foothold of a sole pose (4, 4) on flat ground at height 0 (its x, y and yaw)."""
+    fs = Footstep.from_pose(foot, pose)
+    return Footstep(foot, fs.position * [1.0, 1.0, 0.0], fs.yaw)
+
+
+class GaitSequencer:
+    """The per-step walking logic (see the module docstring); one instance per run (it keeps state).
+
+    Args:
+        controller: the whole-body controller (its contact schedule is driven).
+        contacts: each foot's contact (its ``name`` is the schedule's key).
+        foot_tasks: each foot's swing frame task (weight 0 in stance).
+        com_task, orientation: the CoM and pelvis-orientation tasks.
+        timeline: the gait to follow (replaced by re-plans: :attr:`timeline`).
+        params, shape: the gait parameters and the sole.
+        stabilizer: the DCM stabilizer.
+        planner: the capture-step planner (re-plans and recovery steps).
+        weight: the robot's weight, N (touchdown detection and force rise).
+        rise: touchdown force-rise duration, s.
+        swing_weight: the swing frame tasks' weight.
+        adjust: re-plan the next step from the measured DCM every 20 ms.
+        recover: standing, take a recovery step when the capture point leaves the feet and a
+            step within the step limits captures it (else count it in :attr:`declined`).
+        clip_zmp: the CoM acceleration realizes the stabilizer's ZMP clipped to the support polygon;
+            False: the feedback law's unclipped ZMP, left to the QP's CoP limits.
+        foothold: the foothold (ground height and yaw) of a measured sole pose (default
+            :func:`flat_foothold`); landings are held there.
+        recovery_tolerance: a recovery step is also taken when its plan leaves at most this much
+            (m) of the DCM uncaptured (the rest to the stabilizer and the upper body); 0: only plans
+            that capture it.
+    """
+
+    def __init__(
+        self,
+        controller,
+        contacts: Mapping,
+        foot_tasks: Mapping,
+        com_task,
+        orientation,
+        timeline: GaitTimeline,
+        params: GaitParameters,
+        shape: FootShape,
+        stabilizer: DCMStabilizer,
+        planner: CaptureStepPlanner,
+        weight: float,
+        rise: float,
+        swing_weight: float,
+        adjust: bool = False,
+        recover: bool = False,
+        clip_zmp: bool = True,
+        foothold: Callable[[Foot, np.ndarray], Footstep] = flat_foothold,
+        recovery_tolerance: float = 0.0,
+    ) -> None:
+        self.controller = controller
+        self.names = {f: c.name for f, c in contacts.items()}
+        self.foot_tasks, self.com_task, self.orientation = foot_tasks, com_task, orientation
+        self.timeline = timeline
+        self.params, self.shape = params, shape
+        self.stabilizer, self.planner = stabilizer, planner
+        self.weight, self.rise, self.swing_weight = float(weight), float(rise), float(swing_weight)
+        self.adjust, self.recover, self.clip_zmp = adjust, recover, clip_zmp
+        self.foothold = foothold
+        self.recovery_tolerance = float(recovery_tolerance)
+        self.phase = {f: FootPhase.STANCE for f in self.names}
+        self.anchor: dict = {}  # where each foot was last put down (x, y), m
+        self.touchdowns: list[Touchdown] = []
+        self.recoveries: list[dict] = []
+        self.declined = 0  # recovery steps not taken: not capturable within the step limits
+        self._last_adjust = -1.0
+        self._last_recovery = -1.0
+        self._late: dict = {}  # foot -> planned touchdown time, while a late sole goes on down
+
+    def footholds(self, sensing: Sensing) -> dict:
+        """Where the soles stand now."""
+        return {f: self.foothold(f, sensing.soles[f]) for f in self.names}
+
+    def _replan(self, s: Sensing) -> GaitTimeline:
+        tl, t = self.timeline, s.t
+        if self.adjust and tl.steps and t - self._last_adjust >= 0.02 and t < tl.steps[-1].touchdown:
+            self._last_adjust = t
+            new = self.planner.adjust(tl, t, s.com, s.com_velocity)
+            if new is not None:
+                tl = self.timeline = new.timeline
+        if (
+            self.recover
+            and all(p is FootPhase.STANCE for p in self.phase.values())
+            and not any(st.touchdown > t for st in tl.steps)
+        ):
+            feet = self.footholds(s)
+            xi = dcm_of(s.com, s.com_velocity, tl.omega)
+            if t - self._last_recovery >= 0.02 and self.planner.needs_step(
+                xi, support_polygon(list(feet.values()), self.shape)
+            ):
+                self._last_recovery = t
+                plan = self.planner.recovery(t, s.com, s.com_velocity, feet, omega=tl.omega)
+                if plan.captured or float(np.linalg.norm(plan.residual)) <= self.recovery_tolerance:
+                    tl = self.timeline = plan.timeline
+                    self.recoveries.append(
+                        {
+                            "t": round(t, 3),
+                            "foot": plan.step.foot.value,
+                            "landing": np.round(plan.step.footstep.position, 4).tolist(),
+                            "residual_m": round(float(np.linalg.norm(plan.residual)), 4),
+                        }
+                    )
+                else:  # no step within reach stops it: stay on both feet
+                    self.declined += 1
+        return tl
+
+    def _switch(self, f: Foot, ref: GaitSample, s: Sensing, dt: float) -> None:
+        """Advance foot ``f``'s phase (release, swing, touchdown) at the reference ``ref``."""
+        ctrl, p, t = self.controller, self.params, s.t
+        fr, name = ref.feet[f], self.names[f]
+        if (
+            self.phase[f] is FootPhase.STANCE
+            and fr.state is ContactState.STANCE  # not an early touchdown of a planned swing
+            and fr.liftoff is not None
+            and t >= fr.liftoff - p.double_support - dt / 2
+            and self.phase[f.other] is not FootPhase.SWING  # the other foot landed (it may be late)
+        ):
+            if fr.liftoff - t < dt:  # a re-plan moved the lift-off to now: release at once
+                ctrl.deactivate_contact(name)
+            else:
+                ctrl.deactivate_contact(name, ramp=fr.liftoff - t)
+            self.phase[f] = FootPhase.RELEASING
+        if self.phase[f] is FootPhase.RELEASING and not ctrl.contact_active(name):
+            self.phase[f] = FootPhase.SWING
+            self.foot_tasks[f].set_weight(self.swing_weight)
+        if self.phase[f] is FootPhase.SWING:
+            early = (
+                fr.touchdown is not None
+                and t >= fr.touchdown - TOUCHDOWN_WINDOW
+                and s.normal_forces[f] > TOUCHDOWN_LOAD * self.weight
+            )
+            # planned: the reference is in stance and not about to lift off (float round-off
+            # can put a lift-off a hair after the end of its own release ramp)
+            planned = fr.state is ContactState.STANCE and (fr.liftoff is None or fr.liftoff > t + dt / 2)
+            foothold = self.foothold(f, s.soles[f]) if planned or early else None
+            late = 0.0
+            if planned and not early and foothold is not None:
+                height = float(s.soles[f][2, 3] - foothold.position[2])
+                due = self._late.setdefault(f, t)
+                late = t - due
+                loaded = s.normal_forces[f] > TOUCHDOWN_LOAD * self.weight
+                if height > LATE_HEIGHT and not loaded and late < LATE_LIMIT:
+                    pose = fr.pose.copy()  # the planned foothold, lowered as time goes on
+                    pose[2, 3] -= LATE_SPEED * (late + dt)
+                    velocity = np.zeros(6)
+                    velocity[2] = -LATE_SPEED
+                    self.foot_tasks[f].set_target(pose, velocity, np.zeros(6))
+                    return
+            if foothold is not None:
+                self._late.pop(f, None)
+                landing = foothold.pose
+                ctrl.activate_contact(name, landing, ramp=self.rise, ramp_force=RISE_LOAD * self.weight)
+                self.foot_tasks[f].set_weight(0.0)
+                self.phase[f] = FootPhase.STANCE
+                self.anchor[f] = landing[0:2, 3].copy()
+                target = fr.foothold
+                self.touchdowns.append(
+                    Touchdown(
+                        t,
+                        f,
+                        [*landing[0:2, 3], Footstep.from_pose(f, landing).yaw],
+                        [*target.position[0:2], target.yaw],
+                        bool(early and not planned),
+                        late,
+                        foothold,
+                    )
+                )
+            else:
+                self.foot_tasks[f].set_target(fr.pose, fr.velocity, fr.acceleration)
+
+    def update(self, s: Sensing, dt: float) -> SequencerStep:
+        """One control step at ``s.t`` (``dt`` the control period, s): re-plans, contact switches,
+        stabilizer and task targets; the caller then runs the controller."""
+        tl = self._replan(s)
+        ref = tl.sample(s.t)
+        for f in self.names:
+            self._switch(f, ref, s, dt)
+        feet = self.footholds(s)
+        stance = [feet[f] for f in self.names if self.phase[f] is not FootPhase.SWING]
+        polygon = support_polygon(stance, self.shape) if stance else tl.support_polygon(s.t)
+        out = self.stabilizer.compute(ref, s.com, s.com_velocity, polygon)
+        acc = out.com_acceleration
+        if not self.clip_zmp:  # the feedback law's CoM acceleration: the QP's CoP limits bound it
+            acc = acc.copy()
+            acc[0:2] = ref.omega**2 * (s.com[0:2] - out.zmp_unconstrained[0:2])
+        self.com_task.set_target(ref.com, ref.com_velocity, acc)
+        self.orientation.set_target(
+            ref.heading_rotation(), [0.0, 0.0, ref.heading_rate], [0.0, 0.0, ref.heading_acceleration]
+        )
+        return SequencerStep(ref, out, dict(self.phase))
+
+    @property
+    def walking(self) -> bool:
+        """Whether a foot is not in stance."""
+        return any(p is not FootPhase.STANCE for p in self.phase.values())
