@@ -46,3 +46,15 @@ def test_robots_that_cannot_stand_raise_clear_errors():
         balance.Balance("panda", balance.Scenario())
     with pytest.raises(wbc.ModelError, match="no robot 'nobody' in the catalog"):
         balance.Balance("nobody", balance.Scenario())
+
+
+def test_a_diverged_balance_run_is_a_fall_with_one_row_per_step():
+    """A push MuJoCo cannot integrate (10¹² N at 0.1 s on solo12's base): the run stops there, fell,
+    and every per-step log has one row per completed step (the step time was once logged before the
+    simulator step: one row longer than the others)."""
+    push = balance.Push("huge", (1.0, 0.0, 0.0), 1e12, 0.05, 0.1)
+    run = balance.Balance("solo12", balance.Scenario(duration=0.5, sway_start=1.0, pushes=(push,))).run(progress=False)
+    assert run["fell"]
+    lengths = {k: len(v) for k, v in run.items() if isinstance(v, np.ndarray) and v.ndim >= 1}
+    assert len(set(lengths.values())) == 1, lengths
+    assert 0 < lengths["step_us"] < 500

@@ -356,18 +356,17 @@ class Balance:
             self.com.set_target(self.com0 + offset, vel, acc)
             clock = time.perf_counter()
             cmd = self.controller.step(q, v)
-            log["step_us"].append((time.perf_counter() - clock) * 1e6)
+            step_us = (time.perf_counter() - clock) * 1e6
             sim.set_torques(cmd.tau)
             apply_due_pushes(sim, self.base, pending, t)
             if replay is not None and i % REPLAY_EVERY == 0:
                 self._record_frame(replay, t, q, cmd)
             if on_step is not None:
                 on_step(i, t, q, v, cmd)
-            try:
-                sim.step()
-            except errors.SimulationDiverged:
+            if not step_survived(sim):
                 fell = True
                 break
+            log["step_us"].append(step_us)  # a row per completed step in every array
             self._record(log, t, q, cmd, offset, feet0)
             bar.update(1)
             if q[2] < 0.5 * base_z0:
