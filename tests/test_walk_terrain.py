@@ -59,12 +59,7 @@ def test_talos_climbs_a_stair_step_to():
         ("g1", "stairs-down", 0.7),
         ("g1", "slope", 1.2),
         ("g1", "stones", 1.2),
-        pytest.param(
-            "g1",
-            "rough",
-            1.2,
-            marks=pytest.mark.xfail(strict=True, reason="G1 falls on the ±2 cm height field (README: rough ground)"),
-        ),
+        ("g1", "rough", 1.2),
     ],
 )
 def test_walks_every_terrain(robot, kind, distance):

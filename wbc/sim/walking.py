@@ -156,9 +156,12 @@ class TerrainGait:
             step-to gait on stairs).
         distance: how far the scenes are walked, m.
         single_support, double_support: the timings over terrain, s (None: the robot's :class:`RobotGait`).
-        rough_contact_kp: the stance feet's pose-feedback stiffness on a height field, 1/s²: a rigid
-            sole rests on the bumps' tops and a stiff pull towards its landing pose rocks it (Talos
-            fell after 7 steps at :data:`CONTACT_KP`, walked at 300; G1 fell at 300, walked at 1000).
+        rough_contact_kp: the stance feet's pose-feedback stiffness on a height field, 1/s²: a sole
+            on a curved patch rests on three or four of its corners (in MuJoCo: the corner spheres
+            of :data:`wbc.sim.mujoco.SOLE_CORNER_RADIUS`), and a stiff pull towards its landing pose
+            rocks it onto two (measured on the ±2 cm field: Talos walks at 300 and at
+            :data:`CONTACT_KP`; G1 walks at 600 and 1000, falls after 10 steps at 2000 and after 3 at
+            :data:`CONTACT_KP`, its left foot standing on two corners).
     """
 
     size: loco.TerrainSize
