@@ -21,6 +21,10 @@ Scenarios (every step timed; each record gives the step's p50, p99, p99.9, max a
   process out (involuntary context switches, read between steps): on a shared machine those steps'
   times are someone else's, and the ``*_own`` percentiles leave them out.
 
+* ``--fresh N``: the standing benchmark (``--steps``, default 300) in N fresh processes, one after
+  the other: each process's first step (right after ``compile()``, nothing run before in the
+  process) against its p50; the medians and the maximum over the processes.
+
 ``--anchors`` runs the anchors after wbc (``--rounds N``: alternately, N times; the ratios are the
 medians of the per-round ratios, robust to the machine's drifts). Only ratios measured in the same
 run mean anything on a shared machine. ``python_us`` is the step's wall time less the compiled code's
@@ -33,12 +37,14 @@ import argparse
 import gc
 import json
 import resource
+import subprocess
+import sys
 import time
 
 import numpy as np
 
 import wbc
-from benchmarks.anchors.run import ANCHORS, run_anchor
+from benchmarks.anchors.run import ANCHORS, REPOSITORY, run_anchor
 from benchmarks.anchors.scenario import percentiles
 from wbc import robots, tasks
 from wbc.control.shortcut import INFEASIBLE
@@ -236,15 +242,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--walk", default=None, help="comma-separated robots (talos, g1): the walking scenario")
     parser.add_argument("--duration", type=float, default=6.0, help="with --walk: seconds of each run")
     parser.add_argument("--tail", action="store_true", help="the tail over --steps steps (default 20 000)")
+    parser.add_argument("--fresh", type=int, default=0, help="the first step in this many fresh processes")
     args = parser.parse_args(argv)
     if args.steps is None:
-        args.steps = 20000 if args.tail else 2000
+        args.steps = 20000 if args.tail else 300 if args.fresh else 2000
     if not args.lean:
         args.reset = 0
     if args.walk:
         return _walk_main(args)
     if args.tail:
         return _tail_main(args)
+    if args.fresh:
+        return _fresh_main(args)
     if args.levels:
         return _levels_main(args)
     if args.limits:
@@ -478,6 +487,31 @@ def _tail_main(args) -> int:
     _print_lines([x for x in lines if "failures" in x])
     for line in lines:
         print(json.dumps({k: line[k] for k in line if "step_us" in k or "p999" in k or k in ("scenario", "preempted")}))
+    return 0
+
+
+# ----------------------------------------------------------------------------------- the first step
+def _fresh_main(args) -> int:
+    """The standing benchmark in ``--fresh`` fresh processes: the first step against the p50."""
+    command = [sys.executable, "-m", "benchmarks.controller", "--json", "--steps", str(args.steps)]
+    command += ["--solver", args.solver, "--contact-model", args.contact_model]
+    records = []
+    for _ in range(args.fresh):
+        out = subprocess.run(command, capture_output=True, text=True, check=True, cwd=REPOSITORY)
+        records.append(json.loads(out.stdout.strip().splitlines()[0]))
+    first = np.array([r["first_step_us"] for r in records])
+    p50 = np.array([r["step_us_median"] for r in records])
+    summary = {
+        "benchmark": "first_step",
+        "processes": len(records),
+        "first_step_us_median": round(float(np.median(first)), 1),
+        "first_step_us_max": round(float(first.max()), 1),
+        "step_us_median": round(float(np.median(p50)), 1),
+        "first_to_p50_median": round(float(np.median(first / p50)), 3),
+        "first_to_p50_max": round(float((first / p50).max()), 3),
+        "first_step_us_per_process": first.tolist(),
+    }
+    print(json.dumps(summary))
     return 0
 
 

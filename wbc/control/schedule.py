@@ -36,6 +36,7 @@ from ..errors import InputError
 __all__ = [
     "ContactSchedule",
     "ContactState",
+    "ScheduleSnapshot",
     "PARAMETER_SIZE",
     "FMIN",
     "FMAX",
@@ -125,6 +126,18 @@ def _placement(name: str, placement) -> np.ndarray:
     return np.concatenate([T[0:3, 3], R.reshape(9)])
 
 
+@dataclasses.dataclass(frozen=True)
+class ScheduleSnapshot:
+    """What a :class:`ContactSchedule` holds at one time (:meth:`ContactSchedule.snapshot`): copies of
+    the contacts' states, the clock (s), the flags of work in progress and the version."""
+
+    states: dict[str, ContactState]
+    time: float
+    any_ramp: bool
+    any_pending: bool
+    version: int
+
+
 class ContactSchedule:
     """Activation, placements and force limits of the contacts of one controller, advanced by its clock."""
 
@@ -149,6 +162,27 @@ class ContactSchedule:
         nothing is done per step)."""
         self._flush()
         self.following, self._normal_at = source, list(indices)
+
+    def snapshot(self) -> ScheduleSnapshot:
+        """A copy of everything the schedule holds (the last command's normal forces read first), for
+        :meth:`restore`."""
+        self._flush()
+        states = {name: s.copy() for name, s in self._states.items()}
+        return ScheduleSnapshot(states, self._time, self._any_ramp, self._any_pending, self.version)
+
+    def restore(self, snapshot: ScheduleSnapshot) -> None:
+        """Put back what :meth:`snapshot` saved (into the same parameter arrays: the kernel reads them in
+        place) and stop following any source: what happened since is forgotten."""
+        for name, saved in snapshot.states.items():
+            s = self._states[name]
+            parameters = s.parameters
+            parameters[:] = saved.parameters
+            for field in dataclasses.fields(ContactState):
+                if field.name != "parameters":
+                    setattr(s, field.name, getattr(saved, field.name))
+        self._time, self._any_ramp, self._any_pending = snapshot.time, snapshot.any_ramp, snapshot.any_pending
+        self.version = snapshot.version
+        self.following = None
 
     def forget(self) -> None:
         """Stop following a source without reading it (its commands were not applied)."""

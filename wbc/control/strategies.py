@@ -114,6 +114,9 @@ class Strategy(abc.ABC):
     def attempt(self, step: Step) -> Command | None:
         """The step's command, or None to hand the step to the next unit."""
 
+    def forget(self) -> None:  # noqa: B027 (most units remember nothing)
+        """Forget what past steps taught the unit (warm starts)."""
+
 
 class OneCall(Strategy):
     """The input checks, the kernel, the shortcut and the command in one C call
@@ -214,6 +217,9 @@ class WorkingSet(Strategy):
         self.fast, self.solver, self.tolerance, self.writer = fast, solver, tolerance, writer
         self.max_rounds = max_rounds
         self.active = np.zeros(fast.Cu.size, dtype=bool)  # rows active at the last binding step's answer
+
+    def forget(self) -> None:
+        self.active[:] = False
 
     def attempt(self, step: Step) -> Command | None:
         if step.code != INFEASIBLE:
@@ -317,6 +323,11 @@ class StepPlan:
         self._objects = first._objects if isinstance(first, OneCall) else None
         if isinstance(first, OneCall):
             self._out, self._from_block = first.fast.out, first.writer.from_block
+
+    def forget(self) -> None:
+        """Every unit forgets what past steps taught it (:meth:`Strategy.forget`)."""
+        for strategy in self.strategies:
+            strategy.forget()
 
     def reset(self, q: Any, v: Any, t_start: float) -> Step:
         """The plan's :class:`Step`, reset for a new step at ``(q, v)``."""
