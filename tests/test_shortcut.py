@@ -166,14 +166,20 @@ def _unfused(ctrl):
     return ctrl
 
 
+@pytest.mark.parametrize("support", ["double", "single"])
 @pytest.mark.parametrize("limits", [False, True])
-def test_fused_step_equals_the_two_call_step(limits):
-    """Talos standing then pushed off balance: the one-call step (checks, kernel, shortcut, command in
-    C) gives the two-call step's command exactly (u, q̈, task errors, forces, normal forces recorded),
-    and q̈ = a₀ + B̂u holds to 1e-12 against the kernel's own outputs."""
+def test_fused_step_equals_the_two_call_step(limits, support):
+    """Talos standing (on both feet, or on one: a walking robot's single support, whose layout runs on
+    copies of the active rows and columns, made in C, and binds at the stance foot's centre-of-pressure
+    bounds) then pushed off balance: the one-call step (checks, kernel, shortcut, command in C) gives
+    the two-call step's command exactly (u, q̈, task errors, forces, the lifted foot's zero, normal
+    forces recorded), and q̈ = a₀ + B̂u holds to 1e-12 against the kernel's own outputs."""
     fused, spec, _ = _talos(limits)
     plain, _, _ = _talos(limits)
     _unfused(plain)
+    if support == "single":
+        for ctrl in (fused, plain):
+            ctrl.deactivate_contact(ctrl.contacts[1].name)
     model = spec.model
     q, v = spec.q0.copy(), np.zeros(model.nv)
     rng = np.random.default_rng(3)
@@ -185,16 +191,23 @@ def test_fused_step_equals_the_two_call_step(limits):
         assert np.abs(a.u - b.u).max() <= 1e-12 * scale
         assert np.abs(a.tau - b.tau).max() <= 1e-12 * scale
         assert np.abs(a.qdd - b.qdd).max() <= 1e-10 * (1.0 + np.abs(b.qdd).max())
-        a0, Bhat = fused._outputs.a0, fused._outputs.Bhat
+        a0, Bhat = fused._outputs.a0, fused._outputs.Bhat[:, fused._plan.layout.columns]
         assert np.abs(a.qdd - (a0 + Bhat @ a.u)).max() <= 1e-12 * (1.0 + np.abs(a.qdd).max())
         assert a.task_errors.keys() == b.task_errors.keys()
         for name in b.task_errors:
             assert np.array_equal(a.task_errors[name], b.task_errors[name])
         for c in fused.contacts:
+            assert a.forces[c.name].shape == b.forces[c.name].shape == (c.dim,)
             assert np.abs(a.forces[c.name] - b.forces[c.name]).max() <= 1e-12 * scale
             assert fused.contact_state(c.name).last_normal_force == pytest.approx(
-                c.normal_force(b.forces[c.name]), rel=1e-12, abs=1e-9
+                plain.contact_state(c.name).last_normal_force, rel=1e-12, abs=1e-9
             )
+            if fused.contact_active(c.name):
+                assert fused.contact_state(c.name).last_normal_force == pytest.approx(
+                    c.normal_force(b.forces[c.name]), rel=1e-12, abs=1e-9
+                )
+            else:
+                assert np.all(a.forces[c.name] == 0.0)
         v = v + 1e-3 * b.qdd + (0.02 * rng.standard_normal(model.nv) if i == 10 else 0.0)
         q = wbc.integrate(model, q, v, 1e-3)
     assert set(a.timings) == {"kernel", "qp", "total"} and a.timings["total"] >= a.timings["kernel"] > 0
@@ -392,7 +405,7 @@ def test_single_support_runs_compiled_on_the_active_rows_and_columns(limits):
     layout = ctrl._layout()
     assert not layout.all_columns and not layout.all_eq and not layout.all_in
     fast = ctrl._plan.shortcut
-    assert isinstance(fast, CompiledShortcut) and fast.layout is layout and not ctrl._plan.one_call
+    assert isinstance(fast, CompiledShortcut) and fast.layout is layout and ctrl._plan.one_call
 
     outputs = ctrl.evaluate(q, v)
     A, b, A_eq, b_eq, *_ = layout.select(outputs)

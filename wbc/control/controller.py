@@ -436,8 +436,6 @@ class WholeBodyController(NotCopyable):
         """Make ``fast`` run this layout's whole step in one C call, when it can (every contact's
         normal force linear in its variables; a compiled kernel)."""
         assert self.kernel is not None
-        if fast.gathered:  # a layout with inactive contributors: the kernel runs first
-            return False
         n = fast.u.size
         normal = np.zeros((len(self.contacts), n))
         rng = np.random.default_rng(0)
@@ -446,7 +444,8 @@ class WholeBodyController(NotCopyable):
             for f in rng.standard_normal((2, c.dim)):  # linear (all the library's contacts are)?
                 if not abs(c.normal_force(f) - w @ f) <= 1e-9 * (1.0 + np.abs(w).sum() * np.abs(f).max()):
                     return False
-            normal[k, layout.variables[c.name]] = w
+            if c.name in layout.variables:  # an inactive contact's normal force is zero
+                normal[k, layout.variables[c.name]] = w
         tree = self.model.tree if isinstance(self.model, ClusterModel) else self.model
         parts = [(start, stop) for start, stop, _, _ in checks.unit_parts(tree)]
         if not fast.attach(self.kernel, self.regularization, parts, self.check_inputs, normal):

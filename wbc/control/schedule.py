@@ -153,13 +153,13 @@ class ContactSchedule:
         self.version = 0  # incremented whenever a contact is activated or released
         #: the source whose ``block`` holds the last command's normal forces (read when needed), or None
         self.following: Any = None
-        self._normal_at: list[int] = []
+        self._normal_at: list[int | None] = []
 
-    def follow(self, source: Any, indices: Sequence[int]) -> None:
+    def follow(self, source: Any, indices: Sequence[int | None]) -> None:
         """From now on, until a normal force is recorded (:meth:`record`), the last command's normal
-        forces are ``source.block[i]`` for the ``i`` of ``indices`` (one per contact, in order): read
-        into the states only when one is next read or written (the one-call step writes them in C;
-        nothing is done per step)."""
+        forces are ``source.block[i]`` for the ``i`` of ``indices`` (one per contact, in order; None:
+        that contact's is kept): read into the states only when one is next read or written (the
+        one-call step writes them in C; nothing is done per step)."""
         self._flush()
         self.following, self._normal_at = source, list(indices)
 
@@ -195,7 +195,8 @@ class ContactSchedule:
             block = source.block
             if block is not None:
                 for s, i in zip(self._states.values(), self._normal_at):
-                    s.last_normal_force = float(block[i])
+                    if i is not None:
+                        s.last_normal_force = float(block[i])
 
     def idle(self, t: float) -> bool:
         """Move the clock to ``t`` (s) when nothing is in progress (no ramp, no placement to measure):

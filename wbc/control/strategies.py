@@ -5,11 +5,13 @@ contributors), the units tried in order; each :meth:`Strategy.attempt` returns t
 :class:`~wbc.control.command.Command`, or None to hand the step on:
 
 1. :class:`OneCall` — the input checks, the kernel, the shortcut and the command in one C call
-   (the common step: every contact's layout, a compiled kernel);
+   (the common step: a compiled kernel; a layout with a lifted foot included, its active rows and
+   columns copied in C);
 2. :class:`Evaluation` — otherwise the input checks and the kernel (not an answer: the stage the
    units below read);
-3. :class:`Shortcut` — the compiled shortcut on the layout's gathered rows and columns (a lifted foot),
-   or :class:`Minimizer` where the compiled shortcut does not apply (the solver's numpy minimizer);
+3. :class:`Shortcut` — the compiled shortcut on the layout's gathered rows and columns (when it is
+   not attached to the kernel), or :class:`Minimizer` where the compiled shortcut does not apply (the
+   solver's numpy minimizer);
 4. :class:`WorkingSet` — after either shortcut found a row of ``C u ≤ d`` broken (an inequality binds):
    the QP on a working set of rows in least-distance form, warm-started with the rows active at the
    previous binding step (:meth:`~wbc.control.solvers.QPSolver.least_distance`);
