@@ -19,7 +19,8 @@ Scenarios (every step timed; each record gives the step's p50, p99, p99.9, max a
   benchmark (a controller built and compiled just before) and of the balance demo's loop
   (:class:`wbc.sim.balance.Balance`); ``preempted`` counts the steps during which the OS switched the
   process out (involuntary context switches, read between steps): on a shared machine those steps'
-  times are someone else's, and the ``*_own`` percentiles leave them out.
+  times are someone else's, and the ``*_own`` percentiles leave them out; ``gc_steps`` counts the
+  steps during which Python's garbage collector ran, and the ``*_quiet`` percentiles leave out both.
 
 * ``--fresh N``: the standing benchmark (``--steps``, default 300) in N fresh processes, one after
   the other: each process's first step (right after ``compile()``, nothing run before in the
@@ -90,6 +91,23 @@ def build(
     return ctrl, spec, com, posture
 
 
+class _Collections:
+    """Counts the garbage collector's runs while installed (``with _Collections() as gcs: gcs.count``)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def _on(self, phase: str, info: dict) -> None:
+        self.count += phase == "start"
+
+    def __enter__(self) -> _Collections:
+        gc.callbacks.append(self._on)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        gc.callbacks.remove(self._on)
+
+
 def _switches() -> int:
     """Involuntary context switches of this process so far (the OS took the CPU away)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw
@@ -124,27 +142,31 @@ def run(
         com_task.set_target(com0 + np.array([0.0, lean, 0.0]))
     t_step, t_kernel, t_qp = np.zeros(steps), np.zeros(steps), np.zeros(steps)
     preempted = np.zeros(steps, dtype=bool)
+    collected = np.zeros(steps, dtype=bool)
     failures = binding = 0
     cmd = None
     clock = time.perf_counter
     switches = _switches()
-    for i in range(steps):
-        if reset and i % reset == 0:
-            q, v = spec.q0.copy(), np.zeros(model.nv)
-        t0 = clock()
-        cmd = ctrl.step(q, v)
-        t_step[i] = clock() - t0
-        now = _switches()
-        preempted[i], switches = now != switches, now
-        t_kernel[i] = cmd.timings["kernel"]
-        t_qp[i] = cmd.timings["qp"]
-        failures += cmd.status is not wbc.StepStatus.OPTIMAL
-        fast = ctrl._plan.shortcut  # after the timing: did the minimizer under the equalities break a row?
-        binding += fast is not None and fast(ctrl.regularization) == INFEASIBLE
-        v_mean = v + 0.5 * dt * cmd.qdd
-        v = v + dt * cmd.qdd
-        q = wbc.integrate(model, q, v_mean, dt)
-        switches = _switches()
+    with _Collections() as gcs:
+        for i in range(steps):
+            if reset and i % reset == 0:
+                q, v = spec.q0.copy(), np.zeros(model.nv)
+            collections = gcs.count
+            t0 = clock()
+            cmd = ctrl.step(q, v)
+            t_step[i] = clock() - t0
+            collected[i] = gcs.count != collections
+            now = _switches()
+            preempted[i], switches = now != switches, now
+            t_kernel[i] = cmd.timings["kernel"]
+            t_qp[i] = cmd.timings["qp"]
+            failures += cmd.status is not wbc.StepStatus.OPTIMAL
+            fast = ctrl._plan.shortcut  # after the timing: did the minimizer under the equalities break a row?
+            binding += fast is not None and fast(ctrl.regularization) == INFEASIBLE
+            v_mean = v + 0.5 * dt * cmd.qdd
+            v = v + dt * cmd.qdd
+            q = wbc.integrate(model, q, v_mean, dt)
+            switches = _switches()
     assert cmd is not None
     com = wbc.center_of_mass(model, q)
     normal = sum(c.normal_force(cmd.forces[c.name]) for c in ctrl.contacts)
@@ -164,7 +186,7 @@ def run(
         },
         "kernel_ops": ctrl.kernel.n_instructions,
         **percentiles(t_us),
-        **_own(t_us, preempted),
+        **_own(t_us, preempted, collected),
         "kernel_us_median": round(float(np.median(t_kernel)), 1),
         "qp_us_median": round(float(np.median(t_qp)), 1),
         "python_us_median": round(float(np.median(t_us - t_kernel - t_qp)), 2),
@@ -176,15 +198,23 @@ def run(
     }
 
 
-def _own(t_us: np.ndarray, preempted: np.ndarray) -> dict:
-    """The steps the OS preempted, and the percentiles of the others (``*_own``)."""
+def _own(t_us: np.ndarray, preempted: np.ndarray, collected: np.ndarray | None = None) -> dict:
+    """The steps the OS preempted, and the percentiles of the others (``*_own``); with ``collected``
+    (the steps during which the garbage collector ran), also those of the steps neither preempted nor
+    collecting (``*_quiet``)."""
     own = t_us[~preempted] if (~preempted).any() else t_us
     p = percentiles(own)
-    return {
+    record = {
         "preempted": int(preempted.sum()),
         "step_us_p999_own": p["step_us_p999"],
         "step_us_max_own": p["step_us_max"],
     }
+    if collected is not None:
+        quiet = ~preempted & ~collected
+        p = percentiles(t_us[quiet] if quiet.any() else t_us)
+        record |= {"gc_steps": int(collected.sum()), "step_us_p999_quiet": p["step_us_p999"]}
+        record["step_us_max_quiet"] = p["step_us_max"]
+    return record
 
 
 def build_panda(solver: str, levels: int) -> tuple[wbc.WholeBodyController, robots.RobotSpec]:
@@ -450,23 +480,27 @@ def balance_run(steps: int) -> dict:
 
     balance = Balance("talos", standard_scenario("talos", duration=steps * 1e-3))
     preempted: list[bool] = []
-    switches = [_switches()]
+    collected: list[bool] = []
+    switches = [_switches(), 0]
 
-    def on_step(i, t, q, v, cmd) -> None:  # after the step, before the simulator's: switches since the
-        now = _switches()  # last call (the simulator's step included: a superset of the step's own)
+    def on_step(i, t, q, v, cmd) -> None:  # after the step, before the simulator's: switches (and
+        now = _switches()  # collections) since the last call (the simulator's step included: a superset)
         preempted.append(now != switches[0])
-        switches[0] = now
+        collected.append(gcs.count != switches[1])
+        switches[:] = now, gcs.count
 
-    run = balance.run(progress=False, on_step=on_step)
+    with _Collections() as gcs:
+        run = balance.run(progress=False, on_step=on_step)
     t_us = np.asarray(run["step_us"])
     mask = np.asarray(preempted[: t_us.size], dtype=bool)
+    gc_mask = np.asarray(collected[: t_us.size], dtype=bool)
     return {
         "scenario": "balance_demo",
         "robot": "talos",
         "steps": int(t_us.size),
         "fell": bool(run["fell"]),
         **percentiles(t_us),
-        **_own(t_us, mask),
+        **_own(t_us, mask, gc_mask),
     }
 
 
@@ -485,8 +519,9 @@ def _tail_main(args) -> int:
             print(json.dumps(line))
         return 0
     _print_lines([x for x in lines if "failures" in x])
+    keep = ("scenario", "preempted", "gc_steps")
     for line in lines:
-        print(json.dumps({k: line[k] for k in line if "step_us" in k or "p999" in k or k in ("scenario", "preempted")}))
+        print(json.dumps({k: line[k] for k in line if "step_us" in k or "p999" in k or k in keep}))
     return 0
 
 
