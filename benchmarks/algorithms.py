@@ -69,7 +69,6 @@ import itertools
 import json
 import math
 import re
-import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -79,8 +78,10 @@ import casadi as ca
 import numpy as np
 
 import wbc
+from benchmarks import experiments
 from benchmarks import pinocchio_adapter as oracle
-from benchmarks.harness import Record, choice_list, interleaved_medians
+from benchmarks.experiments import Emit, Log
+from benchmarks.harness import Record, interleaved_medians
 from wbc import robots
 from wbc.algorithms.constraints import Constraint, ResolvedConstraint, resolve
 from wbc.algorithms.delassus import delassus_matrix
@@ -90,7 +91,7 @@ from wbc.algorithms.kinematics import TreeKinematics
 from wbc.codegen import Kernel, compile_function, trace
 from wbc.robots.synthetic import chain_urdf, stem_with_branches_urdf
 
-__all__ = ["main", "run", "Settings", "EXPERIMENTS"]
+__all__ = ["main", "Settings", "EXPERIMENTS"]
 
 EXPERIMENTS: tuple[str, ...] = ("fig3", "fig4a", "fig4b", "robots", "iim_pendulum", "iim_humanoid")
 DELASSUS_METHODS: tuple[str, ...] = ("pv-osimr", "pv-osim", "efpa", "ltl", "dense")
@@ -124,9 +125,6 @@ PAPER_SLOPES: dict[str, dict[str, float]] = {
     "fig4b": {"pv-osimr": 2.0, "efpa": 2.0, "pv-osim": 3.0},
 }
 AGREEMENT_TOL = 1e-8  # relative to the magnitude of Pinocchio's result
-
-Emit = Callable[[Record], None]
-Log = Callable[[str], None]
 
 
 # ----------------------------------------------------------------------------- settings
@@ -312,6 +310,18 @@ def record(
     return rec
 
 
+def traced_record(experiment: str, case: str, method: str, item: Traced, **extra: Any) -> Record:
+    """:func:`record` of a traced ``item``: its ops and tracing time, then ``extra``."""
+    return record(experiment, case, method, ops=item.ops, trace_s=round(item.seconds, 2), **extra)
+
+
+def keep(out: list[Record], emit: Emit, records: Sequence[Record]) -> None:
+    """Append ``records`` to ``out`` and emit them."""
+    for rec in records:
+        out.append(rec)
+        emit(rec)
+
+
 def summary(experiment: str, case: str, method: str | None, text: str, **extra: Any) -> Record:
     return {
         "experiment": experiment,
@@ -369,26 +379,15 @@ def run_fig3(settings: Settings, emit: Emit, log: Log) -> list[Record]:
                     log(f"  fig3 b={b}: LTL stopped before L={L} (nv={model.nv} > {settings.ltl_max_nv})")
                     continue
                 item = trace_delassus(model, constraints, method, f"stem{L}b{b}")
-                rec = record(
-                    "fig3",
-                    case,
-                    method,
-                    ops=item.ops,
-                    x=L,
-                    branches=b,
-                    nv=model.nv,
-                    m=constraint_dim(constraints),
-                    trace_s=round(item.seconds, 2),
+                rec = traced_record(
+                    "fig3", case, method, item, nv=model.nv, x=L, branches=b, m=constraint_dim(constraints)
                 )
-                out.append(rec)
-                emit(rec)
+                keep(out, emit, [rec])
                 if item.seconds > settings.trace_budget_s.get(method, math.inf):
                     active.remove(method)
                     log(f"  fig3 b={b}: {method} stopped after L={L} (trace {item.seconds:.1f} s)")
             log(f"  fig3 {case}: " + ", ".join(f"{r['method']} {r['ops']}" for r in out if r["case"] == case))
-    for rec in fig3_summaries(out):
-        out.append(rec)
-        emit(rec)
+    keep(out, emit, fig3_summaries(out))
     return out
 
 
@@ -461,22 +460,10 @@ def run_chain_scaling(experiment: str, sizes: Sequence[int], settings: Settings,
         case = f"chain n={links} " + (f"k={x} welds every {x}" if experiment == "fig4a" else "welds on all")
         for method in RECURSIVE:
             item = trace_delassus(model, constraints, method, f"{experiment}_{x}")
-            rec = record(
-                experiment,
-                case,
-                method,
-                ops=item.ops,
-                x=x,
-                nv=model.nv,
-                m=constraint_dim(constraints),
-                trace_s=round(item.seconds, 2),
-            )
-            out.append(rec)
-            emit(rec)
+            rec = traced_record(experiment, case, method, item, nv=model.nv, x=x, m=constraint_dim(constraints))
+            keep(out, emit, [rec])
         log(f"  {experiment} x={x}: " + ", ".join(f"{r['method']} {r['ops']}" for r in out if r["x"] == x))
-    for rec in slope_summaries(experiment, out, settings.fit_points):
-        out.append(rec)
-        emit(rec)
+    keep(out, emit, slope_summaries(experiment, out, settings.fit_points))
     return out
 
 
@@ -576,21 +563,19 @@ def run_robots(settings: Settings, emit: Emit, log: Log) -> list[Record]:
             log(f"  robots {case}: {method} {items[method].ops} ops (traced in {items[method].seconds:.1f} s)")
         times = time_delassus_case(spec, constraints, items, settings, log)
         for method, item in items.items():
-            rec = record(
+            rec = traced_record(
                 "robots",
                 case,
                 method,
-                ops=item.ops,
+                item,
                 wbc_us=times.get(method),
                 pinocchio_us=times.get("pinocchio"),
                 robot=spec.name,
                 nv=spec.model.nv,
                 m=constraint_dim(constraints),
-                trace_s=round(item.seconds, 2),
                 pinocchio_call="computeDelassusMatrix",
             )
-            out.append(rec)
-            emit(rec)
+            keep(out, emit, [rec])
         ratio = items["pv-osim"].ops / items["pv-osimr"].ops
         paper = f"paper: {rc.paper}" + (f" (PV-OSIM/PV-OSIMr ≈ {rc.paper_ratio:.3f})" if rc.paper_ratio else "")
         rec = summary(
@@ -651,22 +636,20 @@ def run_iim_pendulum(settings: Settings, emit: Emit, log: Log) -> list[Record]:
                 times = time_bhat_case(vmodel, None, urdf, [], items, settings, log)
             for method, item in items.items():
                 pin_us = times.get("pinocchio_aba" if method == "aba" else "pinocchio")
-                rec = record(
+                rec = traced_record(
                     "iim_pendulum",
                     f"pendulum n={n} {variant}",
                     method,
-                    ops=item.ops,
+                    item,
                     wbc_us=times.get(method),
                     pinocchio_us=pin_us,
                     ops_no_cse=item.ops_no_cse,
                     x=n,
                     variant=variant,
                     inputs=vmodel.n_actuated,
-                    trace_s=round(item.seconds, 2),
                     pinocchio_call=("aba" if method == "aba" else "computeMinverse@B") if times else None,
                 )
-                out.append(rec)
-                emit(rec)
+                keep(out, emit, [rec])
         log(
             f"  iim_pendulum n={n}: "
             + ", ".join(f"{r['variant'][0]}:{r['method']} {r['ops']}/{r['ops_no_cse']}" for r in out if r.get("x") == n)
@@ -797,22 +780,20 @@ def run_iim_humanoid(settings: Settings, emit: Emit, log: Log) -> list[Record]:
     case = f"talos {spec.model.n_actuated} torques + 8x3d corners"
     for method, item in items.items():
         is_aba = method == "aba"
-        rec = record(
+        rec = traced_record(
             "iim_humanoid",
             case,
             method,
-            ops=item.ops,
+            item,
             wbc_us=times.get(method),
             pinocchio_us=times["pinocchio_aba" if is_aba else "pinocchio"],
             ops_no_cse=item.ops_no_cse,
             inputs=spec.model.n_actuated + constraint_dim(constraints),
             nv=spec.model.nv,
-            trace_s=round(item.seconds, 2),
             pinocchio_call="aba" if is_aba else "computeMinverse@B",
             pinocchio_with_jacobians_us=None if is_aba else _round(times.get("pinocchio_with_jacobians")),
         )
-        out.append(rec)
-        emit(rec)
+        keep(out, emit, [rec])
     iim_ops, aba_ops, iim_us = items["iim"].ops, items["aba"].ops, times["iim"]
     pin_us, pin_jac_us = times["pinocchio"], times["pinocchio_with_jacobians"]
     text = (
@@ -947,17 +928,8 @@ def format_tables(records: Sequence[Record]) -> str:
 
 
 # ----------------------------------------------------------------------------- plots
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def plot_fig3(records: Sequence[Record], path: Path) -> None:
-    plt = _pyplot()
+    plt = experiments.pyplot()
     rows = [r for r in records if r["experiment"] == "fig3" and r.get("kind") != "summary"]
     branches = sorted({r["branches"] for r in rows})
     ncols = 3
@@ -1008,13 +980,11 @@ def plot_fig3(records: Sequence[Record], path: Path) -> None:
     fig.suptitle(
         "PV-OSIMr paper Fig. 3: stem with b branches of 7 links per side, a 6D weld at every tip (ops with CSE)"
     )
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    experiments.save_figure(fig, path)
 
 
 def plot_chain(records: Sequence[Record], experiment: str, path: Path) -> None:
-    plt = _pyplot()
+    plt = experiments.pyplot()
     rows = [r for r in records if r["experiment"] == experiment]
     table = _ops_table(rows)
     fits = {r["method"]: r for r in rows if r.get("kind") == "summary" and "slope" in r}
@@ -1051,13 +1021,11 @@ def plot_chain(records: Sequence[Record], experiment: str, path: Path) -> None:
     ax.set_title(f"PV-OSIMr paper Fig. 4({panel}); slopes fitted over {var} = {fit_x[0]}..{fit_x[-1]} (dotted)")
     ax.grid(alpha=0.3, which="both")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    experiments.save_figure(fig, path)
 
 
 def plot_robots(records: Sequence[Record], path: Path) -> None:
-    plt = _pyplot()
+    plt = experiments.pyplot()
     rows = [r for r in records if r["experiment"] == "robots" and r.get("kind") != "summary"]
     ratios = {r["case"]: r for r in records if r["experiment"] == "robots" and r.get("kind") == "summary"}
     cases = list(dict.fromkeys(r["case"] for r in rows))
@@ -1120,13 +1088,11 @@ def plot_robots(records: Sequence[Record], path: Path) -> None:
         ax.set_xticks(x, [c.replace(" + ", "\n+ ") for c in cases], fontsize=8)
         ax.grid(axis="y", alpha=0.3)
         ax.legend(fontsize=7, ncol=3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    experiments.save_figure(fig, path)
 
 
 def plot_pendulum(records: Sequence[Record], path: Path) -> None:
-    plt = _pyplot()
+    plt = experiments.pyplot()
     rows = [r for r in records if r["experiment"] == "iim_pendulum" and r.get("kind") != "summary"]
     fig, axes = plt.subplots(2, 2, figsize=(13, 9), squeeze=False)
     for col, variant in enumerate(("single", "full")):
@@ -1172,13 +1138,11 @@ def plot_pendulum(records: Sequence[Record], path: Path) -> None:
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=7)
     fig.suptitle("IIM paper Sec. 6.1: planar n-link pendulum, B̂ = M⁻¹B by IIM / eUFM / dense vs plain ABA")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    experiments.save_figure(fig, path)
 
 
 def plot_humanoid(records: Sequence[Record], path: Path) -> None:
-    plt = _pyplot()
+    plt = experiments.pyplot()
     rows = [r for r in records if r["experiment"] == "iim_humanoid" and r.get("kind") != "summary"]
     fig, (ax_ops, ax_us) = plt.subplots(1, 2, figsize=(13, 5))
     names = [LABELS[r["method"]] for r in rows]
@@ -1212,16 +1176,12 @@ def plot_humanoid(records: Sequence[Record], path: Path) -> None:
     ax_us.set_title("time, same run")
     ax_us.grid(axis="y", alpha=0.3)
     fig.suptitle(f"IIM paper Sec. 6.2 analogue: {rows[0]['case']} (B̂ {rows[0]['nv']} × {rows[0]['inputs']})")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    experiments.save_figure(fig, path)
 
 
 def write_outputs(records: Sequence[Record], out: Path, meta: Record) -> list[Path]:
     """``bench_algorithms.json`` and one PNG per experiment present; returns the files written."""
-    out.mkdir(parents=True, exist_ok=True)
-    written = [out / "bench_algorithms.json"]
-    written[0].write_text(json.dumps({"meta": meta, "records": list(records)}, indent=1, ensure_ascii=False) + "\n")
+    written = [experiments.write_json(out / "bench_algorithms.json", meta, records)]
     present = {r["experiment"] for r in records}
     plots: list[tuple[str, Callable[[Path], None]]] = [
         ("fig3", lambda p: plot_fig3(records, p)),
@@ -1250,36 +1210,13 @@ RUNNERS: dict[str, Callable[[Settings, Emit, Log], list[Record]]] = {
 }
 
 
-def run(experiments: Sequence[str], settings: Settings, emit: Emit, log: Log) -> list[Record]:
-    """Run ``experiments`` in order; every record goes to ``emit`` as soon as it exists."""
-    records: list[Record] = []
-    for name in experiments:
-        t0 = time.perf_counter()
-        log(f"{name}: running")
-        records += RUNNERS[name](settings, emit, log)
-        log(f"{name}: done in {time.perf_counter() - t0:.0f} s")
-    return records
-
-
-def _experiment_list(text: str) -> list[str]:
-    return choice_list(text, list(EXPERIMENTS), "experiment")
-
-
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description="Reproduce the PV-OSIMr paper's Delassus comparisons (Figs. 3-6) and the IIM paper's "
+    parser = experiments.experiment_parser(
+        "Reproduce the PV-OSIMr paper's Delassus comparisons (Figs. 3-6) and the IIM paper's "
         "B̂ = M⁻¹B comparisons (Sec. 6) with wbc: CasADi op counts, compiled times, Pinocchio side by side.",
-    )
-    parser.add_argument("--json", action="store_true", help="print one JSON object per line instead of tables")
-    parser.add_argument(
-        "--out", type=Path, default=None, help="write DIR/bench_algorithms.json and one PNG per experiment"
-    )
-    parser.add_argument("--quick", action="store_true", help="reduced sweeps and timing (smoke test)")
-    parser.add_argument(
-        "--only",
-        type=_experiment_list,
-        default=list(EXPERIMENTS),
-        help=f"comma-separated experiments (default: all of {','.join(EXPERIMENTS)})",
+        EXPERIMENTS,
+        "bench_algorithms.json",
+        "reduced sweeps and timing",
     )
     parser.add_argument(
         "--replot",
@@ -1296,24 +1233,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the selected experiments (see the module docstring); returns the exit status."""
     args = parse_args(argv)
     settings = Settings.quick() if args.quick else Settings.full()
-
-    def log(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
-
-    def emit(rec: Record) -> None:
-        if args.json:
-            print(json.dumps(rec, ensure_ascii=False), flush=True)
-
     if args.replot is not None:
         saved = json.loads(args.replot.read_text())
         records, meta = saved["records"], saved["meta"]
         print(format_tables(records))
         if args.out is not None:
-            log("wrote " + ", ".join(str(p) for p in write_outputs(records, args.out, meta)))
+            experiments.log("wrote " + ", ".join(str(p) for p in write_outputs(records, args.out, meta)))
         return 0
     t0 = time.perf_counter()
-    records = run(args.only, settings, emit, log)
-    wall = time.perf_counter() - t0
+    records = experiments.run_experiments(RUNNERS, args.only, settings, experiments.json_emitter(args.json))
     meta = {
         "experiment": "run",
         "kind": "meta",
@@ -1322,20 +1250,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "ops": None,
         "wbc_us": None,
         "pinocchio_us": None,
-        "wall_s": round(wall, 1),
+        "wall_s": round(time.perf_counter() - t0, 1),
         "quick": args.quick,
         "experiments": list(args.only),
         "settings": {k: v for k, v in dataclasses.asdict(settings).items()},
     }
-    if args.json:
-        emit(meta)
-    else:
-        print(format_tables(records))
-        print(f"\nwall time {wall:.0f} s")
-    if args.out is not None:
-        written = write_outputs(records, args.out, meta)
-        log("wrote " + ", ".join(str(p) for p in written))
-    return 0
+    return experiments.report(args, records, meta, format_tables, write_outputs)
 
 
 if __name__ == "__main__":

@@ -40,8 +40,6 @@ tables). ``--quick`` is a smoke test. Usage::
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -51,10 +49,12 @@ import numpy as np
 import pinocchio as pin
 
 import wbc
+from benchmarks import experiments
 from benchmarks import pinocchio_adapter as oracle
-from benchmarks.harness import Record, calls_per_block, interleaved_blocks, median, relative_spread
+from benchmarks.experiments import Emit, Log
+from benchmarks.harness import Record, bind, loglog_slope, time_sides
 from wbc.codegen import cluster_functions as ck
-from wbc.codegen.kernel import Kernel, compile_function
+from wbc.codegen.kernel import Kernel
 from wbc.robots import RobotSpec
 from wbc.robots import clustered as robots
 
@@ -133,9 +133,6 @@ METHODS = {
 }
 NAMES = {"inverse": "C-RNEA", "forward": "C-ABA", "osim": "C-EFPA"}
 
-Log = Callable[[str], None]
-Emit = Callable[[Record], None]
-
 
 def _table_robots(quick: bool) -> list[tuple[str, Callable[[], RobotSpec]]]:
     out = [
@@ -172,31 +169,34 @@ def _pinocchio_records(case: str, k: Kernel, times: dict, err, emit: Emit) -> li
     return records
 
 
-def _kernel(function, log: Log) -> Kernel:
-    t0 = time.perf_counter()
-    k = compile_function(function)
-    if k.compile_seconds:
-        log(f"    compiled {function.name()} ({k.n_instructions} ops) in {time.perf_counter() - t0:.1f} s")
-    return k
-
-
 def _state(cm: wbc.ClusterModel, seed: int = 0):
     rng = np.random.default_rng(seed)
     y = cm.random_configuration(rng, scale=0.5)
     return y, rng.normal(size=cm.nv), rng.normal(size=cm.nv)
 
 
-def _bind(kernel: Kernel, *args) -> Callable[[], object]:
-    for dst, src in zip(kernel.inputs, args):
-        np.copyto(dst, np.reshape(src, dst.shape))
-    return kernel.run
+def _timed_methods(kind: str, robot: RobotSpec, methods: Sequence[str], settings, log: Log):
+    """``(ops, times)`` of the compiled ``kind`` kernels of ``methods`` on ``robot`` at one random
+    state, timed side by side (a method without a model, e.g. no approximate one, is left out)."""
+    cm = robot.model
+    contacts = [wbc.PointConstraint(f, o) for f, o in robot.contacts]
+    y, v, t = _state(cm)
+    sides, ops = {}, {}
+    for m in methods:
+        try:
+            k = experiments.compile_logged(_kernels_for(kind, cm, contacts, m), log)
+        except wbc.ModelError as e:  # no approximate model (e.g. a body hanging from a rod)
+            log(f"    {m}: {e}")
+            continue
+        ops[m] = k.n_instructions
+        sides[m] = bind(k, y) if kind == "osim" else bind(k, y, v, t)
+    return ops, time_sides(sides, settings.rounds, settings.block_ms)
 
 
-def _time(sides: dict[str, Callable[[], object]], rounds: int, block_ms: float) -> dict[str, tuple[float, float]]:
-    """``{side: (median µs, spread)}`` of interleaved blocks."""
-    calls = {n: calls_per_block(c, block_ms) for n, c in sides.items()}
-    samples = interleaved_blocks(sides, rounds, calls)
-    return {n: (median(s), relative_spread(s)) for n, s in samples.items()}
+def _timing(method: str, ops: dict[str, int], times: dict[str, tuple[float, float]]) -> Record:
+    """The fields of a record that say how ``method`` did: its ops, median µs and spread."""
+    us, spread = times[method]
+    return {"method": method, "ops": ops[method], "wbc_us": round(us, 3), "spread": round(spread, 3)}
 
 
 def _kernels_for(kind: str, cm: wbc.ClusterModel, contacts, method: str):
@@ -213,31 +213,17 @@ def run_tables(settings: argparse.Namespace, emit: Emit, log: Log) -> list[Recor
     for label, build in _table_robots(settings.quick):
         robot = build()
         cm = robot.model
-        contacts = [wbc.PointConstraint(f, o) for f, o in robot.contacts]
-        y, v, t = _state(cm)
         log(f"tables: {label} (nv {cm.nv}, spanning {cm.tree.nv})")
         for kind, methods in METHODS.items():
-            sides, ops = {}, {}
-            for m in methods:
-                try:
-                    k = _kernel(_kernels_for(kind, cm, contacts, m), log)
-                except wbc.ModelError as e:  # no approximate model (e.g. a body hanging from a rod)
-                    log(f"    {m}: {e}")
-                    continue
-                ops[m] = k.n_instructions
-                sides[m] = _bind(k, y) if kind == "osim" else _bind(k, y, v, t)
-            times = _time(sides, settings.rounds, settings.block_ms)
+            ops, times = _timed_methods(kind, robot, methods, settings, log)
             ref = times["cluster"][0]
-            for m in sides:
+            for m in times:
                 pct = 100.0 * (times[m][0] / ref - 1.0)
                 rec = {
                     "experiment": "tables",
                     "case": label,
                     "table": kind,
-                    "method": m,
-                    "ops": ops[m],
-                    "wbc_us": round(times[m][0], 3),
-                    "spread": round(times[m][1], 3),
+                    **_timing(m, ops, times),
                     "percent": round(pct, 1),
                     "ops_percent": round(100.0 * (ops[m] / ops["cluster"] - 1.0), 1),
                     "paper_percent": PAPER[kind].get(m, {}).get(label) if m != "cluster" else 0.0,
@@ -258,25 +244,9 @@ def _sweep(kind: str, chains: Sequence[str], methods: Sequence[str], settings, e
             if chain == "PBT" and n % 2:
                 continue
             robot = robots.geared_chain(n) if chain == "GT" else robots.belt_chain(n)
-            cm = robot.model
-            contacts = [wbc.PointConstraint(f, o) for f, o in robot.contacts]
-            y, v, t = _state(cm)
-            sides, ops = {}, {}
+            ops, times = _timed_methods(kind, robot, methods, settings, log)
             for m in methods:
-                k = _kernel(_kernels_for(kind, cm, contacts, m), log)
-                ops[m] = k.n_instructions
-                sides[m] = _bind(k, y) if kind == "osim" else _bind(k, y, v, t)
-            times = _time(sides, settings.rounds, settings.block_ms)
-            for m in methods:
-                rec = {
-                    "experiment": experiment,
-                    "case": chain,
-                    "method": m,
-                    "x": n,
-                    "ops": ops[m],
-                    "wbc_us": round(times[m][0], 3),
-                    "spread": round(times[m][1], 3),
-                }
+                rec = {"experiment": experiment, "case": chain, "x": n, **_timing(m, ops, times)}
                 emit(rec)
                 records.append(rec)
             log(f"{experiment}: {chain} n={n}: " + ", ".join(f"{m} {times[m][0]:.2f} µs" for m in methods))
@@ -292,17 +262,13 @@ def _sweep(kind: str, chains: Sequence[str], methods: Sequence[str], settings, e
                 "kind": "summary",
                 "case": chain,
                 "method": m,
-                "slope_time": round(_slope(x, [p[1] for p in big]), 2),
-                "slope_ops": round(_slope(x, [p[2] for p in big]), 2),
+                "slope_time": round(loglog_slope(x, [p[1] for p in big]), 2),
+                "slope_ops": round(loglog_slope(x, [p[2] for p in big]), 2),
                 "fit_range": [x[0], x[-1]],
             }
             emit(rec)
             records.append(rec)
     return records
-
-
-def _slope(x, y) -> float:
-    return float(np.polyfit(np.log(np.asarray(x, float)), np.log(np.asarray(y, float)), 1)[0])
 
 
 def run_fig11(settings, emit: Emit, log: Log) -> list[Record]:
@@ -329,8 +295,8 @@ def run_pinocchio(settings, emit: Emit, log: Log) -> list[Record]:
         robot = robots.g1_parallel_ankle(geared=geared)
         cm = robot.model
         y, v, t = _state(cm)
-        k = _kernel(ck.c_aba_function(cm), log)
-        sides = {"c-aba": _bind(k, y, v, t)}
+        k = experiments.compile_logged(ck.c_aba_function(cm), log)
+        sides = {"c-aba": bind(k, y, v, t)}
         if not geared:
             pm = oracle.cluster_model(cm)
             yd = cm.spanning_velocity(y, v)
@@ -345,14 +311,14 @@ def run_pinocchio(settings, emit: Emit, log: Log) -> list[Record]:
             )
         else:
             err = None
-        times = _time(sides, settings.rounds, settings.block_ms)
+        times = time_sides(sides, settings.rounds, settings.block_ms)
         case = f"g1_parallel_ankle{'' if geared else '_rotor_free'}"
         records += _pinocchio_records(case, k, times, err, emit)
     # MIT Humanoid: constraintDynamics on the spanning tree (couplings not expressible) and C-ABA
     robot = robots.mit_humanoid()
     cm = robot.model
     y, v, t = _state(cm)
-    k = _kernel(ck.c_aba_function(cm), log)
+    k = experiments.compile_logged(ck.c_aba_function(cm), log)
     pm = oracle.cluster_model(cm)
     yd = cm.spanning_velocity(y, v)
     tau = np.zeros(pm.nv)
@@ -374,18 +340,18 @@ def run_pinocchio(settings, emit: Emit, log: Log) -> list[Record]:
     cd_none = oracle.constraint_dynamics_call(pm, [], y, yd, tau)
     pm_data = pm.createData()
     sides = {
-        "c-aba": _bind(k, y, v, t),
+        "c-aba": bind(k, y, v, t),
         "constraintDynamics (spanning tree, no couplings)": cd_none,
         "constraintDynamics (spanning tree, 2 feet 6D)": cd_feet,
         "pin.aba (spanning tree, no couplings)": lambda pd=pm_data: pin.aba(pm, pd, y, yd, tau),
     }
-    times = _time(sides, settings.rounds, settings.block_ms)
+    times = time_sides(sides, settings.rounds, settings.block_ms)
     records += _pinocchio_records("mit_humanoid", k, times, err, emit)
     # Mini Cheetah: the exact route through Pinocchio's mimic joints (CRBA + bias + Cholesky)
     robot = robots.mini_cheetah()
     cm = robot.model
     y, v, t = _state(cm)
-    k = _kernel(ck.c_aba_function(cm), log)
+    k = experiments.compile_logged(ck.c_aba_function(cm), log)
     pm = _mimic_model(cm)
     order = [cm.joint_names.index(pm.names[i]) for i in range(1, pm.njoints) if pm.names[i] in cm.joint_names]
     vorder = [0, 1, 2, 3, 4, 5] + [6 + o - 1 for o in order[1:]]
@@ -401,7 +367,9 @@ def run_pinocchio(settings, emit: Emit, log: Log) -> list[Record]:
         return _cho_solve((c, low), tm - h)
 
     err = _check("Mini Cheetah C-ABA vs mimic", k(y, v, t)[0][vorder], mimic_fd())
-    times = _time({"c-aba": _bind(k, y, v, t), "mimic crba+nle+cholesky": mimic_fd}, settings.rounds, settings.block_ms)
+    times = time_sides(
+        {"c-aba": bind(k, y, v, t), "mimic crba+nle+cholesky": mimic_fd}, settings.rounds, settings.block_ms
+    )
     records += _pinocchio_records("mini_cheetah", k, times, err, emit)
     return records
 
@@ -436,11 +404,7 @@ RUNNERS = {"tables": run_tables, "fig11": run_fig11, "fig13": run_fig13, "pinocc
 
 # ------------------------------------------------------------------------------------- output
 def _fmt(x: Any) -> str:
-    if x is None:
-        return "—"
-    if isinstance(x, float):
-        return f"{x:+.1f}" if abs(x) < 1e4 else f"{x:.3g}"
-    return str(x)
+    return experiments.cell(x, "+.1f", ".3g", none="—")
 
 
 def format_tables(records: Sequence[Record]) -> str:
@@ -466,7 +430,7 @@ def format_tables(records: Sequence[Record]) -> str:
             line += f"{r['wbc_us']:.2f} ({r['ops']} ops)".rjust(22)
         out.append(line)
     for exp in ("fig11", "fig13"):
-        sums = [r for r in records if r["experiment"] == exp and r.get("kind") == "summary"]
+        sums = experiments.summaries(records, exp)
         if sums:
             out.append(
                 f"\n{exp}: log-log slopes over n = {sums[0]['fit_range'][0]}..{sums[0]['fit_range'][1]} (time, ops)"
@@ -486,17 +450,8 @@ def format_tables(records: Sequence[Record]) -> str:
 
 
 def write_outputs(records: Sequence[Record], out: Path, meta: Record) -> list[Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "bench_clusters.json"
-    path.write_text(json.dumps({"meta": meta, "records": list(records)}, indent=1))
-    written = [path]
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:  # pragma: no cover
-        return written
+    written = [experiments.write_json(out / "bench_clusters.json", meta, records)]
+    plt = experiments.pyplot()
     for exp, chains, ylabel in (
         ("fig11", ("GT", "PBT"), "forward dynamics, µs"),
         ("fig13", ("PBT",), "inverse OSIM, µs"),
@@ -516,11 +471,7 @@ def write_outputs(records: Sequence[Record], out: Path, meta: Record) -> list[Pa
             ax.set_ylabel(ylabel)
             ax.legend()
             ax.grid(alpha=0.3)
-        fig.tight_layout()
-        p = out / f"{exp}.png"
-        fig.savefig(p, dpi=120)
-        plt.close(fig)
-        written.append(p)
+        written.append(experiments.save_figure(fig, out / f"{exp}.png", dpi=120))
     tab = [r for r in records if r["experiment"] == "tables" and r["method"] != "cluster"]
     if tab:
         fig, axes = plt.subplots(1, 3, figsize=(16, 4))
@@ -550,54 +501,26 @@ def write_outputs(records: Sequence[Record], out: Path, meta: Record) -> list[Pa
             ax.set_title(f"% time vs {NAMES[kind]}")
             ax.axhline(0, color="k", lw=0.5)
             ax.legend(fontsize=7)
-        fig.tight_layout()
-        p = out / "tables.png"
-        fig.savefig(p, dpi=120)
-        plt.close(fig)
-        written.append(p)
+        written.append(experiments.save_figure(fig, out / "tables.png", dpi=120))
     return written
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="The cluster paper's speed comparisons with wbc (see the docstring).")
-    parser.add_argument("--json", action="store_true", help="one JSON object per line instead of tables")
-    parser.add_argument("--out", type=Path, default=None, help="write DIR/bench_clusters.json and PNGs")
-    parser.add_argument("--quick", action="store_true", help="smoke test: few robots, sizes and rounds")
-    parser.add_argument("--only", default=",".join(EXPERIMENTS), help=f"comma-separated of {','.join(EXPERIMENTS)}")
-    args = parser.parse_args(argv)
-    args.only = [x.strip() for x in args.only.split(",") if x.strip()]
-    unknown = [x for x in args.only if x not in EXPERIMENTS]
-    if unknown:
-        parser.error(f"unknown experiment(s) {unknown}; known: {', '.join(EXPERIMENTS)}")
-    args.rounds = 5 if args.quick else 15
-    args.block_ms = 5.0 if args.quick else 20.0
+    description = "The cluster paper's speed comparisons with wbc (see the docstring)."
+    parser = experiments.experiment_parser(
+        description, EXPERIMENTS, "bench_clusters.json", "few robots, sizes and rounds"
+    )
+    args = experiments.parse_timed(parser, argv)
     args.sizes = (2, 4, 8) if args.quick else (2, 4, 6, 8, 10, 12, 16, 20, 24)
     return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-
-    def log(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
-
-    def emit(rec: Record) -> None:
-        if args.json:
-            print(json.dumps(rec, ensure_ascii=False), flush=True)
-
     t0 = time.perf_counter()
-    records: list[Record] = []
-    for name in args.only:
-        records += RUNNERS[name](args, emit, log)
+    records = experiments.run_experiments(RUNNERS, args.only, args, experiments.json_emitter(args.json))
     meta = {"experiment": "run", "kind": "meta", "wall_s": round(time.perf_counter() - t0, 1), "quick": args.quick}
-    if args.json:
-        emit(meta)
-    else:
-        print(format_tables(records))
-        print(f"\nwall time {meta['wall_s']:.0f} s")
-    if args.out is not None:
-        log("wrote " + ", ".join(str(p) for p in write_outputs(records, args.out, meta)))
-    return 0
+    return experiments.report(args, records, meta, format_tables, write_outputs)
 
 
 if __name__ == "__main__":

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -51,27 +50,18 @@ import numpy as np
 import pinocchio as pin
 
 import wbc
+from benchmarks import experiments
 from benchmarks import pinocchio_adapter as oracle
+from benchmarks.experiments import Emit, Log
 from benchmarks.harness import Record, bind, loglog_slope, time_sides
 from wbc.algorithms.maximal.structure import Ordering, fill_in, patterns
-from wbc.codegen import Kernel, compile_function
 from wbc.codegen import algorithm_functions as tk
 from wbc.codegen import cluster_functions as ck
 from wbc.codegen.maximal_functions import maximal_function
 from wbc.robots import clustered as loops_robots
 from wbc.robots import synthetic
 
-Log = Callable[[str], None]
-Emit = Callable[[Record], None]
 RECURSIVE, SCHUR, DENSE = wbc.MaximalMethod.RECURSIVE, wbc.MaximalMethod.SCHUR, wbc.MaximalMethod.DENSE
-
-
-def _kernel(function, log: Log) -> Kernel:
-    t0 = time.perf_counter()
-    k = compile_function(function)
-    if k.compile_seconds:
-        log(f"    compiled {function.name()} ({k.n_instructions} ops) in {time.perf_counter() - t0:.1f} s")
-    return k
 
 
 def _check(what: str, ours, theirs, tol: float = 1e-8) -> float:
@@ -115,7 +105,7 @@ def run_scaling(settings, emit: Emit, log: Log) -> list[Record]:
             for m, f in functions.items():
                 if m == "dense" and n > settings.dense_time_max:
                     continue
-                k = _kernel(f, log)
+                k = experiments.compile_logged(f, log)
                 sides[m] = bind(k, q, v, t)
                 sides[m]()
                 if m != "aba":
@@ -180,6 +170,13 @@ def _run(function, *args) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------- robots
+def _run_once(sides: dict[str, Callable[[], object]]) -> dict[str, Callable[[], object]]:
+    """``sides``, each called once (bound kernels then hold their results in ``outputs``)."""
+    for side in sides.values():
+        side()
+    return sides
+
+
 def _record(case: str, method: str, times, ops: int | None, anchor: str, **extra) -> Record:
     us, spread = times[method]
     rec = {
@@ -203,9 +200,9 @@ def run_robots(settings, emit: Emit, log: Log) -> list[Record]:
     pm = oracle.catalog_model(spec)
     pd = pm.createData()
     q, v, t = _tree_state(model)
-    k_max = _kernel(maximal_function(model), log)
-    k_react = _kernel(maximal_function(model, reactions=True), log)
-    k_aba = _kernel(tk.aba_function(model), log)
+    k_max = experiments.compile_logged(maximal_function(model), log)
+    k_react = experiments.compile_logged(maximal_function(model, reactions=True), log)
+    k_aba = experiments.compile_logged(tk.aba_function(model), log)
     sides = {
         "maximal": bind(k_max, q, v, t),
         "maximal+reactions": bind(k_react, q, v, t),
@@ -213,8 +210,7 @@ def run_robots(settings, emit: Emit, log: Log) -> list[Record]:
         "pin.aba": lambda: pin.aba(pm, pd, q, v, t),
         "pin.aba+rnea (data.f)": lambda: pin.rnea(pm, pd, q, v, pin.aba(pm, pd, q, v, t)),
     }
-    for side in sides.values():
-        side()
+    _run_once(sides)
     expected = pin.aba(pm, pd, q, v, t)
     err = max(_check("talos maximal", k_max.outputs[0], expected), _check("talos aba", k_aba.outputs[0], expected))
     pin.rnea(pm, pd, q, v, expected)
@@ -235,13 +231,16 @@ def run_robots(settings, emit: Emit, log: Log) -> list[Record]:
     for label, robot in cases:
         cm = robot.model
         y, v, t = _cluster_state(cm)
-        k_max = _kernel(maximal_function(cm), log)
-        k_react = _kernel(maximal_function(cm, reactions=True), log)
-        k_caba = _kernel(ck.c_aba_function(cm), log)
-        sides = {"maximal": bind(k_max, y, v, t), "maximal+reactions": bind(k_react, y, v, t)}
-        sides["c-aba"] = bind(k_caba, y, v, t)
-        for side in sides.values():
-            side()
+        k_max = experiments.compile_logged(maximal_function(cm), log)
+        k_react = experiments.compile_logged(maximal_function(cm, reactions=True), log)
+        k_caba = experiments.compile_logged(ck.c_aba_function(cm), log)
+        sides = _run_once(
+            {
+                "maximal": bind(k_max, y, v, t),
+                "maximal+reactions": bind(k_react, y, v, t),
+                "c-aba": bind(k_caba, y, v, t),
+            }
+        )
         err = _check(f"{label} maximal vs C-ABA", k_max.outputs[0], k_caba.outputs[0])
         if "rotor_free" in label:
             ppm = oracle.cluster_model(cm)
@@ -282,13 +281,14 @@ def run_loops(settings, emit: Emit, log: Log) -> list[Record]:
     for k in settings.rods:
         cm = loops_robots.rod_chain(n, k).model
         y, v, t = _cluster_state(cm)
-        k_max = _kernel(maximal_function(cm), log)
-        k_schur = _kernel(maximal_function(cm, SCHUR), log)
-        k_caba = _kernel(ck.c_aba_function(cm), log)
-        sides = {"maximal": bind(k_max, y, v, t), "maximal (schur)": bind(k_schur, y, v, t)}
-        sides["c-aba"] = bind(k_caba, y, v, t)
-        for side in sides.values():
-            side()
+        k_max, k_schur = (
+            experiments.compile_logged(maximal_function(cm), log),
+            experiments.compile_logged(maximal_function(cm, SCHUR), log),
+        )
+        k_caba = experiments.compile_logged(ck.c_aba_function(cm), log)
+        sides = _run_once(
+            {"maximal": bind(k_max, y, v, t), "maximal (schur)": bind(k_schur, y, v, t), "c-aba": bind(k_caba, y, v, t)}
+        )
         err = _check(f"rod_chain {k} maximal vs C-ABA", k_max.outputs[0], k_caba.outputs[0])
         err = max(err, _check(f"rod_chain {k} schur vs C-ABA", k_schur.outputs[0], k_caba.outputs[0]))
         ppm = oracle.cluster_model(cm)
@@ -397,11 +397,27 @@ RUNNERS = {"scaling": run_scaling, "robots": run_robots, "loops": run_loops, "fi
 
 # ------------------------------------------------------------------------------------- output
 def _fmt(x: Any) -> str:
-    if x is None:
-        return "-"
-    if isinstance(x, float):
-        return f"{x:.3g}" if abs(x) < 1e4 else f"{x:.0f}"
-    return str(x)
+    return experiments.cell(x, ".3g", ".0f")
+
+
+def _robot_line(r: Record) -> str:
+    ratios = "  ".join(f"{k}={v}" for k, v in r.items() if k.startswith(("ratio", "ops_ratio")))
+    return f"  {r['case']:30s} {r['method']:24s} ops {_fmt(r['ops']):>7s}  {r['us']:9.2f} µs  {ratios}"
+
+
+def _loop_line(r: Record) -> str:
+    return (
+        f"  rows {r['x']:3d} {r['method']:24s} ops {_fmt(r['ops']):>7s} {r['us']:9.2f} µs   "
+        f"KKT {r['kkt_size']}, fill recursive {r['fill_recursive']}, schur {r.get('fill_schur')}, "
+        f"natural {r['fill_natural']}"
+    )
+
+
+def _fill_line(r: Record) -> str:
+    return (
+        f"  {r['case']:34s} {r['method']:9s} N {r['kkt_size']:4d}  nnz(KKT) {r['nnz_kkt']:6d}  "
+        f"nnz(L) {r['nnz_factor']:6d}  fill {r['fill']:5d} (in loop rows {r['loop_fill']})"
+    )
 
 
 def format_tables(records: Sequence[Record]) -> str:
@@ -415,57 +431,34 @@ def format_tables(records: Sequence[Record]) -> str:
                 if row:
                     cells = "  ".join(f"{x}:{o}/{_fmt(u)}" for x, o, u in row)
                     out.append(f"  {kind:5s} {m:8s} {cells}")
-        for r in records:
-            if r["experiment"] == "scaling" and r.get("kind") == "summary":
-                out.append(
-                    f"  slope {r['case']:5s} {r['method']:8s} ops {r['slope_ops']:.2f} (links {r['fit_links']}), "
-                    f"time {_fmt(r['slope_time'])} (links {r['fit_links_time']})"
-                )
-    rob = [r for r in records if r["experiment"] == "robots"]
-    if rob:
-        out.append("\nrobots (compiled wbc kernels, Pinocchio's Python calls; same run)")
-        for r in rob:
-            ratios = "  ".join(f"{k}={v}" for k, v in r.items() if k.startswith(("ratio", "ops_ratio")))
-            out.append(f"  {r['case']:30s} {r['method']:24s} ops {_fmt(r['ops']):>7s}  {r['us']:9.2f} µs  {ratios}")
-    lp = [r for r in records if r["experiment"] == "loops" and "x" in r]
-    if lp:
-        out.append("\nloops: rod_chain(24, k), 3k loop-closure rows")
-        for r in lp:
+        for r in experiments.summaries(records, "scaling"):
             out.append(
-                f"  rows {r['x']:3d} {r['method']:24s} ops {_fmt(r['ops']):>7s} {r['us']:9.2f} µs   "
-                f"KKT {r['kkt_size']}, fill recursive {r['fill_recursive']}, schur {r.get('fill_schur')}, "
-                f"natural {r['fill_natural']}"
+                f"  slope {r['case']:5s} {r['method']:8s} ops {r['slope_ops']:.2f} (links {r['fit_links']}), "
+                f"time {_fmt(r['slope_time'])} (links {r['fit_links_time']})"
             )
-        for r in records:
-            if r["experiment"] == "loops" and r.get("kind") == "summary" and "ops_per_row_linear_fit" in r:
+    robots = [r for r in records if r["experiment"] == "robots"]
+    out += experiments.section(
+        "\nrobots (compiled wbc kernels, Pinocchio's Python calls; same run)", robots, _robot_line
+    )
+    loops = [r for r in records if r["experiment"] == "loops" and "x" in r]
+    loop_rows = experiments.section("\nloops: rod_chain(24, k), 3k loop-closure rows", loops, _loop_line)
+    out += loop_rows
+    if loop_rows:
+        for r in experiments.summaries(records, "loops"):
+            if "ops_per_row_linear_fit" in r:
                 out.append(
                     f"  {r['method']}: {r['ops_at_0_rows']} ops without loops, about "
                     f"{r['ops_per_row_linear_fit']} more per loop row (linear fit), "
                     f"x{r['ops_ratio_last_to_first']} over rows {r['rows_range']}"
                 )
-    fl = [r for r in records if r["experiment"] == "fill"]
-    if fl:
-        out.append("\nfill-in of the KKT factorization (dense blocks)")
-        for r in fl:
-            out.append(
-                f"  {r['case']:34s} {r['method']:9s} N {r['kkt_size']:4d}  nnz(KKT) {r['nnz_kkt']:6d}  "
-                f"nnz(L) {r['nnz_factor']:6d}  fill {r['fill']:5d} (in loop rows {r['loop_fill']})"
-            )
+    fill = [r for r in records if r["experiment"] == "fill"]
+    out += experiments.section("\nfill-in of the KKT factorization (dense blocks)", fill, _fill_line)
     return "\n".join(out)
 
 
 def write_outputs(records: Sequence[Record], out: Path, meta: Record, quick: bool) -> list[Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "bench_maximal.json"
-    path.write_text(json.dumps({"meta": meta, "records": list(records)}, indent=1))
-    written = [path]
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:  # pragma: no cover
-        return written
+    written = [experiments.write_json(out / "bench_maximal.json", meta, records)]
+    plt = experiments.pyplot()
     scaling = [r for r in records if r["experiment"] == "scaling" and "x" in r]
     if scaling:
         fig, axes = plt.subplots(2, 2, figsize=(11, 8))
@@ -490,11 +483,7 @@ def write_outputs(records: Sequence[Record], out: Path, meta: Record, quick: boo
                 ax.set_xlabel("links")
                 ax.grid(alpha=0.3, which="both")
                 ax.legend(fontsize=8)
-        fig.tight_layout()
-        p = out / "maximal_scaling.png"
-        fig.savefig(p, dpi=110)
-        plt.close(fig)
-        written.append(p)
+        written.append(experiments.save_figure(fig, out / "maximal_scaling.png"))
     lp = [r for r in records if r["experiment"] == "loops" and "x" in r]
     if lp:
         fig, axes = plt.subplots(1, 3, figsize=(15, 4))
@@ -520,11 +509,7 @@ def write_outputs(records: Sequence[Record], out: Path, meta: Record, quick: boo
             ax.set_title(title, fontsize=9)
             ax.grid(alpha=0.3)
             ax.legend(fontsize=8)
-        fig.tight_layout()
-        p = out / "maximal_loops.png"
-        fig.savefig(p, dpi=110)
-        plt.close(fig)
-        written.append(p)
+        written.append(experiments.save_figure(fig, out / "maximal_loops.png"))
     rob = [r for r in records if r["experiment"] == "robots"]
     if rob:
         cases = list(dict.fromkeys(r["case"] for r in rob))
@@ -543,11 +528,7 @@ def write_outputs(records: Sequence[Record], out: Path, meta: Record, quick: boo
             ax.set_title(c, fontsize=9)
             ax.set_xlabel("µs per call (same run)")
             ax.set_xlim(0, 1.6 * max(r["us"] for r in rows))
-        fig.tight_layout()
-        p = out / "maximal_robots.png"
-        fig.savefig(p, dpi=110)
-        plt.close(fig)
-        written.append(p)
+        written.append(experiments.save_figure(fig, out / "maximal_robots.png"))
     if any(r["experiment"] == "fill" for r in records):
         cases = fill_cases(quick)
         fig, axes = plt.subplots(1, len(cases), figsize=(4.2 * len(cases), 4.9), squeeze=False)
@@ -578,28 +559,19 @@ def write_outputs(records: Sequence[Record], out: Path, meta: Record, quick: boo
             "orange bands: loop rows), leaves-to-root order",
             fontsize=10,
         )
-        fig.tight_layout(rect=(0, 0, 1, 0.9))
-        p = out / "maximal_fill.png"
-        fig.savefig(p, dpi=110)
-        plt.close(fig)
-        written.append(p)
+        written.append(experiments.save_figure(fig, out / "maximal_fill.png", rect=(0, 0, 1, 0.9)))
     return written
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="Maximal-coordinate dynamics benchmarks (see the docstring).")
-    parser.add_argument("--json", action="store_true", help="one JSON object per line instead of tables")
-    parser.add_argument("--out", type=Path, default=None, help="write DIR/bench_maximal.json and PNGs")
-    parser.add_argument("--quick", action="store_true", help="smoke test: few sizes and rounds")
+    parser = experiments.experiment_parser(
+        "Maximal-coordinate dynamics benchmarks (see the docstring).",
+        EXPERIMENTS,
+        "bench_maximal.json",
+        "few sizes and rounds",
+    )
     parser.add_argument("--replot", action="store_true", help="redraw the PNGs of --out from its bench_maximal.json")
-    parser.add_argument("--only", default=",".join(EXPERIMENTS), help=f"comma-separated of {','.join(EXPERIMENTS)}")
-    args = parser.parse_args(argv)
-    args.only = [x.strip() for x in args.only.split(",") if x.strip()]
-    unknown = [x for x in args.only if x not in EXPERIMENTS]
-    if unknown:
-        parser.error(f"unknown experiment(s) {unknown}; known: {', '.join(EXPERIMENTS)}")
-    args.rounds = 5 if args.quick else 15
-    args.block_ms = 5.0 if args.quick else 20.0
+    args = experiments.parse_timed(parser, argv)
     args.sizes = (2, 3, 4, 6, 8) if args.quick else (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 100)
     args.dense_ops_max = 4 if args.quick else 8
     args.dense_time_max = 3 if args.quick else 6
@@ -609,10 +581,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-
-    def log(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
-
     if args.replot:
         if args.out is None:
             raise SystemExit("--replot needs --out DIR (holding bench_maximal.json)")
@@ -620,26 +588,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         records = [r for r in saved["records"] if not (r["experiment"] == "scaling" and r.get("kind") == "summary")]
         records += scaling_summary(records, lambda rec: None)
         print(format_tables(records))
-        log("wrote " + ", ".join(str(p) for p in write_outputs(records, args.out, saved["meta"], args.quick)))
+        written = write_outputs(records, args.out, saved["meta"], args.quick)
+        experiments.log("wrote " + ", ".join(str(p) for p in written))
         return 0
-
-    def emit(rec: Record) -> None:
-        if args.json:
-            print(json.dumps(rec, ensure_ascii=False), flush=True)
-
     t0 = time.perf_counter()
-    records: list[Record] = []
-    for name in args.only:
-        records += RUNNERS[name](args, emit, log)
+    records = experiments.run_experiments(RUNNERS, args.only, args, experiments.json_emitter(args.json))
     meta = {"experiment": "run", "kind": "meta", "wall_s": round(time.perf_counter() - t0, 1), "quick": args.quick}
-    if args.json:
-        emit(meta)
-    else:
-        print(format_tables(records))
-        print(f"\nwall time {meta['wall_s']:.0f} s")
-    if args.out is not None:
-        log("wrote " + ", ".join(str(p) for p in write_outputs(records, args.out, meta, args.quick)))
-    return 0
+    return experiments.report(
+        args, records, meta, format_tables, lambda rs, out, m: write_outputs(rs, out, m, args.quick)
+    )
 
 
 if __name__ == "__main__":

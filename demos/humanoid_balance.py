@@ -45,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-from wbc.figures import com_tracking_figure, mark_spans, save_figure, step_time_figure, torques_figure
+from wbc.figures import mark_spans
 from wbc.viz import Replay
 
 try:
@@ -55,8 +55,10 @@ try:
         SoakSettings,
         push_scan,
         push_sweep,
+        save_run,
+        scenario_from_arguments,
+        scenario_parser,
         soak,
-        standard_scenario,
     )
     from wbc.sim.mjcf_robot import add_arguments, from_arguments
 except ImportError as exc:  # pragma: no cover - needs the 'sim' extra
@@ -66,18 +68,11 @@ except ImportError as exc:  # pragma: no cover - needs the 'sim' extra
 ROBOTS = ("g1", "talos")
 
 
-def plot(run: dict, balance: Balance, out: Path) -> list[Path]:
-    """Write the four PNG plots; returns their paths."""
-    import matplotlib
-
-    matplotlib.use("Agg")
+def feet_figure(run: dict, balance: Balance):
+    """The feet's normal forces and centres of pressure in the soles (commanded), pushes marked."""
     import matplotlib.pyplot as plt
 
-    t = run["t"]
-    spans = [(p.time_s, p.time_s + p.duration_s) for p in balance.scenario.pushes]
-    title = f"{balance.spec.name}: CoM tracking (red: pushes)"
-    paths = [save_figure(com_tracking_figure(t, run["com"], run["com_ref"], title, spans), out / "com.png")]
-
+    t, spans = run["t"], balance.push_spans()
     fig, axes = plt.subplots(3, 1, figsize=(9, 7), sharex=True)
     names = [c.name for c in balance.controller.contacts]
     for k, name in enumerate(names):
@@ -96,10 +91,7 @@ def plot(run: dict, balance: Balance, out: Path) -> list[Path]:
         mark_spans(ax, spans)
     axes[-1].set_xlabel("time (s)")
     fig.suptitle("Foot normal forces and centres of pressure (commanded; dotted: sole edges)")
-    paths.append(save_figure(fig, out / "feet.png"))
-    paths.append(save_figure(torques_figure(t, run["tau"], balance.model, spans), out / "torques.png"))
-    paths.append(save_figure(step_time_figure(run["step_us"]), out / "step_time.png"))
-    return paths
+    return fig
 
 
 def add_robustness_arguments(parser: argparse.ArgumentParser) -> None:
@@ -209,17 +201,7 @@ def _write_video(frames: list, path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=__doc__.split("\n\n", 1)[1],
-    )
-    parser.add_argument("--robot", default="talos", choices=ROBOTS)
-    parser.add_argument("--out", type=Path, default=None, help="output directory (default out/balance_<robot>)")
-    parser.add_argument("--duration", type=float, default=9.0, help="simulated time, s")
-    parser.add_argument("--push-lateral", type=float, default=None, help="lateral push force, N (default per robot)")
-    parser.add_argument("--push-forward", type=float, default=None, help="forward push force, N (default per robot)")
-    parser.add_argument("--push-duration", type=float, default=0.1, help="push duration, s")
+    parser = scenario_parser(__doc__, ROBOTS, "talos", "balance")
     parser.add_argument("--push-sweep", action="store_true", help="find the largest lateral push survived (bisection)")
     parser.add_argument(
         "--push-direction", choices=sorted(DIRECTIONS), default="lateral", help="with --push-sweep (default lateral)"
@@ -248,8 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     robot = mjcf if mjcf is not None else args.robot
     out = args.out or Path("out") / f"balance_{args.robot if mjcf is None else mjcf.name}"
     out.mkdir(parents=True, exist_ok=True)
-    scenario = standard_scenario(robot, args.duration, args.push_lateral, args.push_forward, args.push_duration)
-    balance = Balance(robot, scenario)
+    balance = Balance(robot, scenario_from_arguments(robot, args))
     viewer = _open_viewer(balance) if args.viewer else None
     renderer = _open_renderer(balance) if args.video else None
     frames: list = []
@@ -269,11 +250,7 @@ def main(argv: list[str] | None = None) -> int:
         viewer.close()
     if renderer is not None and frames:
         _write_video(frames, args.video)
-    summary = balance.summarize(run)
-    np.savez_compressed(out / "log.npz", **{k: v for k, v in run.items() if isinstance(v, np.ndarray)})
-    if not args.no_plots and len(run["t"]):
-        summary["plots"] = [p.name for p in plot(run, balance, out)]
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    summary = save_run(balance, run, out, None if args.no_plots else feet_figure)
     print(json.dumps(summary, indent=2))
     return 0 if not summary["fell"] else 1
 

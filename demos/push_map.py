@@ -22,43 +22,22 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
-from wbc import sweep
 from wbc.sim import push_map as pmap
+from wbc.sweep.command_line import add_sweep_arguments, sweep_options
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--robot", default="talos", choices=["talos", "g1"])
-    parser.add_argument("--engine", default="local", choices=[e.value for e in sweep.Engine])
-    parser.add_argument("--workers", type=int, default=2, help="worker processes to start (default 2)")
-    parser.add_argument(
-        "--scheduler", default=None, metavar="ADDRESS", help="a running cluster (Dask scheduler or Ray address)"
-    )
+    add_sweep_arguments(parser)
     parser.add_argument("--quick", action="store_true", help="a small grid")
     parser.add_argument("--recover", action="store_true", help="standing, allow recovery steps")
-    parser.add_argument("--store", type=Path, default=None, help="completed cells (default DIR/cells)")
-    parser.add_argument("--out", type=Path, required=True, metavar="DIR")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
-    if args.workers < 1:
-        parser.error("--workers must be positive")
-    if args.scheduler is not None and args.engine == "local":
-        parser.error("--scheduler needs --engine dask or ray")
+    options = sweep_options(parser, args)
     settings = pmap.PushMapSettings.quick() if args.quick else pmap.PushMapSettings()
     if args.recover:
         settings = pmap.PushMapSettings(**{**settings.__dict__, "recover": True})
-    args.out.mkdir(parents=True, exist_ok=True)
-    result = pmap.push_map(
-        args.robot,
-        settings,
-        engine=args.engine,
-        workers=args.workers,
-        address=args.scheduler,
-        store=args.store or args.out / "cells",
-        progress=not args.quiet,
-    )
+    result = pmap.push_map(args.robot, settings, **options)
     (args.out / "push_map.json").write_text(json.dumps(result.results(), indent=1) + "\n")
     (args.out / "timings.json").write_text(json.dumps(result.timings(), indent=1) + "\n")
     result.standing.to_csv(args.out / "standing.csv")

@@ -23,16 +23,13 @@ script is their command line.
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
-import numpy as np
-
-from wbc.figures import com_tracking_figure, mark_spans, save_figure, step_time_figure, torques_figure
+from wbc.figures import mark_spans
 
 try:
-    from wbc.sim.balance import MU, Balance, friction_use, standard_scenario
+    from wbc.sim.balance import MU, Balance, friction_use, save_run, scenario_from_arguments, scenario_parser
     from wbc.sim.mjcf_robot import add_arguments, from_arguments
 except ImportError as exc:  # pragma: no cover - needs the 'sim' extra
     raise SystemExit(f"{exc}\nthe balance demo needs MuJoCo: pip install 'wbc[sim]'") from None
@@ -41,18 +38,11 @@ except ImportError as exc:  # pragma: no cover - needs the 'sim' extra
 ROBOTS = ("anymal_c", "go2", "solo12")
 
 
-def plot(run: dict, balance: Balance, out: Path) -> list[Path]:
-    """Write the four PNG plots; returns their paths."""
-    import matplotlib
-
-    matplotlib.use("Agg")
+def feet_figure(run: dict, balance: Balance):
+    """The feet's normal forces and friction use (commanded), pushes marked."""
     import matplotlib.pyplot as plt
 
-    t = run["t"]
-    spans = [(p.time_s, p.time_s + p.duration_s) for p in balance.scenario.pushes]
-    title = f"{balance.spec.name}: CoM tracking (red: pushes)"
-    paths = [save_figure(com_tracking_figure(t, run["com"], run["com_ref"], title, spans), out / "com.png")]
-
+    t, spans = run["t"], balance.push_spans()
     fig, axes = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
     f = run["force"]
     for k, name in enumerate(balance.spec.feet):
@@ -68,24 +58,11 @@ def plot(run: dict, balance: Balance, out: Path) -> list[Path]:
         mark_spans(ax, spans)
     axes[-1].set_xlabel("time (s)")
     fig.suptitle(f"Foot forces (commanded): normal force and friction use (1 = on the cone, μ = {MU})")
-    paths.append(save_figure(fig, out / "feet.png"))
-    paths.append(save_figure(torques_figure(t, run["tau"], balance.model, spans), out / "torques.png"))
-    paths.append(save_figure(step_time_figure(run["step_us"]), out / "step_time.png"))
-    return paths
+    return fig
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=__doc__.split("\n\n", 1)[1],
-    )
-    parser.add_argument("--robot", default="go2", choices=ROBOTS)
-    parser.add_argument("--out", type=Path, default=None, help="output directory (default out/quadruped_<robot>)")
-    parser.add_argument("--duration", type=float, default=9.0, help="simulated time, s")
-    parser.add_argument("--push-lateral", type=float, default=None, help="lateral push force, N (default per robot)")
-    parser.add_argument("--push-forward", type=float, default=None, help="forward push force, N (default per robot)")
-    parser.add_argument("--push-duration", type=float, default=0.1, help="push duration, s")
+    parser = scenario_parser(__doc__, ROBOTS, "go2", "quadruped")
     parser.add_argument("--replay", action="store_true", help="write replay.html (a 3D replay; needs wbc[viz])")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -98,21 +75,15 @@ def main(argv: list[str] | None = None) -> int:
     robot = mjcf if mjcf is not None else args.robot
     out = args.out or Path("out") / f"quadruped_{args.robot if mjcf is None else mjcf.name}"
     out.mkdir(parents=True, exist_ok=True)
-    scenario = standard_scenario(robot, args.duration, args.push_lateral, args.push_forward, args.push_duration)
-    balance = Balance(robot, scenario)
+    balance = Balance(robot, scenario_from_arguments(robot, args))
     replay = None
     if args.replay:
         from wbc.viz import Replay
 
         replay = Replay(balance.model, balance.spec.urdf, title=f"wbc: {args.robot} balancing on point feet")
     run = balance.run(progress=not args.quiet, replay=replay)
-    summary = balance.summarize(run)
-    np.savez_compressed(out / "log.npz", **{k: v for k, v in run.items() if isinstance(v, np.ndarray)})
-    if not args.no_plots and len(run["t"]):
-        summary["plots"] = [p.name for p in plot(run, balance, out)]
-    if replay is not None:
-        summary["replay"] = replay.write(out / "replay.html").name
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    extra = {} if replay is None else {"replay": replay.write(out / "replay.html").name}
+    summary = save_run(balance, run, out, None if args.no_plots else feet_figure, extra)
     print(json.dumps(summary, indent=2))
     return 0 if not summary["fell"] else 1
 

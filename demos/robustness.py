@@ -25,10 +25,9 @@ import argparse
 import dataclasses
 import json
 import sys
-from pathlib import Path
 
-from wbc import sweep
 from wbc.sim import robustness as rb
+from wbc.sweep.command_line import add_sweep_arguments, sweep_options
 
 
 def _pair(text: str) -> tuple[rb.FaultKind, float]:
@@ -42,12 +41,7 @@ def _pair(text: str) -> tuple[rb.FaultKind, float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--robot", default="talos", choices=["talos", "g1"])
-    parser.add_argument("--engine", default="local", choices=[e.value for e in sweep.Engine])
-    parser.add_argument("--workers", type=int, default=2, help="worker processes to start (default 2)")
-    parser.add_argument(
-        "--scheduler", default=None, metavar="ADDRESS", help="a running cluster (Dask scheduler or Ray address)"
-    )
+    add_sweep_arguments(parser)
     parser.add_argument(
         "--faults",
         nargs="+",
@@ -77,14 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-remedies", action="store_true", help="no remedy cells")
     parser.add_argument("--soak-seconds", type=float, default=None, help="simulated soak length (default 600, 0: none)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--store", type=Path, default=None, help="completed cells (default DIR/cells)")
-    parser.add_argument("--out", type=Path, required=True, metavar="DIR")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
-    if args.workers < 1:
-        parser.error("--workers must be positive")
-    if args.scheduler is not None and args.engine == "local":
-        parser.error("--scheduler needs --engine dask or ray")
+    options = sweep_options(parser, args)
     settings = rb.RobustnessSettings.quick() if args.quick else rb.RobustnessSettings()
     changes: dict = {"seed": args.seed}
     if args.faults is not None:
@@ -106,16 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.soak_seconds is not None:
         changes["soak_s"] = args.soak_seconds
     settings = dataclasses.replace(settings, **changes)
-    args.out.mkdir(parents=True, exist_ok=True)
-    study = rb.robustness_study(
-        args.robot,
-        settings,
-        engine=args.engine,
-        workers=args.workers,
-        address=args.scheduler,
-        store=args.store or args.out / "cells",
-        progress=not args.quiet,
-    )
+    study = rb.robustness_study(args.robot, settings, **options)
     table = study.table()
     (args.out / "robustness.json").write_text(json.dumps(table, indent=1) + "\n")
     stats = study.result.stats

@@ -103,6 +103,16 @@ def plot(runs: dict, scenario: Scenario, plant: Plant, out: Path, f14: dict | No
         for p in scenario.pushes:
             ax.axvspan(p.time_s, p.time_s + p.duration_s, color="0.5", alpha=0.3, lw=0)
 
+    def finish(fig, axes, ylabels: tuple[str, ...], title: str, name: str) -> None:
+        """Label the axes (time below), mark the pushes, add the legends and the title; save as ``name``."""
+        for ax, ylabel in zip(axes, ylabels):
+            ax.set_ylabel(ylabel)
+            mark(ax)
+            ax.legend(loc="upper left", fontsize=8)
+        axes[-1].set_xlabel("time (s)")
+        fig.suptitle(title)
+        paths.append(save_figure(fig, out / name))
+
     fig, axes = plt.subplots(2, 1, figsize=(9, 6.5), sharex=True)
     for kind, r in runs.items():
         if not len(r["t"]):
@@ -112,14 +122,8 @@ def plot(runs: dict, scenario: Scenario, plant: Plant, out: Path, f14: dict | No
         axes[1].plot(r["t"], r["com"][:, 1], color=COLORS[kind], lw=1.1, label=kind)
     first = next(iter(runs.values()))
     axes[1].plot(first["t"], first["com_ref"][:, 1], "k--", lw=0.8, label="reference")
-    axes[0].set_ylabel("CoM error (mm)")
-    axes[1].set_ylabel("CoM y (m)")
-    axes[1].set_xlabel("time (s)")
-    for ax in axes:
-        mark(ax)
-        ax.legend(loc="upper left", fontsize=8)
-    fig.suptitle("CoM tracking with the exact cluster model and two approximations (grey: pushes)")
-    paths.append(save_figure(fig, out / "com_error.png"))
+    title = "CoM tracking with the exact cluster model and two approximations (grey: pushes)"
+    finish(fig, axes, ("CoM error (mm)", "CoM y (m)"), title, "com_error.png")
 
     fig, axes = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
     for kind, r in runs.items():
@@ -127,14 +131,8 @@ def plot(runs: dict, scenario: Scenario, plant: Plant, out: Path, f14: dict | No
             continue
         axes[0].plot(r["t"], 1e3 * r["slip"].max(axis=1), color=COLORS[kind], lw=1.1, label=kind)
         axes[1].plot(r["t"], np.degrees(r["foot_rotation"].max(axis=1)), color=COLORS[kind], lw=1.1, label=kind)
-    axes[0].set_ylabel("foot slip, worse foot (mm)")
-    axes[1].set_ylabel("foot rotation, worse foot (deg)")
-    axes[1].set_xlabel("time (s)")
-    for ax in axes:
-        mark(ax)
-        ax.legend(loc="upper left", fontsize=8)
-    fig.suptitle("Foot tracking: sole displacement and rotation from the start")
-    paths.append(save_figure(fig, out / "feet.png"))
+    ylabels = ("foot slip, worse foot (mm)", "foot rotation, worse foot (deg)")
+    finish(fig, axes, ylabels, "Foot tracking: sole displacement and rotation from the start", "feet.png")
 
     names = plant.cm.motor_names
     shown = [n for n in names if n.startswith("left_") and ("ankle" in n or "knee" in n or "hip_roll" in n)]

@@ -9,6 +9,7 @@ import functools
 import casadi as ca
 import numpy as np
 import pinocchio as pin
+import pytest
 
 from benchmarks import pinocchio_adapter as oracle
 from wbc import robots
@@ -16,6 +17,12 @@ from wbc import robots
 #: Robots of the fast tests, and of the slow ones.
 FAST = ("geared_chain", "belt_chain", "four_bar", "mini_cheetah", "tello")
 SLOW = ("mit_humanoid", "jvrc1_rotors", "g1_parallel_ankle", "tello+armature", "four_bar+armature")
+#: Builders of the loop robots without rotors (couplings are no Pinocchio constraint models), whose
+#: loop closures Pinocchio 4's ``constraintDynamics`` takes as constraint models, as pytest params.
+PURE_LOOP_ROBOTS = [
+    pytest.param(lambda: robots.clustered.four_bar(geared=False), id="four_bar"),
+    pytest.param(lambda: robots.clustered.g1_parallel_ankle(geared=False), id="g1_parallel_ankle"),
+]
 #: Random states per robot (the issue asks for at least 20).
 N_STATES = 20
 

@@ -16,10 +16,12 @@ import functools
 import json
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
+import pytest
 
 import wbc
 from benchmarks import pinocchio_adapter as oracle
@@ -54,6 +56,20 @@ def eom_residual(case, q, v, cmd, contacts=()) -> float:
         generalized += J.T @ (c.force_basis() @ cmd.forces[c.name])
     lhs = pin.rnea(pm, data, q, v, cmd.qdd)
     return float(np.abs(lhs - generalized).max() / max(1.0, np.abs(lhs).max()))
+
+
+def talos_standing(mu: float, com: tuple[float, float], posture: tuple[float, float], **options):
+    """Talos on both soles (``SurfaceContact`` with friction ``mu``) with a CoM task and a posture
+    task (``(weight, kp)`` each) and their controller (``options`` passed to it), no target set:
+    ``(case, com_task, posture_task, controller)``."""
+    from wbc import tasks
+
+    case = robot_case("talos")
+    model, spec = case.model, case.spec
+    contacts = [wbc.SurfaceContact(f, spec.sole.length, spec.sole.width, mu=mu) for f in spec.feet]
+    com_task = tasks.CoMTask(weight=com[0], kp=com[1])
+    posture_task = tasks.PostureTask(model, weight=posture[0], kp=posture[1])
+    return case, com_task, posture_task, wbc.WholeBodyController(model, [com_task, posture_task], contacts, **options)
 
 
 def run_demo(script: str, args: list[str], out, timeout: float) -> tuple[dict, subprocess.CompletedProcess]:
@@ -168,82 +184,48 @@ def random_state(model: wbc.Model, rng: np.random.Generator):
     return q, rng.normal(size=model.nv), rng.normal(size=model.nv), rng.normal(size=model.nv)
 
 
-# ------------------------------------------------------------------ constraints (IIM, Delassus)
-def catalog_constraints(case: Case, which: str) -> list:
-    """The constraint sets the IIM and Delassus tests use on catalog robots.
-
-    ``which``: ``"feet"`` (6D welds of both soles), ``"corners"`` (3D points at the 4 sole
-    corners of each foot), ``"feet+hands"`` (welds), ``"feet+fingertips"`` (sole welds and a 3D
-    point per fingertip), ``"fingertips"`` (points), ``"hand+fingers"`` (a weld of the hand and a
-    point 4 cm along each finger frame's z axis).
-    """
-    spec = case.spec
-    if which == "feet":
-        return [wbc.WeldConstraint(f) for f in spec.feet]
-    if which == "corners":
-        return [wbc.PointConstraint(f, tuple(corner)) for f in spec.feet for corner in spec.sole.corners()]
-    if which == "feet+hands":
-        return [wbc.WeldConstraint(f) for f in spec.feet + spec.hands]
-    if which == "feet+fingertips":
-        return [wbc.WeldConstraint(f) for f in spec.feet] + [wbc.PointConstraint(f) for f in spec.fingertips]
-    if which == "fingertips":
-        return [wbc.PointConstraint(f) for f in spec.fingertips]
-    if which == "hand+fingers":
-        return [wbc.WeldConstraint(spec.hands[0])] + [wbc.PointConstraint(f, (0.0, 0.0, 0.04)) for f in spec.fingertips]
-    raise ValueError(f"unknown constraint set {which!r}")
+def random_states(case: Case, rng: np.random.Generator, n: int):
+    """``n`` random states of ``case.model`` drawn from ``rng`` (:func:`random_state`): yields
+    ``(where, (q, v, a, tau))``, ``where`` naming the case and the state for assertion messages."""
+    for i in range(n):
+        yield f"{case.name} state {i}", random_state(case.model, rng)
 
 
-#: Random trees of the IIM and Delassus tests: (kind, seed, links), ``"tree"`` for :func:`tree_case`,
-#: ``"bushy"`` for a tree in which most links hang from a random earlier link (many branching links).
-CONSTRAINT_TREES = [("tree", seed, n) for seed, n in TREE_CASES] + [("bushy", 7, 16)]
+def oracle_cases(robots: Sequence[tuple[str, bool | None]], catalog_seed: int, tree_seed_offset: int) -> list:
+    """The cases of a comparison with Pinocchio, as pytest params ``(build, seed)`` (``build()`` gives
+    the cached :class:`Case`): the catalog ``robots`` ((name, floating base, None for the robot's
+    default)) with ``catalog_seed``; the random trees of :data:`TREE_CASES` (every joint kind,
+    unaligned axes), floating and fixed (the root link welded to the world, as Pinocchio's); the
+    trees with ball joints of :data:`BALL_TREE_CASES`; a tree's seed is its own + ``tree_seed_offset``."""
+    params = [pytest.param(functools.partial(robot_case, n, fb), catalog_seed, id=f"{n}-{fb}") for n, fb in robots]
+    for seed, n in TREE_CASES:
+        for fb, kind in ((True, "floating"), (False, "fixed")):
+            params.append(
+                pytest.param(
+                    functools.partial(tree_case, seed, n, fb), seed + tree_seed_offset, id=f"tree{seed}_{n}-{kind}"
+                )
+            )
+    return params + ball_tree_params(tree_seed_offset)
 
 
-@functools.cache
-def constraint_tree_case(kind: str, seed: int, n: int, floating_base: bool) -> Case:
-    """A tree of :data:`CONSTRAINT_TREES` and its Pinocchio twin."""
-    if kind == "tree":
-        return tree_case(seed, n, floating_base)
-    text = synthetic.random_tree_urdf(n, np.random.default_rng(seed), branching=0.9, name=f"{kind}_{seed}_{n}")
-    model = wbc.load_urdf(text, floating_base)
-    pm = oracle.build_model(text, floating_base, from_text=True)
-    return Case(f"{kind}{seed}_{n}-{'floating' if floating_base else 'fixed'}", model, pm, None, text)
+def ball_tree_params(seed_offset: int) -> list:
+    """pytest params ``(build, seed)`` of the trees with ball joints of :data:`BALL_TREE_CASES`
+    (``build()`` gives the cached :class:`Case`), each with its own seed + ``seed_offset``."""
+    return [
+        pytest.param(functools.partial(ball_tree_case, seed, n, fb), seed + seed_offset, id=f"balltree{seed}_{n}-{fb}")
+        for seed, n, fb in BALL_TREE_CASES
+    ]
 
 
-#: Constraint kinds :func:`random_constraints` draws from.
-CONSTRAINT_KINDS = ("point", "point_local", "weld", "rows_local", "rows_aligned")
-
-
-def _random_constraint(kind: str, frame: str, rng: np.random.Generator):
-    RF = wbc.ReferenceFrame
-    if kind in ("point", "point_local"):
-        offset = tuple(float(x) for x in rng.uniform(-0.2, 0.2, 3))
-        return wbc.PointConstraint(frame, offset, RF.LOCAL if kind == "point_local" else RF.LOCAL_WORLD_ALIGNED)
-    if kind == "weld":
-        return wbc.WeldConstraint(frame)
-    rows = rng.normal(size=(int(rng.integers(1, 7)), 6))
-    return wbc.LinkConstraint(frame, rows, RF.LOCAL if kind == "rows_local" else RF.LOCAL_WORLD_ALIGNED)
-
-
-def random_constraints(model: wbc.Model, rng: np.random.Generator) -> list:
-    """A random constraint set on a tree's moving bodies, in random order, with every kind of
-    :data:`CONSTRAINT_KINDS`: three constraints on the deepest body (frames drawn with
-    replacement, so sometimes the same frame twice), one on the root body (the free-flyer's, or
-    the first moving body of a fixed base), one on an ancestor of the deepest body, one anywhere."""
-    frames: dict[int, list[str]] = {}
-    for f in model.frames:
-        if f.joint > 0:
-            frames.setdefault(f.joint, []).append(f.name)
-    bodies = sorted(frames)
-    deepest = max(bodies, key=lambda b: (len(model.support(b)), b))
-    ancestors = [a for a in model.support(deepest)[:-1] if a in frames]
-    picks = [deepest, deepest, deepest, bodies[0]]
-    if ancestors:
-        picks.append(int(rng.choice(ancestors)))
-    picks.append(int(rng.choice(bodies)))
-    kinds = [str(k) for k in rng.permutation(CONSTRAINT_KINDS)]
-    kinds += [str(k) for k in rng.choice(CONSTRAINT_KINDS, len(picks))]
-    constraints = [_random_constraint(kinds[k], str(rng.choice(frames[b])), rng) for k, b in enumerate(picks)]
-    return [constraints[k] for k in rng.permutation(len(constraints))]
+def assert_kernel_matches(kernel, model: wbc.Model, eager, rng: np.random.Generator, shape=None, n: int = 3) -> None:
+    """A compiled ``q -> (matrix,)`` kernel's output equals ``eager(q)`` (the uncompiled evaluation)
+    to :data:`TOL_KERNEL` at ``n`` random configurations drawn from ``rng``, and has ``shape`` (when given)."""
+    for i in range(n):
+        q = wbc.random_configuration(model, rng)
+        out = kernel(q)[0].copy()
+        if shape is not None:
+            assert out.shape == shape
+        assert_close(out, eager(q), tol=TOL_KERNEL, what=f"state {i}")
 
 
 def compile_in(function, directory):

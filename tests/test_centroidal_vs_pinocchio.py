@@ -8,15 +8,7 @@ import pinocchio as pin
 import pytest
 
 import wbc
-from tests.helpers import (
-    BALL_TREE_CASES,
-    TREE_CASES,
-    assert_close,
-    ball_tree_case,
-    random_state,
-    robot_case,
-    tree_case,
-)
+from tests.helpers import assert_close, oracle_cases, random_state, random_states, tree_case
 
 N_STATES = 20
 
@@ -36,10 +28,7 @@ ROBOTS = [
 def _check_centroidal(case, seed: int) -> None:
     m, pm = case.model, case.pin_model
     pd = pm.createData()
-    rng = np.random.default_rng(seed)
-    for i in range(N_STATES):
-        q, v, _, _ = random_state(m, rng)
-        where = f"{case.name} state {i}"
+    for where, (q, v, _, _) in random_states(case, np.random.default_rng(seed), N_STATES):
         assert_close(wbc.eager.center_of_mass(m, q), pin.centerOfMass(pm, pd, q), what=f"{where} CoM")
         assert_close(wbc.eager.com_jacobian(m, q), pin.jacobianCenterOfMass(pm, pd, q), what=f"{where} CoM Jacobian")
         pin.centerOfMass(pm, pd, q, v, 0 * v)
@@ -51,23 +40,12 @@ def _check_centroidal(case, seed: int) -> None:
         assert_close(wbc.eager.centroidal_drift(m, q, v), pd.dhg.vector, what=f"{where} centroidal drift")
 
 
-@pytest.mark.parametrize("name,floating_base", ROBOTS, ids=[f"{n}-{fb}" for n, fb in ROBOTS])
-def test_catalog_centroidal_vs_pinocchio(name, floating_base):
-    """CoM, CoM Jacobian, CoM drift, A_g and Ȧ_g v equal Pinocchio's to 1e-9 at 20 random states."""
-    _check_centroidal(robot_case(name, floating_base), seed=30)
-
-
-@pytest.mark.parametrize("floating_base", [True, False], ids=["floating", "fixed"])
-@pytest.mark.parametrize("seed,n", TREE_CASES)
-def test_random_tree_centroidal_vs_pinocchio(seed, n, floating_base):
-    """The same on random trees (the fixed-base root link is welded to the world, as Pinocchio's)."""
-    _check_centroidal(tree_case(seed, n, floating_base), seed=seed + 200)
-
-
-@pytest.mark.parametrize("seed,n,floating_base", BALL_TREE_CASES)
-def test_ball_joint_tree_centroidal_vs_pinocchio(seed, n, floating_base):
-    """The same on random trees with ball joints (``JointModelSpherical``) among the other types."""
-    _check_centroidal(ball_tree_case(seed, n, floating_base), seed=seed + 200)
+@pytest.mark.parametrize("build,seed", oracle_cases(ROBOTS, catalog_seed=30, tree_seed_offset=200))
+def test_centroidal_vs_pinocchio(build, seed):
+    """CoM, CoM Jacobian, CoM drift, A_g and Ȧ_g v equal Pinocchio's to 1e-9 at 20 random states, on
+    catalog robots, random trees (fixed and floating) and random trees with ball joints
+    (``JointModelSpherical``) among the other types."""
+    _check_centroidal(build(), seed)
 
 
 def test_com_jacobian_and_centroidal_map_are_consistent():

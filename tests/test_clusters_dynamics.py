@@ -21,7 +21,7 @@ import pytest
 
 import wbc
 from benchmarks import pinocchio_adapter as oracle
-from tests.cluster_cases import FAST, SLOW, case, evaluate, span_tau, states
+from tests.cluster_cases import FAST, PURE_LOOP_ROBOTS, SLOW, case, evaluate, span_tau, states
 from tests.helpers import TOL_PIN, assert_close
 from wbc.algorithms import clusters as C
 from wbc.algorithms import dynamics as D
@@ -87,14 +87,7 @@ def test_geared_robots_against_pinocchio_mimic_joints(name):
         assert_close(qdd[order], np.linalg.solve(M, tau[order] - h), TOL_PIN, f"{name} C-ABA vs mimic")
 
 
-@pytest.mark.parametrize(
-    "build",
-    [
-        lambda: wbc.robots.clustered.four_bar(geared=False),
-        lambda: wbc.robots.clustered.g1_parallel_ankle(geared=False),
-    ],
-    ids=["four_bar", "g1_parallel_ankle"],
-)
+@pytest.mark.parametrize("build", PURE_LOOP_ROBOTS)
 def test_c_aba_against_constraint_dynamics(build):
     """Pinocchio 4's constraintDynamics with the loop closures as constraint models (pure loops:
     couplings are no Pinocchio constraint models, the KKT test covers them)."""

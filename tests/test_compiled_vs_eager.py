@@ -10,13 +10,13 @@ import pytest
 
 import wbc
 from benchmarks import pinocchio_adapter as oracle
+from tests.constraint_cases import random_constraints
 from tests.helpers import (
     BALL_TREE_CASES,
     TOL_KERNEL,
     assert_close,
     ball_tree_case,
     compile_in,
-    random_constraints,
     random_state,
     robot_case,
     tree_case,

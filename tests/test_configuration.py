@@ -9,42 +9,17 @@ import pinocchio as pin
 import pytest
 
 import wbc
-from tests.helpers import (
-    BALL_TREE_CASES,
-    ROBOT_NAMES,
-    TOL_PIN,
-    TREE_CASES,
-    assert_close,
-    ball_tree_case,
-    robot_case,
-    tree_case,
-)
+from tests.helpers import BALL_TREE_CASES, ROBOT_NAMES, TOL_PIN, assert_close, ball_tree_case, oracle_cases, tree_case
 
-CASES = (
-    [("robot", name, None) for name in ROBOT_NAMES]
-    + [("robot", "panda", True)]
-    + [("tree", (seed, n), fb) for seed, n in TREE_CASES for fb in (True, False)]
-    + [("ball", (seed, n), fb) for seed, n, fb in BALL_TREE_CASES]
-)
 N = 30
+#: Every catalog robot in its default base and a floating Panda, the random trees (floating and
+#: fixed) and the trees with ball joints, as pytest params ``(build, seed)``.
+CASES = oracle_cases([(name, None) for name in ROBOT_NAMES] + [("panda", True)], 0, 0)
 
 
-def _id(c):
-    kind, what, fb = c
-    if kind == "robot":
-        return what + ("-floating" if fb else "")
-    return f"{kind}{what[0]}_{what[1]}-{'floating' if fb else 'fixed'}"
-
-
-def _case(kind, what, fb):
-    if kind == "robot":
-        return robot_case(what, fb)
-    return tree_case(*what, fb) if kind == "tree" else ball_tree_case(*what, fb)
-
-
-@pytest.fixture(params=CASES, ids=[_id(c) for c in CASES])
+@pytest.fixture(params=[param.values[0] for param in CASES], ids=[param.id for param in CASES])
 def case(request):
-    return _case(*request.param)
+    return request.param()
 
 
 def _quaternion_slices(model):
@@ -122,8 +97,9 @@ def test_integrate_keeps_quaternion_hemisphere():
     """Like pin.integrate, wbc.integrate returns the quaternion on the side of the input one
     (dot(q_out, q_in) >= 0), so integrating a trajectory gives no sign jumps: the output equals
     Pinocchio's exactly, sign included (floating catalog robots and trees)."""
-    for kind, what, fb in CASES:
-        case = _case(kind, what, fb)
+    for param in CASES:
+        build, _ = param.values
+        case = build()
         m, pm = case.model, case.pin_model
         if not m.floating_base:
             continue

@@ -15,7 +15,7 @@ import pinocchio as pin
 import pytest
 
 import wbc
-from tests.helpers import assert_close, robot_case
+from tests.helpers import assert_close, robot_case, talos_standing
 from wbc import tasks
 from wbc.algorithms.kinematics import ReferenceFrame
 
@@ -223,12 +223,8 @@ def test_torque_limits_too_low_to_stand_fall_back_to_soft_contacts():
 
 def test_zero_friction_cannot_push_the_com_sideways():
     """μ = 0: the QP stays feasible (tasks are costs), tangential forces vanish, c̈_xy = 0, error reported."""
-    case = robot_case("talos")
+    case, com, posture, ctrl = talos_standing(mu=0.0, com=(1.0, 20.0), posture=(1e-3, 10.0))
     model, spec = case.model, case.spec
-    contacts = [wbc.SurfaceContact(f, spec.sole.length, spec.sole.width, mu=0.0) for f in spec.feet]
-    com = tasks.CoMTask(weight=1.0, kp=20.0)
-    posture = tasks.PostureTask(model, weight=1e-3, kp=10.0)
-    ctrl = wbc.WholeBodyController(model, [com, posture], contacts)
     com.set_target(wbc.center_of_mass(model, spec.q0), acceleration=[1.0, 0.5, 0.0])
     posture.set_target(spec.q0)
     cmd = ctrl.step(spec.q0, np.zeros(model.nv))

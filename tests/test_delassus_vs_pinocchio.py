@@ -9,26 +9,16 @@ Talos (four on G1 with hands), so on the humanoids it runs on the first states o
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pinocchio as pin
 import pytest
 
 import wbc
 from benchmarks import pinocchio_adapter as oracle
-from tests.helpers import (
-    BALL_TREE_CASES,
-    CONSTRAINT_TREES,
-    TOL_KERNEL,
-    Case,
-    assert_close,
-    ball_tree_case,
-    catalog_constraints,
-    compile_in,
-    constraint_tree_case,
-    random_constraints,
-    robot_case,
-    tree_case,
-)
+from tests.constraint_cases import catalog_constraints, constrained_states, constraint_tree_params, random_constraints
+from tests.helpers import Case, assert_close, assert_kernel_matches, ball_tree_params, compile_in, robot_case, tree_case
 from wbc.algorithms.delassus import DelassusMethod
 from wbc.codegen import algorithm_functions as traced
 
@@ -50,13 +40,8 @@ def _check_delassus(case: Case, constraints_at, seed: int, dense_states: int = N
     """Every method against Pinocchio's ``J M⁻¹ Jᵀ`` and against PV-OSIMr at :data:`N_STATES` random
     configurations; ``constraints_at(rng)`` gives each state's constraint set."""
     m = case.model
-    rng = np.random.default_rng(seed)
-    for i in range(N_STATES):
-        constraints = constraints_at(rng)
-        q = wbc.random_configuration(m, rng)
-        J = oracle.constraint_jacobian(case.pin_model, q, constraints)
+    for i, where, constraints, q, J in constrained_states(case, constraints_at, seed, N_STATES):
         expected = J @ oracle.minverse(case.pin_model, q) @ J.T
-        where = f"{case.name} state {i} ({len(constraints)} constraints, {J.shape[0]} rows)"
         results = {}
         for method in DelassusMethod:
             if method is DelassusMethod.DENSE and i >= dense_states:
@@ -79,23 +64,22 @@ def test_catalog_delassus_vs_pinocchio(name, which, dense_states):
     _check_delassus(case, lambda rng: constraints, seed=300 + len(constraints), dense_states=dense_states)
 
 
-@pytest.mark.parametrize("floating_base", [True, False], ids=["floating", "fixed"])
-@pytest.mark.parametrize("kind,seed,n", CONSTRAINT_TREES, ids=[f"{k}{s}_{n}" for k, s, n in CONSTRAINT_TREES])
-def test_random_tree_delassus_vs_pinocchio(kind, seed, n, floating_base):
+@pytest.mark.parametrize("build,seed", constraint_tree_params(310))
+def test_random_tree_delassus_vs_pinocchio(build, seed):
     """Random trees (every joint type), a fresh random constraint set at each of 5 states: three
     constraints on the deepest body, one on the root body, one on an ancestor, one anywhere, mixing
     points (world-aligned and local), welds and link constraints (random rows, local and
     world-aligned). Every method equals Pinocchio's J M⁻¹ Jᵀ and PV-OSIMr's result."""
-    case = constraint_tree_case(kind, seed, n, floating_base)
-    _check_delassus(case, lambda rng: random_constraints(case.model, rng), seed=310 + seed + 7 * floating_base)
+    case = build()
+    _check_delassus(case, functools.partial(random_constraints, case.model), seed=seed)
 
 
-@pytest.mark.parametrize("seed,n,floating_base", BALL_TREE_CASES)
-def test_ball_joint_tree_delassus_vs_pinocchio(seed, n, floating_base):
+@pytest.mark.parametrize("build,seed", ball_tree_params(320))
+def test_ball_joint_tree_delassus_vs_pinocchio(build, seed):
     """The same on random trees with ball joints (``JointModelSpherical``) among the other types:
     every method (PV-OSIMr, PV-OSIM, EFPA, LTL, dense) equals Pinocchio's J M⁻¹ Jᵀ."""
-    case = ball_tree_case(seed, n, floating_base)
-    _check_delassus(case, lambda rng: random_constraints(case.model, rng), seed=320 + seed)
+    case = build()
+    _check_delassus(case, functools.partial(random_constraints, case.model), seed=seed)
 
 
 # ------------------------------------------------------------------ Pinocchio's computeDelassusMatrix
@@ -202,12 +186,8 @@ def test_talos_corners_delassus_kernel(kernel_dir):
     constraints = catalog_constraints(case, "corners")
     kernel = compile_in(traced.delassus_function(m, constraints, "pv-osimr"), kernel_dir)
     assert kernel.input_names == ["q"] and kernel.output_names == ["delassus"]
-    rng = np.random.default_rng(330)
-    for i in range(3):
-        q = wbc.random_configuration(m, rng)
-        D = kernel(q)[0].copy()
-        assert D.shape == (24, 24)
-        assert_close(D, wbc.eager.delassus(m, q, constraints, "pv-osimr"), tol=TOL_KERNEL, what=f"state {i}")
+    eager = functools.partial(wbc.eager.delassus, m, constraints=constraints, method="pv-osimr")
+    assert_kernel_matches(kernel, m, eager, np.random.default_rng(330), shape=(24, 24))
 
 
 def test_random_tree_delassus_kernel(kernel_dir):
@@ -217,8 +197,4 @@ def test_random_tree_delassus_kernel(kernel_dir):
     rng = np.random.default_rng(331)
     constraints = random_constraints(m, rng)
     kernel = compile_in(traced.delassus_function(m, constraints, "pv-osimr"), kernel_dir)
-    for i in range(3):
-        q = wbc.random_configuration(m, rng)
-        assert_close(
-            kernel(q)[0].copy(), wbc.eager.delassus(m, q, constraints, "pv-osimr"), tol=TOL_KERNEL, what=f"state {i}"
-        )
+    assert_kernel_matches(kernel, m, functools.partial(wbc.eager.delassus, m, constraints=constraints), rng)

@@ -10,15 +10,7 @@ import pytest
 
 import wbc
 from benchmarks import pinocchio_adapter as oracle
-from tests.helpers import (
-    BALL_TREE_CASES,
-    TREE_CASES,
-    assert_close,
-    ball_tree_case,
-    random_state,
-    robot_case,
-    tree_case,
-)
+from tests.helpers import assert_close, oracle_cases, random_state, random_states, robot_case, tree_case
 
 N_STATES = 20
 
@@ -39,9 +31,7 @@ def _check_dynamics(case, seed: int) -> None:
     m, pm = case.model, case.pin_model
     pd = pm.createData()
     rng = np.random.default_rng(seed)
-    for i in range(N_STATES):
-        q, v, a, tau = random_state(m, rng)
-        where = f"{case.name} state {i}"
+    for where, (q, v, a, tau) in random_states(case, rng, N_STATES):
         M = wbc.eager.crba(m, q)
         np.testing.assert_array_equal(M, M.T, err_msg=f"{where}: M is not symmetric")
         assert_close(M, oracle.symmetrized(pin.crba(pm, pd, q)), what=f"{where} CRBA")
@@ -68,24 +58,13 @@ def _check_dynamics(case, seed: int) -> None:
         assert_close(tau_id, M @ a + h, what=f"{where} RNEA vs M a + h")
 
 
-@pytest.mark.parametrize("name,floating_base", ROBOTS, ids=[f"{n}-{fb}" for n, fb in ROBOTS])
-def test_catalog_dynamics_vs_pinocchio(name, floating_base):
-    """CRBA, h, RNEA, ABA (with and without external forces on feet / hands / a random frame) equal
-    Pinocchio's to 1e-9 at 20 random states; ABA equals solve(CRBA, τ − h)."""
-    _check_dynamics(robot_case(name, floating_base), seed=20)
-
-
-@pytest.mark.parametrize("floating_base", [True, False], ids=["floating", "fixed"])
-@pytest.mark.parametrize("seed,n", TREE_CASES)
-def test_random_tree_dynamics_vs_pinocchio(seed, n, floating_base):
-    """The same on random trees with every joint type (external forces on 3 random frames)."""
-    _check_dynamics(tree_case(seed, n, floating_base), seed=seed + 100)
-
-
-@pytest.mark.parametrize("seed,n,floating_base", BALL_TREE_CASES)
-def test_ball_joint_tree_dynamics_vs_pinocchio(seed, n, floating_base):
-    """The same on random trees with ball joints (``JointModelSpherical``) among the other types."""
-    _check_dynamics(ball_tree_case(seed, n, floating_base), seed=seed + 100)
+@pytest.mark.parametrize("build,seed", oracle_cases(ROBOTS, catalog_seed=20, tree_seed_offset=100))
+def test_dynamics_vs_pinocchio(build, seed):
+    """CRBA, h, RNEA, ABA (with and without external forces: on the feet / hands and a random frame of
+    a catalog robot, on 3 random frames of a tree) equal Pinocchio's to 1e-9 at 20 random states, on
+    catalog robots, random trees with every joint type (fixed and floating) and random trees with
+    ball joints (``JointModelSpherical``); ABA equals solve(CRBA, τ − h)."""
+    _check_dynamics(build(), seed)
 
 
 def test_rnea_inverts_aba():

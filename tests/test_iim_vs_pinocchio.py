@@ -18,17 +18,14 @@ import pytest
 
 import wbc
 from benchmarks import pinocchio_adapter as oracle
+from tests.constraint_cases import catalog_constraints, constrained_states, constraint_tree_params, random_constraints
 from tests.helpers import (
-    BALL_TREE_CASES,
-    CONSTRAINT_TREES,
     TOL_KERNEL,
     Case,
     assert_close,
-    ball_tree_case,
-    catalog_constraints,
+    assert_kernel_matches,
+    ball_tree_params,
     compile_in,
-    constraint_tree_case,
-    random_constraints,
     robot_case,
     tree_case,
 )
@@ -69,13 +66,8 @@ def _check_input_matrix(
     S = m.actuation_matrix()
     act = m.actuated_v_indices
     n_act = m.n_actuated
-    rng = np.random.default_rng(seed)
-    for i in range(n_states):
-        constraints = constraints_at(rng)
-        q = wbc.random_configuration(m, rng)
-        J = oracle.constraint_jacobian(case.pin_model, q, constraints)
+    for i, where, constraints, q, J in constrained_states(case, constraints_at, seed, n_states):
         expected = oracle.minverse(case.pin_model, q) @ np.hstack([S, J.T])
-        where = f"{case.name} state {i} ({len(constraints)} constraints, {J.shape[0]} rows)"
         B = wbc.eager.inertia_weighted_input_matrix(m, q, constraints, "iim")
         assert B.shape == (m.nv, n_act + J.shape[0]), where
         assert_close(B, expected, what=f"{where}: iim vs Pinocchio M⁻¹ [Sᵀ, Jᵀ]")
@@ -104,31 +96,28 @@ def test_catalog_input_matrix_vs_pinocchio(name, which, dense_states, eufm_state
     )
 
 
-@pytest.mark.parametrize("floating_base", [True, False], ids=["floating", "fixed"])
-@pytest.mark.parametrize("kind,seed,n", CONSTRAINT_TREES, ids=[f"{k}{s}_{n}" for k, s, n in CONSTRAINT_TREES])
-def test_random_tree_input_matrix_vs_pinocchio(kind, seed, n, floating_base):
+@pytest.mark.parametrize("build,seed", constraint_tree_params(210))
+def test_random_tree_input_matrix_vs_pinocchio(build, seed):
     """Random trees (every joint type), a fresh random constraint set at each of 5 states: three
     constraints on the deepest body (more than six rows on one body, usually), one on the root body,
     one on an ancestor, one anywhere, mixing points (world-aligned and local), welds and link
     constraints (random rows, local and world-aligned). The eUFM runs on the first state."""
-    case = constraint_tree_case(kind, seed, n, floating_base)
-    _check_input_matrix(
-        case, lambda rng: random_constraints(case.model, rng), seed=210 + seed + 7 * floating_base, eufm_states=1
-    )
+    case = build()
+    _check_input_matrix(case, functools.partial(random_constraints, case.model), seed=seed, eufm_states=1)
 
 
-@pytest.mark.parametrize("seed,n,floating_base", BALL_TREE_CASES)
-def test_ball_joint_tree_input_matrix_vs_pinocchio(seed, n, floating_base):
+@pytest.mark.parametrize("build,seed", ball_tree_params(230))
+def test_ball_joint_tree_input_matrix_vs_pinocchio(build, seed):
     """Random trees with ball joints (three-DoF actuated blocks, ``JointModelSpherical``) among the
     other types, random constraint sets: IIM, dense and (first state) eUFM equal Pinocchio's
     M⁻¹ [Sᵀ, Jᵀ]; then the same with a random half of the joints actuated (ball joints among both)."""
-    case = ball_tree_case(seed, n, floating_base)
+    case = build()
     draw = functools.partial(random_constraints, case.model)
-    _check_input_matrix(case, draw, seed=230 + seed, eufm_states=1)
+    _check_input_matrix(case, draw, seed=seed, eufm_states=1)
     names = [case.model.joints[i].name for i in case.model.actuated]
-    half = [str(x) for x in np.random.default_rng(231 + seed).choice(names, size=len(names) // 2, replace=False)]
+    half = [str(x) for x in np.random.default_rng(seed + 1).choice(names, size=len(names) // 2, replace=False)]
     partial = _with_actuation(case, half)
-    _check_input_matrix(partial, functools.partial(random_constraints, partial.model), seed=232 + seed, n_states=2)
+    _check_input_matrix(partial, functools.partial(random_constraints, partial.model), seed=seed + 2, n_states=2)
 
 
 def test_partial_actuation_vs_pinocchio():
@@ -212,12 +201,8 @@ def test_talos_corners_input_matrix_kernel(kernel_dir):
     constraints = catalog_constraints(case, "corners")
     kernel = compile_in(traced.input_matrix_function(m, constraints, "iim"), kernel_dir)
     assert kernel.input_names == ["q"] and kernel.output_names == ["Bhat"]
-    rng = np.random.default_rng(260)
-    for i in range(3):
-        q = wbc.random_configuration(m, rng)
-        B = kernel(q)[0].copy()
-        assert B.shape == (m.nv, m.n_actuated + 24)
-        assert_close(B, wbc.eager.inertia_weighted_input_matrix(m, q, constraints), tol=TOL_KERNEL, what=f"state {i}")
+    eager = functools.partial(wbc.eager.inertia_weighted_input_matrix, m, constraints=constraints)
+    assert_kernel_matches(kernel, m, eager, np.random.default_rng(260), shape=(m.nv, m.n_actuated + 24))
 
 
 def test_random_tree_input_matrix_kernels(kernel_dir):

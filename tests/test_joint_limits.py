@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import wbc
-from tests.helpers import eom_residual, robot_case
+from tests.helpers import eom_residual, robot_case, talos_standing
 from wbc import tasks
 from wbc.control.limits.joint_position import position_bounds
 from wbc.control.limits.joint_velocity import velocity_bounds
@@ -276,12 +276,8 @@ def test_posture_target_within_limits_keeps_a_standing_step_off_the_bounds():
 
     if shortcut_library() is None:
         pytest.skip("no C compiler: the numpy path runs")
-    case = robot_case("talos")
+    case, com, posture, ctrl = talos_standing(mu=0.7, com=(10.0, 100.0), posture=(1e-2, 30.0))
     model, spec = case.model, case.spec
-    contacts = [wbc.SurfaceContact(f, spec.sole.length, spec.sole.width, mu=0.7) for f in spec.feet]
-    com = tasks.CoMTask(weight=10.0, kp=100.0)
-    posture = tasks.PostureTask(model, weight=1e-2, kp=30.0)
-    ctrl = wbc.WholeBodyController(model, [com, posture], contacts)
     q0 = spec.q0.copy()
     target = ctrl.within_limits(q0)
     assert np.array_equal(q0, spec.q0)

@@ -12,11 +12,11 @@ import wbc
 from benchmarks import pinocchio_adapter as oracle
 from tests.helpers import (
     BALL_TREE_CASES,
-    TREE_CASES,
     assert_close,
     ball_tree_case,
+    oracle_cases,
     random_state,
-    robot_case,
+    random_states,
     tree_case,
 )
 
@@ -45,15 +45,13 @@ def _frames_per_state(frames: list[str], k: int, i: int) -> list[str]:
 def _check_frames(case, frames: list[str], per_state: int, seed: int) -> None:
     m, pm = case.model, case.pin_model
     pd = pm.createData()
-    rng = np.random.default_rng(seed)
-    for i in range(N_STATES):
-        q, v, _, _ = random_state(m, rng)
+    for i, (state, (q, v, _, _)) in enumerate(random_states(case, np.random.default_rng(seed), N_STATES)):
         pin.computeJointJacobians(pm, pd, q)
         pin.forwardKinematics(pm, pd, q, v, 0 * v)
         pin.updateFramePlacements(pm, pd)
         for name in _frames_per_state(frames, per_state, i):
             fid = case.pin_frame(name)
-            where = f"{case.name} state {i} frame {name!r}"
+            where = f"{state} frame {name!r}"
             assert_close(wbc.eager.frame_placement(m, q, name), pd.oMf[fid].homogeneous, what=f"{where} placement")
             ref = list(RF)[i % 3]  # velocities: one reference per state (J v = velocity is checked below)
             assert_close(
@@ -74,30 +72,15 @@ def _check_frames(case, frames: list[str], per_state: int, seed: int) -> None:
                 )
 
 
-@pytest.mark.parametrize("name,floating_base", ROBOTS, ids=[f"{n}-{fb}" for n, fb in ROBOTS])
-def test_catalog_frames_vs_pinocchio(name, floating_base):
-    """Placements, Jacobians, velocities and drifts (LOCAL, WORLD, LOCAL_WORLD_ALIGNED) of the feet,
-    hands, fingertips and random frames equal Pinocchio's to 1e-9 at 20 random states."""
-    case = robot_case(name, floating_base)
-    _check_frames(case, _robot_frames(case), per_state=2, seed=10)
-
-
-@pytest.mark.parametrize("floating_base", [True, False], ids=["floating", "fixed"])
-@pytest.mark.parametrize("seed,n", TREE_CASES)
-def test_random_tree_frames_vs_pinocchio(seed, n, floating_base):
-    """On random trees (every joint type, unaligned axes), the kinematics of (nearly) all frames (2 per
-    state, cycling) equal Pinocchio's to 1e-9 at 20 random states."""
-    case = tree_case(seed, n, floating_base)
-    frames = [f.name for f in case.model.frames]
+@pytest.mark.parametrize("build,seed", oracle_cases(ROBOTS, catalog_seed=10, tree_seed_offset=0))
+def test_frames_vs_pinocchio(build, seed):
+    """Placements, Jacobians, velocities and drifts (LOCAL, WORLD, LOCAL_WORLD_ALIGNED) equal
+    Pinocchio's to 1e-9 at 20 random states (2 frames per state, cycling): on catalog robots the
+    feet, hands, fingertips and random frames; on random trees (every joint type, unaligned axes)
+    and trees with ball joints (``JointModelSpherical``) (nearly) all frames."""
+    case = build()
+    frames = _robot_frames(case) if case.spec is not None else [f.name for f in case.model.frames]
     _check_frames(case, frames, per_state=2, seed=seed)
-
-
-@pytest.mark.parametrize("seed,n,floating_base", BALL_TREE_CASES)
-def test_ball_joint_tree_frames_vs_pinocchio(seed, n, floating_base):
-    """On random trees with ball joints (``JointModelSpherical``) mixed with every other joint type,
-    placements, Jacobians, velocities and drifts of (nearly) all frames equal Pinocchio's to 1e-9."""
-    case = ball_tree_case(seed, n, floating_base)
-    _check_frames(case, [f.name for f in case.model.frames], per_state=2, seed=seed)
 
 
 # ----------------------------------------------------------------------------- finite differences

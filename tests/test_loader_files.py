@@ -37,15 +37,15 @@ def _urdf(encoding="UTF-8", name="", mass="2.0", xyz="0 0 0.1") -> str:
     return URDF.format(encoding=encoding, name=name, mass=mass, xyz=xyz)
 
 
-def _load_in_child(path: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    """``load_urdf(path)`` in a child process limited to 3 GB of address space (a hang or a runaway
-    read fails the test instead of taking the machine)."""
+def _load_in_child(path: str, timeout: float = 60, loader: str = "load_urdf") -> subprocess.CompletedProcess:
+    """``wbc.<loader>(path)`` (``load_urdf`` or ``load_mjcf``) in a child process limited to 3 GB of
+    address space (a hang or a runaway read fails the test instead of taking the machine)."""
     code = (
         "import resource, sys\n"
         "resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))\n"
         "import wbc\n"
         "try:\n"
-        "    wbc.load_urdf(sys.argv[1])\n"
+        f"    wbc.{loader}(sys.argv[1])\n"
         "except wbc.ModelError as e:\n"
         "    print('ModelError:', e)\n"
     )
@@ -155,16 +155,7 @@ def test_controllers_say_they_cannot_be_copied_or_pickled():
 
 def _load_mjcf_in_child(path: str, timeout: float = 60) -> subprocess.CompletedProcess:
     """``load_mjcf(path)`` in a child process limited to 3 GB of address space."""
-    code = (
-        "import resource, sys\n"
-        "resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))\n"
-        "import wbc\n"
-        "try:\n"
-        "    wbc.load_mjcf(sys.argv[1])\n"
-        "except wbc.ModelError as e:\n"
-        "    print('ModelError:', e)\n"
-    )
-    return subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True, timeout=timeout)
+    return _load_in_child(path, timeout, loader="load_mjcf")
 
 
 def test_mjcf_loader_reads_regular_files_only(tmp_path):

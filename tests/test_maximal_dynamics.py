@@ -24,14 +24,13 @@ import pytest
 
 import wbc
 from benchmarks import pinocchio_adapter as oracle
-from tests.cluster_cases import FAST, SLOW, case, span_tau, states
+from tests.cluster_cases import FAST, PURE_LOOP_ROBOTS, SLOW, case, span_tau, states
 from tests.helpers import (
-    BALL_TREE_CASES,
     ROBOT_NAMES,
     TOL_PIN,
     TREE_CASES,
     assert_close,
-    ball_tree_case,
+    ball_tree_params,
     compile_in,
     random_state,
     robot_case,
@@ -113,9 +112,9 @@ def test_random_trees_against_pinocchio(seed, n, floating_base):
     _check_tree(tree_case(seed, n, floating_base), 4, seed=seed, methods=METHODS, fext=True)
 
 
-@pytest.mark.parametrize("seed,n,floating_base", BALL_TREE_CASES)
-def test_ball_joint_trees_against_pinocchio(seed, n, floating_base):
-    _check_tree(ball_tree_case(seed, n, floating_base), 3, seed=seed)
+@pytest.mark.parametrize("build,seed", ball_tree_params(0))
+def test_ball_joint_trees_against_pinocchio(build, seed):
+    _check_tree(build(), 3, seed=seed)
 
 
 def test_bushy_tree_and_point_masses():
@@ -221,14 +220,7 @@ def test_g1_parallel_ankle_against_c_aba_and_pinocchio():
     _check_loops("g1_parallel_ankle", 1, [wbc.MaximalMethod.DENSE])
 
 
-@pytest.mark.parametrize(
-    "build",
-    [
-        lambda: wbc.robots.clustered.four_bar(geared=False),
-        lambda: wbc.robots.clustered.g1_parallel_ankle(geared=False),
-    ],
-    ids=["four_bar", "g1_parallel_ankle"],
-)
+@pytest.mark.parametrize("build", PURE_LOOP_ROBOTS)
 def test_loops_against_constraint_dynamics(build):
     """Pinocchio 4's constraintDynamics with the loop closures as its constraint models."""
     cm = build().model

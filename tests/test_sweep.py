@@ -158,3 +158,32 @@ def test_ray_gives_the_same_results():
     cells = CELLS[:2]
     result = sweep.run_sweep(sweep_cells.dynamics_cell, cells, engine="ray", workers=2, progress=False)
     assert [r.value for r in result.results] == [r.value for r in reference()[:2]]
+
+
+def test_sweep_command_line_options(tmp_path):
+    """The sweep demos' options: defaults turned into the runner's keyword arguments (the output
+    folder created, the cell store inside it), and bad combinations refused by the parser."""
+    import argparse
+
+    from wbc.sweep.command_line import add_sweep_arguments, sweep_options
+
+    parser = argparse.ArgumentParser()
+    add_sweep_arguments(parser)
+    out = tmp_path / "out"
+    args = parser.parse_args(["--out", str(out)])
+    assert args.robot == "talos"
+    assert sweep_options(parser, args) == {
+        "engine": "local",
+        "workers": 2,
+        "address": None,
+        "store": out / "cells",
+        "progress": True,
+    }
+    assert out.is_dir()
+    args = parser.parse_args(["--out", str(out), "--engine", "dask", "--scheduler", "tcp://x:1", "--store", "s"])
+    assert sweep_options(parser, args)["address"] == "tcp://x:1"
+    for bad in (["--workers", "0"], ["--scheduler", "tcp://x:1"]):
+        with pytest.raises(SystemExit):
+            sweep_options(parser, parser.parse_args(["--out", str(out), *bad]))
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--out", str(out), "--robot", "nao"])

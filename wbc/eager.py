@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 import casadi as ca
 import numpy as np
 
+from . import numeric as _numeric
 from .algorithms.clusters import dynamics as cluster_dynamics
 from .algorithms.clusters import operational as cluster_operational
 from .algorithms.clusters.kinematics import ClusterKinematics
@@ -37,31 +38,8 @@ from .model import checks
 from .model.clusters import ClusterModel, closed_configuration
 from .model.model import Model
 
-__all__ = [
-    "rnea",
-    "nonlinear_effects",
-    "crba",
-    "aba",
-    "free_acceleration",
-    "frame_placement",
-    "frame_jacobian",
-    "frame_velocity",
-    "frame_drift",
-    "center_of_mass",
-    "com_velocity",
-    "com_jacobian",
-    "com_drift",
-    "centroidal_map",
-    "centroidal_drift",
-    "centroidal_momentum",
-    "inertia_weighted_input_matrix",
-    "delassus",
-    "cluster_rnea",
-    "cluster_aba",
-    "cluster_delassus",
-    "cluster_input_matrix",
-    "cluster_jacobian",
-]
+#: The same names as :mod:`wbc.numeric` (its functions, evaluated without compiling).
+__all__ = [*_numeric.__all__]
 
 ExternalForces = Mapping[str, object] | None
 
@@ -186,14 +164,8 @@ def centroidal_momentum(model: Model, q, v) -> np.ndarray:
 def inertia_weighted_input_matrix(
     model: Model, q, constraints: Sequence[Constraint] = (), method: InputMatrixMethod = InputMatrixMethod.IIM
 ) -> np.ndarray:
-    """``B̂ = M⁻¹ [Sᵀ, Kᵀ]`` (nv, n_actuated + m) at configuration ``q``.
-
-    Args:
-        constraints: :class:`~wbc.algorithms.constraints.PointConstraint`, ``WeldConstraint`` or
-            ``LinkConstraint`` objects; their rows follow the actuated columns.
-        method: an :class:`~wbc.algorithms.iim.InputMatrixMethod` (default the IIM; its value, e.g.
-            ``"dense"``, also works).
-    """
+    """``B̂ = M⁻¹ [Sᵀ, Kᵀ]`` (nv, n_actuated + m) at configuration ``q``: arguments and errors as
+    :func:`wbc.inertia_weighted_input_matrix`."""
     method = checks.option(InputMatrixMethod, method, "method")
     return _mat(_workspace(model, q).input_matrix(constraints, method))
 
@@ -201,16 +173,8 @@ def inertia_weighted_input_matrix(
 def delassus(
     model: Model, q, constraints: Sequence[Constraint], method: DelassusMethod = DelassusMethod.PV_OSIMR
 ) -> np.ndarray:
-    """The Delassus matrix ``K M⁻¹ Kᵀ`` (m, m) of ``constraints`` at ``q``, rows in the order given.
-
-    Args:
-        method: a :class:`~wbc.algorithms.delassus.DelassusMethod` (default PV-OSIMr; its value, e.g.
-            ``"efpa"``, also works).
-
-    Raises:
-        InputError: no constraints, an unknown method or a bad configuration.
-        FrameError: a constraint on an unknown frame.
-    """
+    """The Delassus matrix ``K M⁻¹ Kᵀ`` (m, m) of ``constraints`` at ``q``, rows in the order given:
+    arguments and errors as :func:`wbc.delassus`."""
     method = checks.option(DelassusMethod, method, "method")
     return _mat(_workspace(model, q).delassus(constraints, method))
 

@@ -136,6 +136,15 @@ def _check(constraints: Sequence[ResolvedConstraint]) -> None:
         raise InputError("the Delassus matrix needs at least one constraint")
 
 
+def _recursive_setup(
+    model: Model, kin: TreeKinematics, constraints: Sequence[ResolvedConstraint], bodies: ArticulatedBodies | None
+) -> tuple[ArticulatedBodies, ConstraintTree]:
+    """What the recursive methods start from: the constraints checked, the articulated bodies (given,
+    or computed) and the tree of the constrained links."""
+    _check(constraints)
+    return bodies or ArticulatedBodies.compute(model, kin), ConstraintTree.build(model, [c.joint for c in constraints])
+
+
 def _assemble(blocks: dict[tuple[int, int], object], dims: Sequence[int], like):
     """The symmetric matrix with upper blocks ``blocks[(e, f)]`` (e <= f) in end-effector order."""
     rows = []
@@ -174,9 +183,7 @@ def pv_osimr(
     bodies: ArticulatedBodies | None = None,
 ):
     """PV-OSIMr (Algorithm 3): ``Λ⁻¹`` (m, m) in O(n + m²)."""
-    _check(constraints)
-    bodies = bodies or ArticulatedBodies.compute(model, kin)
-    tree = ConstraintTree.build(model, [c.joint for c in constraints])
+    bodies, tree = _recursive_setup(model, kin, constraints, bodies)
     K = [c.local_matrix(kin) for c in constraints]
     n = model.njoints
     # Backward sweep: Pd[i] = ^{π(i)}P_{D(i)}, Om[i] = ^{π(i)}Ω_{D(i)} for links supporting constraints.
@@ -243,8 +250,7 @@ def pv_osim(
     bodies: ArticulatedBodies | None = None,
 ):
     """PV-OSIM (Algorithm 1): every link stacks and propagates its subtree's constraint rows."""
-    _check(constraints)
-    bodies = bodies or ArticulatedBodies.compute(model, kin)
+    bodies, _ = _recursive_setup(model, kin, constraints, bodies)
     K = [c.local_matrix(kin) for c in constraints]
     n = model.njoints
     stack_K: list[list] = [[] for _ in range(n)]  # blocks of rows, in link i's frame
@@ -282,9 +288,7 @@ def efpa(
     bodies: ArticulatedBodies | None = None,
 ):
     """EFPA (Algorithm 2): per-end-effector CEMPs up the tree, then ``^0Ω_i ^iK_eᵀ`` down it."""
-    _check(constraints)
-    bodies = bodies or ArticulatedBodies.compute(model, kin)
-    tree = ConstraintTree.build(model, [c.joint for c in constraints])
+    bodies, tree = _recursive_setup(model, kin, constraints, bodies)
     n, m = model.njoints, len(constraints)
     cemp: list[dict[int, object]] = [{c.joint: c.local_matrix(kin)} for c in constraints]
     for i in range(n - 1, 0, -1):

@@ -19,7 +19,7 @@ acting on the frame's body, expressed in the frame (LOCAL) about its origin.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 
 import casadi as ca
@@ -34,7 +34,33 @@ from .delassus import DelassusMethod, delassus_matrix
 from .iim import InputMatrixMethod, input_matrix
 from .kinematics import ReferenceFrame, TreeKinematics
 
-__all__ = ["Workspace"]
+__all__ = ["Workspace", "body_forces"]
+
+
+def body_forces(
+    model: Model,
+    fext: Mapping[str, object] | None,
+    frame_index: Callable[[str], int],
+    wrench: Callable[[str, object], object] = lambda name, w: w,
+) -> dict[int, object] | None:
+    """External forces ``{frame: LOCAL wrench (6,)}`` as spatial forces on the bodies, in their joint
+    frames (``{joint: force (6, 1)}``, summed per body; none on the ground), or ``None`` without forces.
+
+    Args:
+        frame_index: a frame's index from its key (raising on an unknown frame).
+        wrench: ``(frame key, wrench)`` -> the wrench to use (e.g. checked and converted).
+    """
+    if not fext:
+        return None
+    if not isinstance(fext, Mapping):
+        raise InputError("fext must be a mapping {frame name: wrench (6,)}")
+    out: dict[int, object] = {}
+    for name, w in fext.items():
+        f = model.frames[frame_index(name)]
+        body_force = act_force(f.placement, wrench(name, w))
+        out[f.joint] = out[f.joint] + body_force if f.joint in out else body_force
+    out.pop(0, None)  # a force on the ground does nothing
+    return out
 
 
 class Workspace:
@@ -80,17 +106,7 @@ class Workspace:
 
     def external_forces(self, fext: Mapping[str, object] | None) -> dict[int, object] | None:
         """``{frame: LOCAL wrench (6,)}`` as spatial forces on the bodies, in their joint frames."""
-        if not fext:
-            return None
-        if not isinstance(fext, Mapping):
-            raise InputError("fext must be a mapping {frame name: wrench (6,)}")
-        out: dict[int, object] = {}
-        for name, wrench in fext.items():
-            f = self.model.frames[self.frame(name)]
-            body_force = act_force(f.placement, wrench)
-            out[f.joint] = out[f.joint] + body_force if f.joint in out else body_force
-        out.pop(0, None)  # a force on the ground does nothing
-        return out
+        return body_forces(self.model, fext, self.frame)
 
     # ----------------------------------------------------------------------------- kinematics
     def frame_placement(self, frame: str | int) -> SE3:

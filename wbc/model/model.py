@@ -259,24 +259,23 @@ class Model:
         """Index of the frame called ``name``; :class:`FrameError` (with suggestions) if unknown."""
         if not isinstance(name, str):
             raise FrameError(f"frame name must be a string, got {type(name).__name__}")
-        try:
-            return self._frame_index[name]
-        except KeyError:
-            close = difflib.get_close_matches(name, self._frame_index.keys(), n=3)
-            hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
-            raise FrameError(f"model {self.name!r} has no frame {name!r}{hint}") from None
+        return self._lookup(self._frame_index, name, "frame", FrameError)
 
     def has_frame(self, name: str) -> bool:
         return name in self._frame_index
 
     def joint_id(self, name: str) -> int:
         """Index of the joint called ``name``; :class:`ModelError` if unknown."""
+        return self._lookup(self._joint_index, name, "joint", ModelError)
+
+    def _lookup(self, index: Mapping[str, int], name: str, what: str, error: type[Exception]) -> int:
+        """``index[name]``, or ``error`` naming the ``what`` (frame, joint) and the closest names."""
         try:
-            return self._joint_index[name]
+            return index[name]
         except KeyError:
-            close = difflib.get_close_matches(name, self._joint_index.keys(), n=3)
+            close = difflib.get_close_matches(name, index.keys(), n=3)
             hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
-            raise ModelError(f"model {self.name!r} has no joint {name!r}{hint}") from None
+            raise error(f"model {self.name!r} has no {what} {name!r}{hint}") from None
 
     # ----------------------------------------------------------------------------- actuation
     @property

@@ -24,12 +24,15 @@ MuJoCo is the optional ``sim`` extra; ``import wbc`` never imports this module.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import json
 import math
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import cast
+from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 from tqdm import tqdm
@@ -74,6 +77,9 @@ __all__ = [
     "push_trial",
     "soak",
     "standard_scenario",
+    "scenario_parser",
+    "scenario_from_arguments",
+    "save_run",
 ]
 
 #: Control and simulation period, s.
@@ -207,6 +213,30 @@ def standard_scenario(
         Push("forward", (1.0, 0.0, 0.0), d["push"] if forward is None else forward, push_duration, 7.0),
     )
     return Scenario(duration=duration, sway_amplitude=d["sway"], pushes=tuple(p for p in pushes if p.force_N > 0))
+
+
+def scenario_parser(doc: str, robots: Sequence[str], default_robot: str, out_prefix: str) -> argparse.ArgumentParser:
+    """The balance demos' command line: described by the demo's docstring ``doc`` (first paragraph,
+    the rest as epilog), with ``--robot`` (one of ``robots``), ``--out`` (default
+    ``out/<out_prefix>_<robot>``), ``--duration`` and the two pushes' forces and duration
+    (:func:`scenario_from_arguments` builds the scenario from them)."""
+    parser = argparse.ArgumentParser(
+        description=doc.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=doc.split("\n\n", 1)[1],
+    )
+    parser.add_argument("--robot", default=default_robot, choices=list(robots))
+    parser.add_argument("--out", type=Path, default=None, help=f"output directory (default out/{out_prefix}_<robot>)")
+    parser.add_argument("--duration", type=float, default=9.0, help="simulated time, s")
+    parser.add_argument("--push-lateral", type=float, default=None, help="lateral push force, N (default per robot)")
+    parser.add_argument("--push-forward", type=float, default=None, help="forward push force, N (default per robot)")
+    parser.add_argument("--push-duration", type=float, default=0.1, help="push duration, s")
+    return parser
+
+
+def scenario_from_arguments(robot: str | LeggedRobot, args: argparse.Namespace) -> Scenario:
+    """:func:`standard_scenario` with the options of :func:`add_scenario_arguments`."""
+    return standard_scenario(robot, args.duration, args.push_lateral, args.push_forward, args.push_duration)
 
 
 # ============================================================================ one run
@@ -349,6 +379,10 @@ class Balance:
         out["base_z0"] = base_z0
         return out
 
+    def push_spans(self) -> list[tuple[float, float]]:
+        """The scenario's pushes as (start, end) times, s (to mark them on plots)."""
+        return [(p.time_s, p.time_s + p.duration_s) for p in self.scenario.pushes]
+
     def _record_frame(self, replay, t: float, q: np.ndarray, cmd) -> None:
         from wbc.viz import contact_arrows
 
@@ -405,6 +439,37 @@ class Balance:
             ],
         }
         return out
+
+
+def save_run(
+    balance: Balance,
+    run: dict,
+    out: Path,
+    feet_figure: Callable[[dict, Balance], object] | None,
+    extra: dict | None = None,
+) -> dict:
+    """Write a run into ``out``: its log (``log.npz``), its plots unless ``feet_figure`` is None or
+    the run has no step (``com.png``: CoM reference and actual; ``feet.png``: the figure
+    ``feet_figure(run, balance)`` draws; ``torques.png``; ``step_time.png``; pushes marked), and
+    ``summary.json``: :meth:`Balance.summarize` with ``extra`` and the plots' names. Returns the
+    summary. The plots need the ``plots`` extra (matplotlib)."""
+    summary = balance.summarize(run) | (extra or {})
+    arrays: dict[str, Any] = {k: v for k, v in run.items() if isinstance(v, np.ndarray)}
+    np.savez_compressed(out / "log.npz", **arrays)
+    if feet_figure is not None and len(run["t"]):
+        from wbc.figures import com_tracking_figure, save_figure, step_time_figure, torques_figure
+
+        t, spans = run["t"], balance.push_spans()
+        title = f"{balance.spec.name}: CoM tracking (red: pushes)"
+        draw = {  # drawn and closed one after the other
+            "com.png": lambda: com_tracking_figure(t, run["com"], run["com_ref"], title, spans),
+            "feet.png": lambda: feet_figure(run, balance),
+            "torques.png": lambda: torques_figure(t, run["tau"], balance.model, spans),
+            "step_time.png": lambda: step_time_figure(run["step_us"]),
+        }
+        summary["plots"] = [save_figure(make(), out / name).name for name, make in draw.items()]
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
 
 
 def friction_use(forces: np.ndarray) -> np.ndarray:

@@ -230,14 +230,37 @@ class Actuation:
 
 
 # ===================================================================================== proxies
-class FaultySim:
+class _Proxy:
+    """Stands in for the object it wraps (``_inner``): an attribute it does not have is read from,
+    and an attribute written is set on, the wrapped object, except its own (names starting with an
+    underscore, or in ``_OWN``)."""
+
+    _OWN: frozenset[str] = frozenset()
+    _inner: Any
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_inner":  # not set yet (during construction or unpickling)
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("_") or name in self._OWN:
+            object.__setattr__(self, name, value)
+        else:  # the wrapped object's attributes (settings) are set on it
+            setattr(self._inner, name, value)
+
+
+class FaultySim(_Proxy):
     """The simulator as the controller's side sees it (see the module docstring): torques go
     through :class:`Actuation` when given, the period count (:attr:`period`) advances with
     :meth:`step`, a :meth:`reset` empties the delay lines; every other attribute is the wrapped
     :class:`MujocoSim`'s."""
 
+    _OWN = frozenset({"period"})
+
     def __init__(self, sim: MujocoSim, injection: Injection) -> None:
-        self._sim, self._injection = sim, injection
+        self._inner: MujocoSim = sim
+        self._injection = injection
         self._n_inputs = sim.n_inputs
         self._command = np.zeros(self._n_inputs)
         self.period = 0
@@ -245,20 +268,11 @@ class FaultySim:
     @property
     def inner(self) -> MujocoSim:
         """The wrapped simulator (the true robot)."""
-        return self._sim
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._sim, name)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name.startswith("_") or name == "period":
-            object.__setattr__(self, name, value)
-        else:  # the simulator's attributes are set on the simulator
-            setattr(self._sim, name, value)
+        return self._inner
 
     def reset(self, q, v=None) -> None:
         """The simulator's reset (:meth:`MujocoSim.reset`), and the delay lines and lag emptied."""
-        self._sim.reset(q, v)
+        self._inner.reset(q, v)
         self._injection._reset()
         self.period = 0
 
@@ -266,7 +280,7 @@ class FaultySim:
         """The controller's command (n_inputs,) N m; what applies is the motors' (:class:`Actuation`)."""
         actuation = self._injection.actuation
         if actuation is None:
-            self._sim.set_torques(tau)
+            self._inner.set_torques(tau)
         else:
             self._command = checks.vector(tau, self._n_inputs, "tau").copy()
 
@@ -274,24 +288,25 @@ class FaultySim:
         """Advance ``n`` periods (simulator steps), each with the motors' torque for it."""
         actuation = self._injection.actuation
         if actuation is None:
-            self._sim.step(n)
+            self._inner.step(n)
             self.period += int(n)
             return
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise InputError(f"n must be a non-negative integer, got {n!r}")
         for _ in range(int(n)):
-            self._sim.set_torques(actuation.advance(self._command))
-            self._sim.step(1)
+            self._inner.set_torques(actuation.advance(self._command))
+            self._inner.step(1)
             self.period += 1
 
 
-class FaultyController:
+class FaultyController(_Proxy):
     """The controller as the simulated robot drives it: :meth:`step` is given the true state and
     passes the controller what the sensors report; every other attribute is the wrapped
     :class:`~wbc.WholeBodyController`'s."""
 
     def __init__(self, controller: WholeBodyController, injection: Injection) -> None:
-        self._controller, self._injection = controller, injection
+        self._inner: WholeBodyController = controller
+        self._injection = injection
         comp = injection.faults.compensation
         if comp.gain_scale != 1.0:
             for task in controller.tasks:
@@ -303,22 +318,13 @@ class FaultyController:
     @property
     def inner(self) -> WholeBodyController:
         """The wrapped controller."""
-        return self._controller
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._controller, name)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name.startswith("_"):
-            object.__setattr__(self, name, value)
-        else:  # the controller's settings (regularization, solver, ...) are set on the controller
-            setattr(self._controller, name, value)
+        return self._inner
 
     def step(self, q, v) -> Command:
         """The controller's step on the sensors' report of the true state ``(q, v)`` (filtered and
         predicted when the compensation says so)."""
         qm, vm = self._injection.estimate(q, v)
-        cmd = self._controller.step(qm, vm)
+        cmd = self._inner.step(qm, vm)
         if self._injection.predictor is not None:
             self._injection.predictor.commanded(cmd.qdd)
         return cmd

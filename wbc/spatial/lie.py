@@ -23,6 +23,7 @@ Small angles use Taylor series in ``exp3``, ``log3``, ``exp6`` and ``log6``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import casadi as ca
@@ -167,6 +168,16 @@ def exp3(w):
     return B.eye(3) + a * K + b * K2
 
 
+def _of_largest(B, keys: Sequence, candidates: Sequence[Sequence]) -> list:
+    """Entry by entry, the candidate vector whose key is the largest of the three ``keys`` (ties: the
+    earlier), as branch-free selections (``B.where``: traceable)."""
+    a, b, c = keys
+    return [
+        B.where(a >= b, B.where(a >= c, first, third), B.where(b >= c, second, third))
+        for first, second, third in zip(*candidates)
+    ]
+
+
 def log3(R):
     """The rotation vector (3,) of a rotation matrix ``R`` (3, 3), angle in ``[0, π]``, accurate at
     every angle (see the module docstring). At exactly π either of the two opposite vectors is
@@ -192,14 +203,7 @@ def log3(R):
             ai = B.sqrt(B.fmax(d[i], 0.0))
             axis = [(R[i, j] + R[j, i]) / (2 * one_c * ai) if j != i else ai for j in range(3)]
             candidates.append(axis)
-        pick = [
-            B.where(
-                d[0] >= d[1],
-                B.where(d[0] >= d[2], candidates[0][k], candidates[2][k]),
-                B.where(d[1] >= d[2], candidates[1][k], candidates[2][k]),
-            )
-            for k in range(3)
-        ]
+        pick = _of_largest(B, d, candidates)
         sign = B.where(pick[0] * wx + pick[1] * wy + pick[2] * wz < 0, -1.0, 1.0)
         return B.vector(*[sign * theta * pick[k] for k in range(3)])
 
@@ -287,16 +291,8 @@ def rotation_to_quaternion(R):
         q[k] = (R[k, i] + R[i, k]) / s
         q[3] = (R[k, j] - R[j, k]) / s
         cands.append(q)
-    diag = [t[0], t[1], t[2], t[3]]
     # pick w's candidate when the trace is positive, else the largest diagonal's
-    largest = [
-        B.where(
-            diag[1] >= diag[2],
-            B.where(diag[1] >= diag[3], cands[1][c], cands[3][c]),
-            B.where(diag[2] >= diag[3], cands[2][c], cands[3][c]),
-        )
-        for c in range(4)
-    ]
+    largest = _of_largest(B, t[1:4], cands[1:4])
     q = [B.where(t[0] > 0, cands[0][c], largest[c]) for c in range(4)]
     sign = B.where(q[3] < 0, -1.0, 1.0)
     norm = B.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cached_property
 
 import casadi as ca
@@ -27,7 +27,7 @@ import numpy as np
 
 from ...errors import ModelError
 from ...model.clusters import ClusterModel
-from ...model.model import Model
+from ...model.model import Joint, Model
 from ...model.urdf import load_urdf
 from ...spatial.algebra import act_inertia, symmetric
 from .. import delassus as tree_delassus
@@ -100,15 +100,7 @@ class ApproximateModel:
             if link.get("name") in removed:
                 root.remove(link)
         model = load_urdf(ET.tostring(root, encoding="unicode"), cm.floating_base)
-        order = []
-        for j in model.joints[1:]:
-            cj = cm.tree.joint_id(j.name)
-            off = 0
-            for ij in cm.independent_joints:
-                if ij == cj:
-                    break
-                off += cm.tree.joints[ij].nv
-            order.extend(range(off, off + j.nv))
+        order = _independent_indices(cm, model, lambda joint: joint.nv)
         armature = np.zeros(cm.nv)
         y0 = cm.neutral()
         for k, c in enumerate(cm.infos):
@@ -136,17 +128,7 @@ class ApproximateModel:
     @cached_property
     def q_order(self) -> np.ndarray:
         """For each configuration entry of ``model``, its index in the independent ``q``."""
-        cm = self.cluster_model
-        out = []
-        for j in self.model.joints[1:]:
-            cj = cm.tree.joint_id(j.name)
-            off = 0
-            for ij in cm.independent_joints:
-                if ij == cj:
-                    break
-                off += cm.tree.joints[ij].nq
-            out.extend(range(off, off + j.nq))
-        return np.asarray(out, dtype=int)
+        return np.asarray(_independent_indices(self.cluster_model, self.model, lambda joint: joint.nq), dtype=int)
 
     def configuration(self, y):
         """The approximate model's configuration (model.nq) from a spanning ``y`` (CasADi)."""
@@ -179,6 +161,21 @@ class ApproximateModel:
             if j.parent > 0:
                 IA[j.parent] = IA[j.parent] + act_inertia(kin.liMi[i], Ia[i])
         return tree_dynamics.ArticulatedBodies(kin, IA, U, Dinv, Ia)
+
+
+def _independent_indices(cm: ClusterModel, model: Model, size: Callable[[Joint], int]) -> list[int]:
+    """For each joint of ``model`` (the approximate model, named as ``cm``'s spanning tree) in order,
+    the indices of its ``size(joint)`` entries (``nq`` or ``nv``) in ``cm``'s independent vector."""
+    out: list[int] = []
+    for j in model.joints[1:]:
+        cj = cm.tree.joint_id(j.name)
+        off = 0
+        for ij in cm.independent_joints:
+            if ij == cj:
+                break
+            off += size(cm.tree.joints[ij])
+        out.extend(range(off, off + size(j)))
+    return out
 
 
 def _col(x):

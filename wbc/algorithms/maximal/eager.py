@@ -16,7 +16,8 @@ from ...errors import InputError
 from ...model import checks
 from ...model.clusters import ClusterModel, closed_configuration
 from ...model.model import Model
-from ...spatial.algebra import Matrix, act_force
+from ...spatial.algebra import Matrix
+from ..workspace import body_forces
 from .dynamics import MaximalMethod, maximal_dynamics
 
 __all__ = ["MaximalDynamics", "maximal_forward_dynamics", "split_result", "SINGULAR"]
@@ -61,17 +62,10 @@ def configuration(model: Model | ClusterModel, q) -> np.ndarray:
 
 
 def _external(tree: Model, fext: Mapping[str, Matrix] | None) -> dict[int, Matrix] | None:
-    if not fext:
-        return None
-    if not isinstance(fext, Mapping):
-        raise InputError("fext must be a mapping {frame name: wrench (6,)}")
-    out: dict[int, Matrix] = {}
-    for name, wrench in fext.items():
-        frame = tree.frames[tree.frame_id(name)]
-        w = act_force(frame.placement, ca.DM(checks.vector(wrench, 6, f"fext[{name!r}]").reshape(6, 1)))
-        out[frame.joint] = out[frame.joint] + w if frame.joint in out else w
-    out.pop(0, None)  # a force on the ground does nothing
-    return out
+    def wrench(name: str, w) -> ca.DM:
+        return ca.DM(checks.vector(w, 6, f"fext[{name!r}]").reshape(6, 1))
+
+    return body_forces(tree, fext, tree.frame_id, wrench)
 
 
 def maximal_forward_dynamics(
@@ -83,33 +77,9 @@ def maximal_forward_dynamics(
     reactions: bool = False,
     method: MaximalMethod = MaximalMethod.RECURSIVE,
 ) -> np.ndarray | MaximalDynamics:
-    """Forward dynamics in maximal coordinates: every body free, every joint a constraint.
-
-    The same ``q̈`` as :func:`wbc.aba` (a tree) or :func:`wbc.cluster_aba` (a cluster model, whose
-    loop closures and couplings become constraints too), and, with ``reactions``, the wrench every
-    joint transmits (its structural load) and every loop closure's wrench.
-
-    Args:
-        model: a :class:`~wbc.Model` or a :class:`~wbc.ClusterModel`.
-        q: configuration (nq,); for a cluster model the spanning configuration ``y`` (tree.nq) with
-            its loops closed (``cm.spanning_configuration``).
-        v: velocity (nv,) (a cluster model's independent velocity).
-        tau: generalized forces (nv,) (zeros on a free-flyer), N m or N.
-        fext: ``{frame name: wrench (6,)}``, each ``[f; n]`` acting on the frame's body, expressed in
-            the frame about its origin (as :func:`wbc.aba`).
-        reactions: also return the joint and closure wrenches.
-        method: :class:`~wbc.MaximalMethod` (``RECURSIVE``, the O(n) recursion; ``DENSE``, the naive
-            dense KKT solve) or its value.
-
-    Returns:
-        ``q̈`` (nv,), or a :class:`MaximalDynamics` when ``reactions``.
-
-    Raises:
-        InputError: a wrong size, a non-finite entry, a non-unit quaternion, an open loop, an
-            unknown method or frame, or a singular KKT system (redundant loop rows, a singular
-            configuration of the mechanism).
-        ModelError: joints that move no mass (``M`` singular), or a cluster model with armature.
-    """
+    """:func:`wbc.maximal_forward_dynamics` (same arguments, results and errors) evaluated on CasADi
+    numbers, without compiling: the reference the compiled path is tested against, and its path
+    for ``MaximalMethod.DENSE``."""
     if not isinstance(model, (Model, ClusterModel)):
         raise InputError(f"model must be a wbc.Model or a wbc.ClusterModel, got {type(model).__name__}")
     method = checks.option(MaximalMethod, method, "method")
