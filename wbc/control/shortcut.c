@@ -108,6 +108,13 @@ typedef struct {
     const double *Cdense;  /* (nc, p+m) row-major: C's constant rows (zero on the traced rows) */
     const int64_t *traced_at; /* (nc,) each row's row in G, or -1 */
     const void *vector_type; /* wbc_step_objects reads q and v in C only from objects of this exact type */
+    /* wbc_step on a layout with inactive contacts: copies of the kernel's outputs into the layout's
+     * active rows and columns, made between the kernel and the shortcut (target[i] = source[index[i]]) */
+    int ngather;                      /* number of copies */
+    const int64_t *gather_len;        /* (ngather,) entries of each */
+    const double *const *gather_src;  /* (ngather,) its source (a kernel output, column-major, flat) */
+    const int64_t *const *gather_idx; /* (ngather,) its flat indices into the source */
+    double *const *gather_dst;        /* (ngather,) its target */
 } wbc_shortcut_data;
 
 static double sumsq(const double *x, int n) {
@@ -259,6 +266,15 @@ int wbc_check_state(const wbc_shortcut_data *s) {
     return WBC_FEASIBLE;
 }
 
+static void gather(const wbc_shortcut_data *s) {
+    for (int j = 0; j < s->ngather; ++j) {
+        const double *src = s->gather_src[j];
+        const int64_t *idx = s->gather_idx[j];
+        double *dst = s->gather_dst[j];
+        for (int64_t i = 0; i < s->gather_len[j]; ++i) dst[i] = src[idx[i]];
+    }
+}
+
 int wbc_step(wbc_shortcut_data *s) {
     const int n = s->p + s->m, nv = s->nv;
     double t0 = now_us();
@@ -266,6 +282,7 @@ int wbc_step(wbc_shortcut_data *s) {
     if (s->kernel(s->arg, s->res, s->iw, s->w, 0)) return WBC_KERNEL_FAILED;
     double t1 = now_us();
     s->t_kernel = t1 - t0;
+    gather(s);
     int code = wbc_shortcut(s);
     if (code == WBC_FEASIBLE) code = command(s);
     s->t_qp = now_us() - t1;
@@ -396,6 +413,7 @@ static const wbc_abi_entry_t wbc_fields[] = {
     WBC_FIELD(a0),       WBC_FIELD(Bhat),   WBC_FIELD(errors),    WBC_FIELD(normal),    WBC_FIELD(out),
     WBC_FIELD(dgemm),    WBC_FIELD(dgemv),  WBC_FIELD(dsyrk),     WBC_FIELD(dpotrf),    WBC_FIELD(dpotrs),
     WBC_FIELD(t_kernel), WBC_FIELD(t_qp),   WBC_FIELD(Cdense),    WBC_FIELD(traced_at), WBC_FIELD(vector_type),
+    WBC_FIELD(ngather),  WBC_FIELD(gather_len), WBC_FIELD(gather_src), WBC_FIELD(gather_idx), WBC_FIELD(gather_dst),
 };
 #define WBC_CODE(name) {#name, WBC_##name}
 static const wbc_abi_entry_t wbc_codes[] = {

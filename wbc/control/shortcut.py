@@ -15,9 +15,9 @@ A :class:`CompiledShortcut` serves the step three ways:
 * :meth:`~CompiledShortcut.__call__`: on the kernel's current outputs (a layout with inactive
   contacts runs on copies of its active rows and columns, gathered first: :class:`Gathers`);
 * :meth:`~CompiledShortcut.attach`: the kernel's own C function attached, so that one call
-  (:attr:`~CompiledShortcut.step_objects`) checks ``q`` and ``v``, runs the kernel, the shortcut, and
-  writes the command (``u``, ``q̈ = a₀ + B̂u``, the task errors, the contacts' normal forces, the
-  C-side timings) into one block (:attr:`~CompiledShortcut.out`);
+  (:attr:`~CompiledShortcut.step_objects`) checks ``q`` and ``v``, runs the kernel, makes the gathers
+  (in C), runs the shortcut, and writes the command (``u``, ``q̈ = a₀ + B̂u``, the task errors, the
+  contacts' normal forces, the C-side timings) into one block (:attr:`~CompiledShortcut.out`);
 * :meth:`~CompiledShortcut.reduce` / :meth:`~CompiledShortcut.expand`: when an inequality binds, the
   QP in the actuators on a set of rows in least-distance form, from the shortcut's factor, and its
   answer back to ``u`` (the working-set strategy, :mod:`wbc.control.strategies`).
@@ -92,7 +92,8 @@ class CompiledShortcut:
         Cu: (n_c,) the products ``C u`` of the last call.
         d: (n_c,) the right-hand sides of ``C u ≤ d`` (the kernel's, or their gathered rows).
         gathered: whether it runs on gathered copies of the kernel's outputs (a layout with inactive
-            contacts): the kernel then runs first and :meth:`attach` refuses.
+            contacts): after :meth:`attach`, :attr:`step` makes them in C between the kernel and
+            the shortcut.
         out: after :meth:`attach` and a :data:`FEASIBLE` step: ``[u (n), q̈ (nv), task errors,
             contacts' normal forces, kernel µs, shortcut µs]`` (overwritten by the next).
         step: after :meth:`attach`, with ``q`` and ``v`` in the kernel's inputs: the checks, the kernel
@@ -209,8 +210,9 @@ class CompiledShortcut:
         normal_rows: np.ndarray,
     ) -> bool:
         """Attach the kernel whose outputs this shortcut reads, so that :attr:`step` runs the input
-        checks, the kernel and the shortcut in one C call. False (nothing changed) when the kernel is
-        not a compiled library of the expected ABI, or the shortcut runs on gathered rows.
+        checks, the kernel and the shortcut in one C call (with the gathers of a layout with inactive
+        contacts, and ``B̂``'s active columns for the command). False (nothing changed) when the
+        kernel is not a compiled library of the expected ABI.
 
         Args:
             kernel: the controller's kernel (inputs ``q``, ``v``, then its bound parameters).
@@ -219,8 +221,6 @@ class CompiledShortcut:
             check: whether :attr:`step` checks ``q`` and ``v`` (finite, unit norms).
             normal_rows: (n_contacts, n) each contact's normal force as a linear function of ``u``.
         """
-        if self.gathered:  # the gathers run between the kernel and the shortcut
-            return False
         symbol = kernel_symbol(kernel)
         if symbol is None:
             return False
@@ -240,6 +240,15 @@ class CompiledShortcut:
         self._unit = np.array([x for part in unit_parts for x in part] or [0], dtype=np.int64)
         self._normal = np.asfortranarray(normal_rows, dtype=float)
         n, nv, ne, nk = self.u.size, a0.size, errors.size, self._normal.shape[0]
+        copies = list(self._gathers.copies)
+        if not self.layout.all_columns:  # q̈ = a₀ + B̂ u over the active columns
+            Bhat, flat = Gathers.matrix_copy(Bhat, None, self.layout.columns)
+            copies.append((self._kernel_outputs.Bhat.reshape(-1, order="F"), flat, Bhat.reshape(-1, order="F")))
+        self._copies = copies  # keeps what the pointers below point into alive
+        self._gather_len = np.array([flat.size for _, flat, _ in copies] or [0], dtype=np.int64)
+        self._gather_src = (_P * max(1, len(copies)))(*[source.ctypes.data for source, _, _ in copies])
+        self._gather_idx = (_P * max(1, len(copies)))(*[flat.ctypes.data for _, flat, _ in copies])
+        self._gather_dst = (_P * max(1, len(copies)))(*[target.ctypes.data for _, _, target in copies])
         self.out = np.zeros(n + nv + ne + nk + 2)
         data = self._data
         data.nv, data.ne, data.ncontact = nv, ne, nk
@@ -247,6 +256,7 @@ class CompiledShortcut:
         data.unit_tol = UNIT_TOLERANCE
         data.reg = regularization
         data.kernel = address
+        data.ngather = len(copies)
         for name, value in (
             ("arg", ctypes.addressof(self._arg)),
             ("res", ctypes.addressof(self._res)),
@@ -260,6 +270,10 @@ class CompiledShortcut:
             ("errors", errors.ctypes.data),
             ("normal", self._normal.ctypes.data),
             ("out", self.out.ctypes.data),
+            ("gather_len", self._gather_len.ctypes.data),
+            ("gather_src", ctypes.addressof(self._gather_src)),
+            ("gather_idx", ctypes.addressof(self._gather_idx)),
+            ("gather_dst", ctypes.addressof(self._gather_dst)),
         ):
             setattr(data, name, value)
         self.step = functools.partial(self._library.step, self._ref)
@@ -306,13 +320,16 @@ class Gathers:
 
     Where the layout uses a buffer whole (every row and column active), its target is the buffer
     itself; otherwise a preallocated column-major copy, refilled by each call (one ``np.take`` of
-    precomputed flat indices per buffer: a walking robot in single support drops the lifted foot's
-    force columns, equality rows and inequality rows).
+    precomputed flat indices per buffer; the same copies in C after the kernel on the one-call step):
+    a walking robot in single support drops the lifted foot's force columns, equality rows and
+    inequality rows.
 
     Attributes:
         targets: ``(A, b, A_eq, b_eq, G, d)``: costs (k, n), (k,); contact equalities (m, n), (m,);
             the traced inequality rows (n_t, n); right-hand sides of ``C u ≤ d`` (n_c,).
         partial: whether some target is a gathered copy.
+        copies: ``(source, flat indices, target)`` of each copy, the source and the target flat
+            column-major views of the buffers, the indices int64 (``target[i] = source[index[i]]``).
     """
 
     def __init__(self, layout: Layout, outputs: StepOutputs) -> None:
@@ -320,7 +337,7 @@ class Gathers:
         cost = None if layout.all_cost else layout.cost_rows
         eq = None if layout.all_eq else layout.eq_rows
         traced = None if layout._all_traced or not layout._traced_at.size else layout._traced_from
-        self._plan: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (source, flat indices, target)
+        self.copies: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.targets = (
             self._matrix(outputs.A, cost, columns),
             self._vector(outputs.b, cost),
@@ -329,25 +346,32 @@ class Gathers:
             self._matrix(outputs.G, traced, columns),
             self._vector(outputs.d, layout._d_rows),
         )
-        self.partial = bool(self._plan)
+        self.partial = bool(self.copies)
+
+    @staticmethod
+    def matrix_copy(M: np.ndarray, rows, columns) -> tuple[np.ndarray, np.ndarray]:
+        """The column-major target of ``M[rows][:, columns]`` (None: all) and its flat indices into
+        ``M`` (column-major)."""
+        r = np.arange(M.shape[0]) if rows is None else np.asarray(rows)
+        c = np.arange(M.shape[1]) if columns is None else np.asarray(columns)
+        target = np.zeros((r.size, c.size), order="F")
+        flat = np.ascontiguousarray((r[:, None] + c[None, :] * M.shape[0]).ravel(order="F"), dtype=np.int64)
+        return target, flat
 
     def _matrix(self, M: np.ndarray, rows, columns) -> np.ndarray:
         if rows is None and columns is None:
             return M
-        r = np.arange(M.shape[0]) if rows is None else np.asarray(rows)
-        c = np.arange(M.shape[1]) if columns is None else np.asarray(columns)
-        target = np.zeros((r.size, c.size), order="F")
-        flat = (r[:, None] + c[None, :] * M.shape[0]).ravel(order="F")
-        self._plan.append((M.reshape(-1, order="F"), flat, target.reshape(-1, order="F")))
+        target, flat = self.matrix_copy(M, rows, columns)
+        self.copies.append((M.reshape(-1, order="F"), flat, target.reshape(-1, order="F")))
         return target
 
     def _vector(self, v: np.ndarray, rows) -> np.ndarray:
         if rows is None:
             return v
         target = np.zeros(len(rows))
-        self._plan.append((v, np.asarray(rows, dtype=np.intp), target))
+        self.copies.append((v, np.ascontiguousarray(rows, dtype=np.int64), target))
         return target
 
     def __call__(self) -> None:
-        for source, flat, target in self._plan:
+        for source, flat, target in self.copies:
             np.take(source, flat, out=target)
