@@ -29,9 +29,10 @@ test: check
 bench: $(STAMP)
 	$(PY) -m benchmarks.dynamics --json
 
-# Side environments with TSID and placo, for side-by-side timing of the control step.
+# Side environments with TSID and placo, for side-by-side timing of the control step
+# (benchmarks/anchors: python -m benchmarks.controller --anchors runs them).
 anchors:
-	bash ../shared/anchors/setup.sh
+	PYTHON=$(PYTHON) bash benchmarks/anchors/setup.sh
 
 clean:
 	rm -rf $(VENV) $(OUT) .pytest_cache

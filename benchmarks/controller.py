@@ -1,52 +1,57 @@
-"""Benchmark of one wbc control step on Talos standing, set up exactly as the anchors.
+"""Benchmark of the wbc control step where robots spend their time, side by side with its anchors.
 
-The anchors (``../shared/anchors/``: TSID and placo) run Talos (``talos_reduced``, free-flyer,
-``half_sitting``) on two 6D foot contacts with a CoM task (weight 1, kp 20) and a joint posture task
-(weight 1e-3, kp 10), μ = 0.3, torque limits from the URDF, integrating q̈ kinematically at 1 ms
-(``v_mean = v + dt/2 q̈``, ``q ← q ⊕ dt v_mean``). This script does the same with
-:class:`wbc.WholeBodyController` and prints one JSON line::
+Scenarios (every step timed; each record gives the step's p50, p99, p99.9, max and first step, µs):
 
-    {"robot": "talos", "steps": ..., "step_us_median": ..., "step_us_min": ..., "kernel_us_median": ...,
-     "qp_us_median": ..., "failures": ..., "com_z_change_mm": ..., "sum_normal_force_N": ..., "mg_N": ...}
+* standing (default): Talos (``talos_reduced``, free-flyer, ``half_sitting``) on two 6D feet, a CoM
+  task (weight 1, kp 20), a joint posture task (weight 1e-3, kp 10), μ = 0.3, torque limits from the
+  URDF, ``q̈`` integrated kinematically at 1 ms (``v_mean = v + dt/2 q̈``, ``q ← q ⊕ dt v_mean``),
+  exactly as the anchors (:mod:`benchmarks.anchors`: TSID and placo in side environments, ``make anchors``);
+* ``--lean M``: the CoM target ``M`` m to the left (0.2: the centre-of-pressure bounds bind), back to
+  ``half_sitting`` at rest every ``--reset`` steps; ``binding_steps`` counts the steps whose
+  minimizer under the equalities broke an inequality (a QP was solved);
+* ``--levels 1,2,3``: CoM, pelvis orientation and posture in 1, 2 or 3 priority levels (``--robot
+  panda``: the hand pose above the posture); with ``--anchors``, the anchors' two-level problem (the
+  CoM a hard constraint: scenario ``priorities``) beside wbc's 2 levels;
+* ``--walk talos,g1``: the Walker's loop (:class:`wbc.sim.walking.Walker`, MuJoCo) walking, against the
+  same Walker standing, alternately: the step's percentiles per phase (double support, single
+  support) with their kernel and QP medians (``Command.timings``), and ratios to standing;
+* ``--tail``: the tail over ``--steps`` (default 20 000) steps, first step included, of the standing
+  benchmark (a controller built and compiled just before) and of the balance demo's loop
+  (:class:`wbc.sim.balance.Balance`); ``preempted`` counts the steps during which the OS switched the
+  process out (involuntary context switches, read between steps): on a shared machine those steps'
+  times are someone else's, and the ``*_own`` percentiles leave them out; ``gc_steps`` counts the
+  steps during which Python's garbage collector ran, and the ``*_quiet`` percentiles leave out both.
 
-``step_us`` is the wall time of ``controller.step(q, v)`` (input checks, kernel, QP, command);
-``qp_us`` is the QP's assembly and solution. Compare it with the anchors run right after on the same
-machine (``make anchors`` then their two scripts): absolute times mean little on a shared machine.
-``--anchors`` runs them here, side by side, and adds their lines and the ratios; ``--rounds N``
-alternates wbc, TSID and placo N times and reports the median of the per-round ratios (robust to
-the machine's drifts). ``python_us`` is the step's wall time less the compiled code's own timers
-(``kernel_us`` and ``qp_us`` come from C clocks on the one-call path): the Python overhead per step.
+* ``--fresh N``: the standing benchmark (``--steps``, default 300) in N fresh processes, one after
+  the other: each process's first step (right after ``compile()``, nothing run before in the
+  process) against its p50; the medians and the maximum over the processes.
 
-``--lean M`` is the binding scenario: the CoM target ``M`` m to the left (0.2: the centre-of-pressure
-bounds saturate), the robot put back in ``half_sitting`` at rest every ``--reset`` steps;
-``binding_steps`` counts the steps whose minimizer under the equalities broke an inequality (a QP
-was solved). The anchors run the same scenario with their own controllers (``anchor_lean.py``).
+``--anchors`` runs the anchors after wbc (``--rounds N``: alternately, N times; the ratios are the
+medians of the per-round ratios, robust to the machine's drifts). Only ratios measured in the same
+run mean anything on a shared machine. ``python_us`` is the step's wall time less the compiled code's
+own timers (``kernel_us`` and ``qp_us`` come from C clocks on the one-call path).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
-import os
+import resource
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
 import wbc
+from benchmarks.anchors.run import ANCHORS, REPOSITORY, run_anchor
+from benchmarks.anchors.scenario import percentiles
 from wbc import robots, tasks
 from wbc.control.shortcut import INFEASIBLE
 
 #: The two force models of a rectangular sole, by their command-line names.
 CONTACT_MODELS = {"wrench": wbc.SurfaceContact, "corners": wbc.SurfaceCornersContact}
-
-#: The anchors' scripts: ``shared/anchors`` next to the repository (or next to the worktrees' folder).
-ANCHORS = next(
-    (p / "shared" / "anchors" for p in Path(__file__).resolve().parents if (p / "shared" / "anchors").is_dir()),
-    Path(__file__).resolve().parents[2] / "shared" / "anchors",
-)
 
 
 def build(
@@ -86,6 +91,28 @@ def build(
     return ctrl, spec, com, posture
 
 
+class _Collections:
+    """Counts the garbage collector's runs while installed (``with _Collections() as gcs: gcs.count``)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def _on(self, phase: str, info: dict) -> None:
+        self.count += phase == "start"
+
+    def __enter__(self) -> _Collections:
+        gc.callbacks.append(self._on)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        gc.callbacks.remove(self._on)
+
+
+def _switches() -> int:
+    """Involuntary context switches of this process so far (the OS took the CPU away)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw
+
+
 def run(
     steps: int = 2000,
     solver: str = wbc.Solver.DAQP.value,
@@ -94,42 +121,58 @@ def run(
     levels: int = 0,
     lean: float = 0.0,
     reset: int = 0,
+    robot: str = "talos",
 ) -> dict:
-    """Stand for ``steps`` ms, timing every step; returns the JSON record.
+    """Stand for ``steps`` ms, timing every step (the first one right after ``compile()``); the JSON record.
 
     Args:
-        lean: the binding scenario (:data:`LEAN`): the CoM target this far to the left of the initial
-            CoM, m (0: standing, the anchors' scenario).
+        lean: the binding scenario: the CoM target this far to the left of the initial CoM, m (0:
+            standing, the anchors' scenario).
         reset: with ``lean``, back to ``half_sitting`` at rest every ``reset`` steps (0: never).
+        robot: ``"talos"`` (the anchors' controller) or ``"panda"`` (:func:`build_panda`, with ``levels``).
     """
-    ctrl, spec, com_task, _ = build(solver, contact_model, limits, levels)
+    if robot == "panda":
+        ctrl, spec, com_task = build_panda(solver, levels) + (None,)
+    else:
+        ctrl, spec, com_task, _ = build(solver, contact_model, limits, levels)
     model, dt = spec.model, 1e-3
     q, v = spec.q0.copy(), np.zeros(model.nv)
     com0 = wbc.center_of_mass(model, q)
-    if lean:
+    if lean and com_task is not None:
         com_task.set_target(com0 + np.array([0.0, lean, 0.0]))
     t_step, t_kernel, t_qp = np.zeros(steps), np.zeros(steps), np.zeros(steps)
+    preempted = np.zeros(steps, dtype=bool)
+    collected = np.zeros(steps, dtype=bool)
     failures = binding = 0
     cmd = None
     clock = time.perf_counter
-    for i in range(steps):
-        if reset and i % reset == 0:
-            q, v = spec.q0.copy(), np.zeros(model.nv)
-        t0 = clock()
-        cmd = ctrl.step(q, v)
-        t_step[i] = clock() - t0
-        t_kernel[i] = cmd.timings["kernel"]
-        t_qp[i] = cmd.timings["qp"]
-        failures += cmd.status is not wbc.StepStatus.OPTIMAL
-        fast = ctrl._plan.shortcut  # after the timing: did the minimizer under the equalities break a row?
-        binding += fast is not None and fast(ctrl.regularization) == INFEASIBLE
-        v_mean = v + 0.5 * dt * cmd.qdd
-        v = v + dt * cmd.qdd
-        q = wbc.integrate(model, q, v_mean, dt)
+    switches = _switches()
+    with _Collections() as gcs:
+        for i in range(steps):
+            if reset and i % reset == 0:
+                q, v = spec.q0.copy(), np.zeros(model.nv)
+            collections = gcs.count
+            t0 = clock()
+            cmd = ctrl.step(q, v)
+            t_step[i] = clock() - t0
+            collected[i] = gcs.count != collections
+            now = _switches()
+            preempted[i], switches = now != switches, now
+            t_kernel[i] = cmd.timings["kernel"]
+            t_qp[i] = cmd.timings["qp"]
+            failures += cmd.status is not wbc.StepStatus.OPTIMAL
+            fast = ctrl._plan.shortcut  # after the timing: did the minimizer under the equalities break a row?
+            binding += fast is not None and fast(ctrl.regularization) == INFEASIBLE
+            v_mean = v + 0.5 * dt * cmd.qdd
+            v = v + dt * cmd.qdd
+            q = wbc.integrate(model, q, v_mean, dt)
+            switches = _switches()
+    assert cmd is not None
     com = wbc.center_of_mass(model, q)
     normal = sum(c.normal_force(cmd.forces[c.name]) for c in ctrl.contacts)
+    t_us = t_step * 1e6
     return {
-        "robot": "talos",
+        "robot": robot,
         "steps": steps,
         "solver": ctrl.solver.name,
         "contact_model": contact_model,
@@ -142,11 +185,11 @@ def run(
             "inequalities": int(sum(c.inequalities()[0].shape[0] for c in ctrl.contacts)),
         },
         "kernel_ops": ctrl.kernel.n_instructions,
-        "step_us_median": round(float(np.median(t_step)) * 1e6, 1),
-        "step_us_min": round(float(t_step.min()) * 1e6, 1),
+        **percentiles(t_us),
+        **_own(t_us, preempted, collected),
         "kernel_us_median": round(float(np.median(t_kernel)), 1),
         "qp_us_median": round(float(np.median(t_qp)), 1),
-        "python_us_median": round(float(np.median(t_step * 1e6 - t_kernel - t_qp)), 2),
+        "python_us_median": round(float(np.median(t_us - t_kernel - t_qp)), 2),
         "failures": int(failures),
         "binding_steps": int(binding),
         "com_z_change_mm": round(float(com[2] - com0[2]) * 1e3, 3),
@@ -155,30 +198,45 @@ def run(
     }
 
 
-def run_anchor(name: str, steps: int, lean: float = 0.0, reset: int = 0) -> dict | None:
-    """Run an anchor script in its side environment; None (with a message) if it is not set up.
-    With ``lean``, the binding scenario (``benchmarks/anchor_lean.py`` on the anchor's own build)."""
-    root = Path(os.environ.get("WBC_ANCHORS", Path.home() / ".cache" / "wbc-anchors"))
-    python = root / name / "bin" / "python"
-    script = ANCHORS / f"{name}_talos_stand.py"
-    if not python.exists() or not script.exists():
-        print(f"anchor {name} not set up (run `make anchors`)", file=sys.stderr)
-        return None
-    command = [str(python), str(script), str(steps)]
-    if lean:
-        lean_script = Path(__file__).resolve().parent / "anchor_lean.py"
-        command = [str(python), str(lean_script), str(steps), name, str(script), str(lean), str(reset)]
-    out = subprocess.run(command, capture_output=True, text=True, check=False)
-    if out.returncode != 0:
-        print(f"anchor {name} failed:\n{out.stderr[-2000:]}", file=sys.stderr)
-        return None
-    return json.loads(out.stdout.strip().splitlines()[-1])
+def _own(t_us: np.ndarray, preempted: np.ndarray, collected: np.ndarray | None = None) -> dict:
+    """The steps the OS preempted, and the percentiles of the others (``*_own``); with ``collected``
+    (the steps during which the garbage collector ran), also those of the steps neither preempted nor
+    collecting (``*_quiet``)."""
+    own = t_us[~preempted] if (~preempted).any() else t_us
+    p = percentiles(own)
+    record = {
+        "preempted": int(preempted.sum()),
+        "step_us_p999_own": p["step_us_p999"],
+        "step_us_max_own": p["step_us_max"],
+    }
+    if collected is not None:
+        quiet = ~preempted & ~collected
+        p = percentiles(t_us[quiet] if quiet.any() else t_us)
+        record |= {"gc_steps": int(collected.sum()), "step_us_p999_quiet": p["step_us_p999"]}
+        record["step_us_max_quiet"] = p["step_us_max"]
+    return record
+
+
+def build_panda(solver: str, levels: int) -> tuple[wbc.WholeBodyController, robots.RobotSpec]:
+    """The Panda (fixed base, default limits): the hand pose (weight 1, kp 50) and the posture
+    (weight 1e-3, kp 10), weighted (``levels`` ≤ 1) or the hand above the posture (2)."""
+    spec = robots.load("panda")
+    model = spec.model
+    hand = tasks.FrameTask(spec.hands[0], weight=1.0, kp=50.0)
+    posture = tasks.PostureTask(model, weight=1e-3, kp=10.0)
+    posture.set_priority(1 if levels >= 2 else 0)
+    ctrl = wbc.WholeBodyController(model, [hand, posture], solver=solver)
+    ctrl.compile()
+    hand.set_target(wbc.frame_placement(model, spec.q0, spec.hands[0]))
+    position_limits = [x for x in ctrl.limits if isinstance(x, wbc.JointPositionLimit)]
+    posture.set_target(position_limits[0].inside(spec.q0) if position_limits else spec.q0)
+    return ctrl, spec
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print JSON lines only")
-    parser.add_argument("--steps", type=int, default=2000, help="control steps (1 ms each)")
+    parser.add_argument("--steps", type=int, default=None, help="control steps (1 ms each; default 2000, --tail 20000)")
     parser.add_argument("--solver", default=wbc.Solver.DAQP.value, help="QP solver (daqp, proxqp, quadprog, osqp)")
     parser.add_argument("--contact-model", default="wrench", choices=["wrench", "corners"])
     parser.add_argument("--anchors", action="store_true", help="also run TSID and placo right after, and report ratios")
@@ -186,8 +244,7 @@ def main(argv: list[str] | None = None) -> int:
         "--rounds",
         type=int,
         default=1,
-        help="with --anchors: alternate wbc, TSID and placo this many times; ratios are the "
-        "medians of the per-round ratios",
+        help="alternate the sides this many times; ratios are the medians of the per-round ratios",
     )
     parser.add_argument(
         "--limits",
@@ -201,80 +258,86 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated numbers of priority levels (e.g. 1,2,3) of a CoM / orientation / posture "
         "problem, run alternately; reports each one's cost as a ratio to the first",
     )
+    parser.add_argument("--robot", default="talos", choices=["talos", "panda"], help="with --levels: the robot")
     parser.add_argument(
         "--lean",
         type=float,
         default=0.0,
         help="the binding scenario: the CoM target this far (m) to the left of the initial CoM (e.g. 0.2: "
-        "the centre-of-pressure bounds saturate); the anchors run the same (benchmarks/anchor_lean.py)",
+        "the centre-of-pressure bounds saturate); the anchors run the same",
     )
     parser.add_argument(
         "--reset", type=int, default=200, help="with --lean: back to half_sitting at rest every N steps (0: never)"
     )
+    parser.add_argument("--walk", default=None, help="comma-separated robots (talos, g1): the walking scenario")
+    parser.add_argument("--duration", type=float, default=6.0, help="with --walk: seconds of each run")
+    parser.add_argument("--tail", action="store_true", help="the tail over --steps steps (default 20 000)")
+    parser.add_argument("--fresh", type=int, default=0, help="the first step in this many fresh processes")
     args = parser.parse_args(argv)
+    if args.steps is None:
+        args.steps = 20000 if args.tail else 300 if args.fresh else 2000
     if not args.lean:
         args.reset = 0
+    if args.walk:
+        return _walk_main(args)
+    if args.tail:
+        return _tail_main(args)
+    if args.fresh:
+        return _fresh_main(args)
     if args.levels:
         return _levels_main(args)
     if args.limits:
         return _limits_main(args)
-    record = run(args.steps, args.solver, args.contact_model, lean=args.lean, reset=args.reset)
-    lines = [record]
-    if args.anchors:
-        ratios: dict[str, list[float]] = {"tsid": [], "placo": []}
-        ours = [record["step_us_median"]]
-        for k in range(max(1, args.rounds)):
-            if k:
-                ours.append(
-                    run(args.steps, args.solver, args.contact_model, lean=args.lean, reset=args.reset)["step_us_median"]
-                )
-            for name in ("tsid", "placo"):
-                anchor = run_anchor(name, args.steps, args.lean, args.reset)
-                if anchor is None:
-                    continue
-                if k == 0:
-                    lines.append(anchor)
-                ratios[name].append(ours[-1] / anchor["step_us_median"])
-        for name, values in ratios.items():
-            if values:
-                record[f"ratio_to_{name}"] = round(float(np.median(values)), 3)
-                record[f"ratios_to_{name}_per_round"] = [round(x, 3) for x in values]
-        record["step_us_median_per_round"] = ours
-    if args.json:
-        for line in lines:
-            print(json.dumps(line))
-        return 0
-    for line in lines:
-        who = line.get("anchor", f"wbc ({line.get('solver')}, {line.get('contact_model')})")
-        standing = (
-            f"  CoM z change {line['com_z_change_mm']:+.3f} mm  Σf_z {line['sum_normal_force_N']:.1f} N "
-            f"(m g {line['mg_N']:.1f} N)"
-            if "com_z_change_mm" in line
-            else ""
-        )
-        print(
-            f"{who:28s} step median {line['step_us_median']:8.1f} µs  min {line['step_us_min']:8.1f} µs  "
-            f"failures {line['failures']}{standing}"
-        )
-    for name in ("tsid", "placo"):
-        if f"ratio_to_{name}" in record:
-            print(f"ratio wbc / {name}: {record[f'ratio_to_{name}']:.2f}")
-    return 0
+    scenario = "lean" if args.lean else "standing"
+    lines: list[dict] = []
+    ours: list[float] = []
+    ratios: dict[str, list[float]] = {name: [] for name in ANCHORS}
+    for k in range(max(1, args.rounds)):
+        record = run(args.steps, args.solver, args.contact_model, lean=args.lean, reset=args.reset)
+        ours.append(record["step_us_median"])
+        if k == 0:
+            lines.append(record)
+        if not args.anchors:
+            continue
+        for name in ANCHORS:
+            anchor = run_anchor(name, scenario, args.steps, args.lean or 0.2, args.reset)
+            if anchor is None:
+                continue
+            if k == 0:
+                lines.append(anchor)
+            ratios[name].append(ours[-1] / anchor["step_us_median"])
+    summary: dict = {"benchmark": scenario, "step_us_median_per_round": ours}
+    for name, values in ratios.items():
+        if values:
+            summary[f"ratio_to_{name}"] = round(float(np.median(values)), 3)
+            summary[f"ratios_to_{name}_per_round"] = [round(x, 3) for x in values]
+    return _finish(args, lines, summary)
 
 
 def _print_lines(lines: list[dict]) -> None:
     for line in lines:
         who = line.get("anchor") or (
-            f"wbc ({line.get('solver')}, {line.get('contact_model')}, joint limits {line.get('joint_limits')}, "
-            f"levels {line.get('levels')})"
+            f"wbc ({line.get('robot')}, {line.get('solver')}, {line.get('contact_model')}, "
+            f"limits {line.get('joint_limits')}, levels {line.get('levels')})"
         )
-        print(f"{who:60s} step median {line['step_us_median']:8.1f} µs  failures {line['failures']}")
+        standing = (
+            f"  CoM z {line['com_z_change_mm']:+.3f} mm  Σf_z {line['sum_normal_force_N']:.1f} N"
+            f" (m g {line['mg_N']:.1f})"
+            if "com_z_change_mm" in line
+            else ""
+        )
+        print(
+            f"{who:58s} p50 {line['step_us_median']:7.1f}  p99 {line['step_us_p99']:7.1f}  "
+            f"p99.9 {line['step_us_p999']:7.1f}  max {line['step_us_max']:8.1f}  first {line['first_step_us']:7.1f} µs"
+            f"  failures {line['failures']}{standing}"
+        )
 
 
 def _limits_main(args) -> int:
     """With and without joint limits alternately (and the anchors): step costs and their ratios."""
     per_round: dict[str, list[float]] = {"without": [], "with": [], "tsid": [], "placo": []}
     lines: list[dict] = []
+    scenario = "lean" if args.lean else "standing"
     for k in range(max(1, args.rounds)):
         for limits in (False, True):
             record = run(args.steps, args.solver, args.contact_model, limits=limits, lean=args.lean, reset=args.reset)
@@ -282,8 +345,8 @@ def _limits_main(args) -> int:
             if k == 0:
                 lines.append(record)
         if args.anchors:
-            for name in ("tsid", "placo"):
-                anchor = run_anchor(name, args.steps, args.lean, args.reset)
+            for name in ANCHORS:
+                anchor = run_anchor(name, scenario, args.steps, args.lean or 0.2, args.reset)
                 if anchor is not None:
                     per_round[name].append(anchor["step_us_median"])
                     if k == 0:
@@ -295,7 +358,7 @@ def _limits_main(args) -> int:
         "step_us_median_without_per_round": per_round["without"],
         "ratio_with_to_without": round(float(np.median(with_limits / np.array(per_round["without"]))), 3),
     }
-    for name in ("tsid", "placo"):
+    for name in ANCHORS:
         if per_round[name] and len(per_round[name]) == len(with_limits):
             summary[f"ratio_with_limits_to_{name}"] = round(float(np.median(with_limits / per_round[name])), 3)
             summary[f"ratio_without_to_{name}"] = round(
@@ -317,29 +380,174 @@ def _finish(args, lines: list[dict], summary: dict) -> int:
 
 
 def _levels_main(args) -> int:
-    """1, 2, 3... priority levels of the same tasks, alternately: step costs as ratios to the first."""
+    """1, 2, 3... priority levels of the same tasks, alternately: step costs as ratios to the first
+    (with ``--anchors``: the anchors' two-level problem, scenario ``priorities``)."""
     try:
         levels = [int(x) for x in args.levels.split(",")]
     except ValueError:
         raise SystemExit(f"--levels takes numbers like 1,2,3, got {args.levels!r}") from None
-    if any(n not in (1, 2, 3) for n in levels):
-        raise SystemExit("--levels: 1, 2 or 3 levels")
+    if any(n not in (1, 2, 3) for n in levels) or (args.robot == "panda" and max(levels) > 2):
+        raise SystemExit("--levels: 1, 2 or 3 levels (the Panda: 1 or 2)")
     per_round: dict[int, list[float]] = {n: [] for n in levels}
+    anchors: dict[str, list[float]] = {name: [] for name in ANCHORS}
     lines = []
     for k in range(max(1, args.rounds)):
         for n in levels:
-            record = run(args.steps, args.solver, args.contact_model, limits=args.limits, levels=n)
+            record = run(args.steps, args.solver, args.contact_model, limits=args.limits, levels=n, robot=args.robot)
             per_round[n].append(record["step_us_median"])
             if k == 0:
                 lines.append(record)
+        if args.anchors and args.robot == "talos":
+            for name in ANCHORS:
+                anchor = run_anchor(name, "priorities", args.steps)
+                if anchor is not None:
+                    anchors[name].append(anchor["step_us_median"])
+                    if k == 0:
+                        lines.append(anchor)
     first = np.array(per_round[levels[0]])
-    summary = {
+    summary: dict = {
         "benchmark": "priority_levels",
+        "robot": args.robot,
         "joint_limits": bool(args.limits),
         "step_us_median_per_round": {str(n): v for n, v in per_round.items()},
         "ratio_to_first": {str(n): round(float(np.median(np.array(v) / first)), 3) for n, v in per_round.items()},
     }
+    if 2 in per_round:
+        for name, values in anchors.items():
+            if values and len(values) == len(per_round[2]):
+                summary[f"ratio_2_levels_to_{name}"] = round(float(np.median(np.array(per_round[2]) / values)), 3)
     return _finish(args, lines, summary)
+
+
+# ----------------------------------------------------------------------------------- walking
+def walk_run(robot: str, duration: float, walking: bool, speed: float = 0.2) -> dict:
+    """One run of the Walker's loop (``walking``: forward at ``speed`` m/s, else standing), every
+    step's time, kernel and QP time (``Command.timings``) and phase; the record per phase."""
+    from wbc.sim.walking import FootPhase, Walker
+
+    walker = Walker(robot)
+    if walking:
+        walker.walk((speed, 0.0, 0.0), n_steps=max(2, int(duration / walker.params.step_duration) - 1))
+    timings: list[tuple[float, float]] = []
+    run = walker.run(duration, progress=False, on_step=lambda q, v, cmd: timings.append(
+        (cmd.timings["kernel"], cmd.timings["qp"])
+    ))  # fmt: skip
+    t_us = np.asarray(run["step_us"])
+    kernel, qp = np.asarray(timings).T
+    swing = list(FootPhase).index(FootPhase.SWING)
+    single = (np.asarray(run["phase"]) == swing).any(axis=1)
+    phases = {"all": np.ones(t_us.size, dtype=bool)}
+    if walking:
+        phases |= {"double_support": ~single, "single_support": single}
+    record: dict = {"robot": robot, "scenario": "walking" if walking else "standing", "fell": bool(run["fell"])}
+    record["steps"] = int(t_us.size)
+    record["failures"] = int(np.sum(~np.asarray(run["status"], dtype=bool)))
+    for name, mask in phases.items():
+        record[name] = {
+            "steps": int(mask.sum()),
+            **percentiles(t_us[mask]),
+            "kernel_us_median": round(float(np.median(kernel[mask])), 1),
+            "qp_us_median": round(float(np.median(qp[mask])), 1),
+        }
+    return record
+
+
+def _walk_main(args) -> int:
+    """Each robot's Walker walking and standing, alternately; the phases' ratios to standing."""
+    lines, summary = [], {"benchmark": "walking"}
+    for robot in args.walk.split(","):
+        ratios: dict[str, list[float]] = {"double_support": [], "single_support": []}
+        for k in range(max(1, args.rounds)):
+            standing = walk_run(robot, args.duration, walking=False)
+            walking = walk_run(robot, args.duration, walking=True)
+            if k == 0:
+                lines += [standing, walking]
+            for phase in ratios:
+                ratios[phase].append(walking[phase]["step_us_median"] / standing["all"]["step_us_median"])
+        summary[robot] = {f"{phase}_to_standing": round(float(np.median(v)), 3) for phase, v in ratios.items()}
+        summary[robot] |= {f"{phase}_per_round": [round(x, 3) for x in v] for phase, v in ratios.items()}
+    lines.append(summary)
+    for line in lines:
+        print(json.dumps(line))
+    return 0
+
+
+# ----------------------------------------------------------------------------------- the tail
+def balance_run(steps: int) -> dict:
+    """The balance demo's loop (Talos, its standard scenario over ``steps`` ms: sway and pushes), every
+    step timed, the first one right after ``compile()``."""
+    from wbc.sim.balance import Balance, standard_scenario
+
+    balance = Balance("talos", standard_scenario("talos", duration=steps * 1e-3))
+    preempted: list[bool] = []
+    collected: list[bool] = []
+    switches = [_switches(), 0]
+
+    def on_step(i, t, q, v, cmd) -> None:  # after the step, before the simulator's: switches (and
+        now = _switches()  # collections) since the last call (the simulator's step included: a superset)
+        preempted.append(now != switches[0])
+        collected.append(gcs.count != switches[1])
+        switches[:] = now, gcs.count
+
+    with _Collections() as gcs:
+        run = balance.run(progress=False, on_step=on_step)
+    t_us = np.asarray(run["step_us"])
+    mask = np.asarray(preempted[: t_us.size], dtype=bool)
+    gc_mask = np.asarray(collected[: t_us.size], dtype=bool)
+    return {
+        "scenario": "balance_demo",
+        "robot": "talos",
+        "steps": int(t_us.size),
+        "fell": bool(run["fell"]),
+        **percentiles(t_us),
+        **_own(t_us, mask, gc_mask),
+    }
+
+
+def _tail_main(args) -> int:
+    """The tail of the standing benchmark and of the balance demo's loop over ``--steps`` steps."""
+    lines = []
+    for k in range(max(1, args.rounds)):
+        for record in (run(args.steps, args.solver, args.contact_model), balance_run(args.steps)):
+            record["p999_to_p50"] = round(record["step_us_p999"] / record["step_us_median"], 3)
+            record["p999_own_to_p50"] = round(record["step_us_p999_own"] / record["step_us_median"], 3)
+            record["round"] = k
+            record["gc_enabled"] = gc.isenabled()
+            lines.append(record)
+    if args.json:
+        for line in lines:
+            print(json.dumps(line))
+        return 0
+    _print_lines([x for x in lines if "failures" in x])
+    keep = ("scenario", "preempted", "gc_steps")
+    for line in lines:
+        print(json.dumps({k: line[k] for k in line if "step_us" in k or "p999" in k or k in keep}))
+    return 0
+
+
+# ----------------------------------------------------------------------------------- the first step
+def _fresh_main(args) -> int:
+    """The standing benchmark in ``--fresh`` fresh processes: the first step against the p50."""
+    command = [sys.executable, "-m", "benchmarks.controller", "--json", "--steps", str(args.steps)]
+    command += ["--solver", args.solver, "--contact-model", args.contact_model]
+    records = []
+    for _ in range(args.fresh):
+        out = subprocess.run(command, capture_output=True, text=True, check=True, cwd=REPOSITORY)
+        records.append(json.loads(out.stdout.strip().splitlines()[0]))
+    first = np.array([r["first_step_us"] for r in records])
+    p50 = np.array([r["step_us_median"] for r in records])
+    summary = {
+        "benchmark": "first_step",
+        "processes": len(records),
+        "first_step_us_median": round(float(np.median(first)), 1),
+        "first_step_us_max": round(float(first.max()), 1),
+        "step_us_median": round(float(np.median(p50)), 1),
+        "first_to_p50_median": round(float(np.median(first / p50)), 3),
+        "first_to_p50_max": round(float((first / p50).max()), 3),
+        "first_step_us_per_process": first.tolist(),
+    }
+    print(json.dumps(summary))
+    return 0
 
 
 if __name__ == "__main__":

@@ -12,15 +12,18 @@ import wbc
 from wbc import robots, tasks
 from wbc.control.outputs import StepOutputs
 from wbc.control.qp import least_squares_by_elimination
+from wbc.control.schedule import ContactSchedule
 from wbc.control.shortcut import FAILED, FEASIBLE, INFEASIBLE, CompiledShortcut
 from wbc.control.shortcut_library import shortcut_library
 from wbc.control.solvers import DaqpSolver
-from wbc.control.strategies import WorkingSet
+from wbc.control.strategies import StepPlan, WorkingSet
 
 pytestmark = pytest.mark.skipif(shortcut_library() is None, reason="no C compiler: the numpy path runs")
 
 
-def _random_problem(rng, k, p, m, nc, nt):
+def _random_problem(rng, k, p, m, nc, nt, nh=0):
+    """A random layout's outputs: ``nt`` traced rows (the kernel's G) and ``nh`` rows of B̂ (±B̂[i]) among
+    the ``nc`` rows of ``C``, the others constant."""
     n = p + m
     A = np.asfortranarray(rng.standard_normal((k, n)))
     b = rng.standard_normal(k)
@@ -32,12 +35,28 @@ def _random_problem(rng, k, p, m, nc, nt):
     traced = np.sort(rng.choice(nc, nt, replace=False)) if nt else np.zeros(0, dtype=int)
     G = np.asfortranarray(C[traced])
     C[traced] = 0.0
+    nv = int(rng.integers(1, 12))
+    Bhat = np.asfortranarray(rng.standard_normal((nv, n)))
+    others = np.setdiff1d(np.arange(nc), traced)
+    from_bhat = np.sort(rng.choice(others, min(nh, others.size), replace=False)).astype(np.int64)
+    index = rng.integers(0, nv, from_bhat.size).astype(np.int64)
+    sign = rng.choice([-1.0, 1.0], from_bhat.size)
+    C[from_bhat] = 0.0
     d = np.zeros(nc)
-    outputs = StepOutputs(A, b, A_eq, b_eq, G, None, None, None, None, None, None, d)  # type: ignore[arg-type]
+    outputs = StepOutputs(A, b, A_eq, b_eq, G, None, None, None, None, Bhat, None, d)  # type: ignore[arg-type]
     layout = SimpleNamespace(
-        _C=C, _traced_at=traced, all_columns=True, all_cost=True, all_eq=True, _all_traced=True, _d_rows=None
-    )
+        _C=C, _traced_at=traced, all_columns=True, all_cost=True, all_eq=True, _all_traced=True, _d_rows=None,
+        _bhat_at=from_bhat, _bhat_index=index, _bhat_sign=sign, columns=np.arange(n),
+    )  # fmt: skip
     return outputs, layout
+
+
+def _dense_C(layout, outputs) -> np.ndarray:
+    """``C`` (nc, n) of a random problem, every kind of row filled in."""
+    C = layout._C.copy()
+    C[layout._traced_at] = outputs.G
+    C[layout._bhat_at] = layout._bhat_sign[:, None] * outputs.Bhat[layout._bhat_index]
+    return C
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -46,15 +65,14 @@ def test_compiled_shortcut_equals_numpy(seed):
     verdict of ``C u ≤ d`` on both sides of the boundary."""
     rng = np.random.default_rng(seed)
     k, p, m = int(rng.integers(5, 40)), int(rng.integers(2, 33)), int(rng.integers(1, 13))
-    nc, nt = int(rng.integers(1, 60)), 0 if seed % 2 else 5
-    outputs, layout = _random_problem(rng, k, p, m, nc, nt)
+    nc, nt, nh = int(rng.integers(1, 60)), 0 if seed % 2 else 5, 0 if seed % 3 == 0 else 8
+    outputs, layout = _random_problem(rng, k, p, m, nc, nt, nh)
     fast = CompiledShortcut(shortcut_library(), layout, outputs)
-    A, b, A_eq, b_eq, G, d = outputs.A, outputs.b, outputs.A_eq, outputs.b_eq, outputs.G, outputs.d
+    A, b, A_eq, b_eq, d = outputs.A, outputs.b, outputs.A_eq, outputs.b_eq, outputs.d
     reg = 10.0 ** rng.uniform(-8, -2)
     x, f = least_squares_by_elimination(A[:, :p], A[:, p:], b, A_eq[:, :p], A_eq[:, p:], b_eq, reg)
     u = np.concatenate([x, f])
-    C = layout._C.copy()
-    C[layout._traced_at] = G
+    C = _dense_C(layout, outputs)
     Cu = C @ u
     d[:] = Cu + 1e-6 * (1.0 + np.abs(Cu))  # feasible
     assert fast(reg) == FEASIBLE
@@ -165,35 +183,48 @@ def _unfused(ctrl):
     return ctrl
 
 
+@pytest.mark.parametrize("support", ["double", "single"])
 @pytest.mark.parametrize("limits", [False, True])
-def test_fused_step_equals_the_two_call_step(limits):
-    """Talos standing then pushed off balance: the one-call step (checks, kernel, shortcut, command in
-    C) gives the two-call step's command exactly (u, q̈, task errors, forces, normal forces recorded),
-    and q̈ = a₀ + B̂u holds to 1e-12 against the kernel's own outputs."""
+def test_fused_step_equals_the_two_call_step(limits, support):
+    """Talos standing (on both feet, or on one: a walking robot's single support, whose layout runs on
+    copies of the active rows and columns, made in C, and binds at the stance foot's centre-of-pressure
+    bounds) then pushed off balance: the one-call step (checks, kernel, shortcut, command in C) gives
+    the two-call step's command exactly (u, q̈, task errors, forces, the lifted foot's zero, normal
+    forces recorded), and q̈ = a₀ + B̂u holds to 1e-12 against the kernel's own outputs."""
     fused, spec, _ = _talos(limits)
     plain, _, _ = _talos(limits)
     _unfused(plain)
+    if support == "single":
+        for ctrl in (fused, plain):
+            ctrl.deactivate_contact(ctrl.contacts[1].name)
     model = spec.model
     q, v = spec.q0.copy(), np.zeros(model.nv)
     rng = np.random.default_rng(3)
     for i in range(30):
         a, b = fused.step(q, v), plain.step(q, v)
         assert fused._plan.one_call and not plain._plan.one_call
-        assert a.status is b.status is wbc.StepStatus.OPTIMAL
+        assert a.status is b.status
         scale = np.abs(b.u).max()
         assert np.abs(a.u - b.u).max() <= 1e-12 * scale
         assert np.abs(a.tau - b.tau).max() <= 1e-12 * scale
         assert np.abs(a.qdd - b.qdd).max() <= 1e-10 * (1.0 + np.abs(b.qdd).max())
-        a0, Bhat = fused._outputs.a0, fused._outputs.Bhat
+        a0, Bhat = fused._outputs.a0, fused._outputs.Bhat[:, fused._plan.layout.columns]
         assert np.abs(a.qdd - (a0 + Bhat @ a.u)).max() <= 1e-12 * (1.0 + np.abs(a.qdd).max())
         assert a.task_errors.keys() == b.task_errors.keys()
         for name in b.task_errors:
             assert np.array_equal(a.task_errors[name], b.task_errors[name])
         for c in fused.contacts:
+            assert a.forces[c.name].shape == b.forces[c.name].shape == (c.dim,)
             assert np.abs(a.forces[c.name] - b.forces[c.name]).max() <= 1e-12 * scale
             assert fused.contact_state(c.name).last_normal_force == pytest.approx(
-                c.normal_force(b.forces[c.name]), rel=1e-12, abs=1e-9
+                plain.contact_state(c.name).last_normal_force, rel=1e-12, abs=1e-9
             )
+            if fused.contact_active(c.name):
+                assert fused.contact_state(c.name).last_normal_force == pytest.approx(
+                    c.normal_force(b.forces[c.name]), rel=1e-12, abs=1e-9
+                )
+            else:
+                assert np.all(a.forces[c.name] == 0.0)
         v = v + 1e-3 * b.qdd + (0.02 * rng.standard_normal(model.nv) if i == 10 else 0.0)
         q = wbc.integrate(model, q, v, 1e-3)
     assert set(a.timings) == {"kernel", "qp", "total"} and a.timings["total"] >= a.timings["kernel"] > 0
@@ -232,6 +263,8 @@ def test_warm_started_binding_steps_equal_the_full_qp():
     model = spec.model
     q, v = spec.q0.copy(), np.zeros(model.nv)
     com.set_target(wbc.center_of_mass(model, q) + np.array([0.0, 0.05, 0.0]))
+    ctrl.step(q, v)
+    assert ctrl._plan.shortcut.layout._bhat_at.size == 4 * model.n_actuated  # the limits' rows: read from B̂
     warm = 0
     for i in range(40):
         problem, expected = _full_qp(ctrl, q, v)
@@ -391,7 +424,7 @@ def test_single_support_runs_compiled_on_the_active_rows_and_columns(limits):
     layout = ctrl._layout()
     assert not layout.all_columns and not layout.all_eq and not layout.all_in
     fast = ctrl._plan.shortcut
-    assert isinstance(fast, CompiledShortcut) and fast.layout is layout and not ctrl._plan.one_call
+    assert isinstance(fast, CompiledShortcut) and fast.layout is layout and ctrl._plan.one_call
 
     outputs = ctrl.evaluate(q, v)
     A, b, A_eq, b_eq, *_ = layout.select(outputs)
@@ -408,3 +441,47 @@ def test_single_support_runs_compiled_on_the_active_rows_and_columns(limits):
     assert problem.violation(cmd.u) <= 1e-6
     assert np.abs(cmd.u - expected).max() <= 1e-6 * scale
     assert np.all(cmd.forces[ctrl.contacts[1].name] == 0.0)
+
+
+def test_compile_rehearses_the_first_step_then_forgets_it(monkeypatch):
+    """``compile()`` runs the first step's own path (the pending contacts placed, the plan run: nothing
+    is left for the first step to do for the first time), then puts back what it
+    changed: the contacts still pending, a given placement and a force ramp kept, the clock at zero, no
+    warm start; every step after it is the one of a controller compiled without the rehearsal
+    (bit for bit), through a release ramp and binding steps (the stance's bounds, the joint limits)."""
+    calls = {"place": 0, "run": 0}
+    for owner, name in ((ContactSchedule, "place"), (StepPlan, "run")):
+        original = getattr(owner, name)
+
+        def spy(*args, _original=original, _name=name, **kwargs):
+            calls[_name] += 1
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, spy)
+    rehearsed, spec, com = _talos(limits=True)
+    plain, _, com_plain = _talos(limits=True)
+    monkeypatch.setattr(plain, "_rehearse", lambda q, v: None)
+    model = spec.model
+    q, v = spec.q0.copy(), np.zeros(model.nv)
+    left, right = (c.name for c in rehearsed.contacts)
+    placement = wbc.frame_placement(model, q, rehearsed.contacts[0].frame)
+    for ctrl, task in ((rehearsed, com), (plain, com_plain)):
+        task.set_target(wbc.center_of_mass(model, q) + np.array([0.0, 0.05, 0.0]))
+        ctrl.activate_contact(left, placement=placement, ramp=0.005, ramp_force=1000.0)
+    plain.compile()
+    calls.update(place=0, run=0)
+    rehearsed.compile()
+    assert calls["place"] > 0 and calls["run"] > 0  # the first step's path ran in compile()
+    assert rehearsed.time == 0.0 and not rehearsed.contact_state(right).placed
+    assert np.array_equal(rehearsed.contact_state(left).placement, placement)
+    assert rehearsed.contact_state(left).rise is not None and rehearsed.contact_state(left).bounds[1] == 0.0
+    for i in range(30):
+        if i == 15:
+            for ctrl in (rehearsed, plain):
+                ctrl.deactivate_contact(right, ramp=0.005)
+        a, b = rehearsed.step(q, v), plain.step(q, v)
+        assert a.status is b.status
+        assert np.array_equal(a.u, b.u) and np.array_equal(a.qdd, b.qdd), i
+        v = v + 1e-3 * a.qdd
+        q = wbc.integrate(model, q, v, 1e-3)
+    assert rehearsed.contact_state(right).placement[2, 3] == plain.contact_state(right).placement[2, 3]

@@ -105,9 +105,11 @@ class CommandWriter:
         forces are."""
         o = n + nv
         errors = [(name, slice(o + r.start, o + r.stop)) for name, r in self._error_rows]
-        forces = [(c.name, self.layout.variables[c.name]) for c, _, _ in self._contacts]
+        variables = self.layout.variables
+        forces = [(c.name, variables.get(c.name), c.dim) for c, _, _ in self._contacts]  # None: inactive
         at = o + n_errors
-        self._normal_at = range(at, at + n_contacts)
+        # the normal forces the schedule records: the active contacts' (as from_x)
+        self._normal_at = [at + k if c.name in variables else None for k, (c, _, _) in enumerate(self._contacts)]
         self._block = (n, self.layout.n_tau, o, errors, forces, at + n_contacts)
 
     def from_block(self, out: np.ndarray, t_start: float, t_qp: float | None = None) -> Command:
@@ -120,8 +122,8 @@ class CommandWriter:
         for name, rows in errors_at:
             errors[name] = block[rows]
         forces = {}
-        for name, columns in forces_at:
-            forces[name] = block[columns]
+        for name, columns, dim in forces_at:
+            forces[name] = block[columns] if columns is not None else np.zeros(dim)
         tau = block[:p]
         self.last.tau = tau
         t_kernel, t_shortcut = block[tail:].tolist()

@@ -34,6 +34,7 @@ from __future__ import annotations
 import functools
 import threading
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from itertools import product
 from typing import Any, Generic, TypeVar, overload
@@ -42,7 +43,7 @@ import numpy as np
 
 from ..algorithms.iim import InputMatrixMethod
 from ..codegen import Kernel
-from ..errors import InputError
+from ..errors import InputError, WbcError
 from ..model import checks
 from ..model.clusters import ClusterModel
 from ..model.configuration import neutral
@@ -348,14 +349,16 @@ class WholeBodyController(NotCopyable):
 
     def _warm_up(self) -> None:
         """Run the compiled code once (the kernel, the placements, each plan's shortcut and one-call
-        step) at the neutral configuration at rest, so that the first step does not pay for loading
-        it (page faults of a library of a megabyte, first calls through ctypes)."""
+        step) at the neutral configuration at rest, then rehearse the first step (:meth:`_rehearse`),
+        so that the first step does not pay for loading it (page faults of a library of a megabyte,
+        first calls through ctypes, Python code run for the first time)."""
         assert self.kernel is not None
         tree = self._context.kinematic_tree(self.model)
         buffer = self._state.buffer
         q0 = neutral(tree)
         buffer[:] = 0.0
         buffer[: q0.size] = q0
+        v0 = buffer[q0.size :].copy()
         with np.errstate(all="ignore"):
             self.kernel.run()
             if self._placements is not None:
@@ -365,11 +368,34 @@ class WholeBodyController(NotCopyable):
                 if fast is not None:
                     fast(self.regularization)
                     if plan.one_call:  # its Python side too (a few runs: the interpreter specializes)
-                        v0 = buffer[q0.size :].copy()
                         for _ in range(10):
                             plan.strategies[0].attempt(plan.reset(q0, v0, 0.0))
+            self._rehearse(q0, v0)
         self._last.tau = None  # forget the warm-up's commands
         self._schedule.forget()
+
+    def _rehearse(self, q: np.ndarray, v: np.ndarray, times: int = 10) -> None:
+        """Run the first step's own path at ``(q, v)`` ``times`` times (the schedule advancing, the
+        contacts pending a placement placed, the plan's units, the command), each time putting back
+        what it changed: the schedule, the clock, the units' and the solver's warm starts."""
+        schedule = self._schedule
+        saved, time_now = schedule.snapshot(), self.time
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                for _ in range(times):
+                    self._runtime.time = self.time
+                    self._advance(q, v).run(q, v, _clock())
+                    schedule.restore(saved)
+        except WbcError:  # a state the step refuses (a model whose neutral configuration is singular)
+            pass
+        finally:
+            schedule.restore(saved)
+            self.time = self._runtime.time = time_now
+            self._plan, self._plan_version = None, -1
+            for plan in self._plans.values():
+                plan.forget()
+            self.solver.reset()
 
     def _activation(self) -> tuple[bool, ...]:
         """Which contributors that can switch are active now."""
@@ -410,8 +436,6 @@ class WholeBodyController(NotCopyable):
         """Make ``fast`` run this layout's whole step in one C call, when it can (every contact's
         normal force linear in its variables; a compiled kernel)."""
         assert self.kernel is not None
-        if fast.gathered:  # a layout with inactive contributors: the kernel runs first
-            return False
         n = fast.u.size
         normal = np.zeros((len(self.contacts), n))
         rng = np.random.default_rng(0)
@@ -420,7 +444,8 @@ class WholeBodyController(NotCopyable):
             for f in rng.standard_normal((2, c.dim)):  # linear (all the library's contacts are)?
                 if not abs(c.normal_force(f) - w @ f) <= 1e-9 * (1.0 + np.abs(w).sum() * np.abs(f).max()):
                     return False
-            normal[k, layout.variables[c.name]] = w
+            if c.name in layout.variables:  # an inactive contact's normal force is zero
+                normal[k, layout.variables[c.name]] = w
         tree = self.model.tree if isinstance(self.model, ClusterModel) else self.model
         parts = [(start, stop) for start, stop, _, _ in checks.unit_parts(tree)]
         if not fast.attach(self.kernel, self.regularization, parts, self.check_inputs, normal):

@@ -36,6 +36,7 @@ from ..errors import InputError
 __all__ = [
     "ContactSchedule",
     "ContactState",
+    "ScheduleSnapshot",
     "PARAMETER_SIZE",
     "FMIN",
     "FMAX",
@@ -125,6 +126,18 @@ def _placement(name: str, placement) -> np.ndarray:
     return np.concatenate([T[0:3, 3], R.reshape(9)])
 
 
+@dataclasses.dataclass(frozen=True)
+class ScheduleSnapshot:
+    """What a :class:`ContactSchedule` holds at one time (:meth:`ContactSchedule.snapshot`): copies of
+    the contacts' states, the clock (s), the flags of work in progress and the version."""
+
+    states: dict[str, ContactState]
+    time: float
+    any_ramp: bool
+    any_pending: bool
+    version: int
+
+
 class ContactSchedule:
     """Activation, placements and force limits of the contacts of one controller, advanced by its clock."""
 
@@ -140,15 +153,36 @@ class ContactSchedule:
         self.version = 0  # incremented whenever a contact is activated or released
         #: the source whose ``block`` holds the last command's normal forces (read when needed), or None
         self.following: Any = None
-        self._normal_at: list[int] = []
+        self._normal_at: list[int | None] = []
 
-    def follow(self, source: Any, indices: Sequence[int]) -> None:
+    def follow(self, source: Any, indices: Sequence[int | None]) -> None:
         """From now on, until a normal force is recorded (:meth:`record`), the last command's normal
-        forces are ``source.block[i]`` for the ``i`` of ``indices`` (one per contact, in order): read
-        into the states only when one is next read or written (the one-call step writes them in C;
-        nothing is done per step)."""
+        forces are ``source.block[i]`` for the ``i`` of ``indices`` (one per contact, in order; None:
+        that contact's is kept): read into the states only when one is next read or written (the
+        one-call step writes them in C; nothing is done per step)."""
         self._flush()
         self.following, self._normal_at = source, list(indices)
+
+    def snapshot(self) -> ScheduleSnapshot:
+        """A copy of everything the schedule holds (the last command's normal forces read first), for
+        :meth:`restore`."""
+        self._flush()
+        states = {name: s.copy() for name, s in self._states.items()}
+        return ScheduleSnapshot(states, self._time, self._any_ramp, self._any_pending, self.version)
+
+    def restore(self, snapshot: ScheduleSnapshot) -> None:
+        """Put back what :meth:`snapshot` saved (into the same parameter arrays: the kernel reads them in
+        place) and stop following any source: what happened since is forgotten."""
+        for name, saved in snapshot.states.items():
+            s = self._states[name]
+            parameters = s.parameters
+            parameters[:] = saved.parameters
+            for field in dataclasses.fields(ContactState):
+                if field.name != "parameters":
+                    setattr(s, field.name, getattr(saved, field.name))
+        self._time, self._any_ramp, self._any_pending = snapshot.time, snapshot.any_ramp, snapshot.any_pending
+        self.version = snapshot.version
+        self.following = None
 
     def forget(self) -> None:
         """Stop following a source without reading it (its commands were not applied)."""
@@ -161,7 +195,8 @@ class ContactSchedule:
             block = source.block
             if block is not None:
                 for s, i in zip(self._states.values(), self._normal_at):
-                    s.last_normal_force = float(block[i])
+                    if i is not None:
+                        s.last_normal_force = float(block[i])
 
     def idle(self, t: float) -> bool:
         """Move the clock to ``t`` (s) when nothing is in progress (no ramp, no placement to measure):

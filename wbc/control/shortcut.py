@@ -8,16 +8,17 @@ numpy/LAPACK calls on a problem of a few dozen variables, whose Python overhead 
 ``shortcut.c`` (:mod:`wbc.control.shortcut_library`) does it in one C call, on a struct of pointers
 into the kernel's buffers and preallocated arrays (no copies, no allocation per step). The rows of
 ``C u ≤ d`` are taken by kind: constant rows over their nonzero columns only, bounds (``±u_j``) as
-comparisons, traced rows from the kernel's ``G``.
+comparisons, traced rows from the kernel's ``G``, and the joint limits' rows (``±B̂[i]``) from the
+kernel's ``B̂`` (one product ``B̂u``; the kernel does not copy them).
 
 A :class:`CompiledShortcut` serves the step three ways:
 
 * :meth:`~CompiledShortcut.__call__`: on the kernel's current outputs (a layout with inactive
   contacts runs on copies of its active rows and columns, gathered first: :class:`Gathers`);
 * :meth:`~CompiledShortcut.attach`: the kernel's own C function attached, so that one call
-  (:attr:`~CompiledShortcut.step_objects`) checks ``q`` and ``v``, runs the kernel, the shortcut, and
-  writes the command (``u``, ``q̈ = a₀ + B̂u``, the task errors, the contacts' normal forces, the
-  C-side timings) into one block (:attr:`~CompiledShortcut.out`);
+  (:attr:`~CompiledShortcut.step_objects`) checks ``q`` and ``v``, runs the kernel, makes the gathers
+  (in C), runs the shortcut, and writes the command (``u``, ``q̈ = a₀ + B̂u``, the task errors, the
+  contacts' normal forces, the C-side timings) into one block (:attr:`~CompiledShortcut.out`);
 * :meth:`~CompiledShortcut.reduce` / :meth:`~CompiledShortcut.expand`: when an inequality binds, the
   QP in the actuators on a set of rows in least-distance form, from the shortcut's factor, and its
   answer back to ``u`` (the working-set strategy, :mod:`wbc.control.strategies`).
@@ -92,7 +93,8 @@ class CompiledShortcut:
         Cu: (n_c,) the products ``C u`` of the last call.
         d: (n_c,) the right-hand sides of ``C u ≤ d`` (the kernel's, or their gathered rows).
         gathered: whether it runs on gathered copies of the kernel's outputs (a layout with inactive
-            contacts): the kernel then runs first and :meth:`attach` refuses.
+            contacts): after :meth:`attach`, :attr:`step` makes them in C between the kernel and
+            the shortcut.
         out: after :meth:`attach` and a :data:`FEASIBLE` step: ``[u (n), q̈ (nv), task errors,
             contacts' normal forces, kernel µs, shortcut µs]`` (overwritten by the next).
         step: after :meth:`attach`, with ``q`` and ``v`` in the kernel's inputs: the checks, the kernel
@@ -112,12 +114,12 @@ class CompiledShortcut:
         return None if library is None else cls(library, layout, outputs)
 
     def __init__(self, library: Library, layout: Layout, outputs: StepOutputs) -> None:
-        for a in (outputs.A, outputs.b, outputs.A_eq, outputs.b_eq, outputs.G, outputs.d):
+        for a in (outputs.A, outputs.b, outputs.A_eq, outputs.b_eq, outputs.G, outputs.d, outputs.Bhat):
             if not (a.flags.f_contiguous and a.dtype == np.float64):
                 raise CompileError("the kernel's outputs must be column-major float64 buffers")
         self._kernel_outputs = outputs  # keeps the buffers the gathers read alive
         self._gathers = Gathers(layout, outputs)
-        A, b, A_eq, b_eq, G, d = self._gathers.targets
+        A, b, A_eq, b_eq, G, d, Bhat = self._gathers.targets
         k, n = A.shape
         m = A_eq.shape[0]
         p = n - m
@@ -136,6 +138,12 @@ class CompiledShortcut:
         self._Cdense = np.ascontiguousarray(self._C)
         self._traced_where = np.full(nc, -1, dtype=np.int64)
         self._traced_where[self._traced] = np.arange(self._traced.size)
+        self._h_rows = np.asarray(layout._bhat_at, dtype=np.int64)
+        self._h_index = np.asarray(layout._bhat_index, dtype=np.int64)
+        self._h_sign = np.asarray(layout._bhat_sign, dtype=float)
+        self._h_where = np.full(nc, -1, dtype=np.int64)
+        self._h_where[self._h_rows] = np.arange(self._h_rows.size)
+        self._Bu = np.zeros(Bhat.shape[0])
         self.u = np.zeros(n)
         self.Cu = np.zeros(nc)
         self.L = np.zeros((m, m), order="F")
@@ -151,16 +159,20 @@ class CompiledShortcut:
         self.y0 = np.zeros(p)
         self._y = np.zeros(p)
         self.working = np.zeros(nc, dtype=bool)  # the rows reduce() takes
-        self._outputs = (A, b, A_eq, b_eq, G, d)  # keeps the buffers the struct points into alive
+        self._outputs = (A, b, A_eq, b_eq, G, d, Bhat)  # keeps the buffers the struct points into alive
+        self._Bhat = Bhat  # B̂ over the layout's active columns (the kernel's, or its gathered copy)
         data = ShortcutData()
-        for name, value in zip(_INTS, (k, p, m, nc, g_rows.size, c0, c1 - c0, b_rows.size, self._traced.size, 0, 0, 0)):
+        nt, nv = self._traced.size, Bhat.shape[0]
+        for name, value in zip(_INTS, (k, p, m, nc, g_rows.size, c0, c1 - c0, b_rows.size, nt, nv, 0, 0)):
             setattr(data, name, int(value))
+        data.nh = self._h_rows.size
         for name, array in (
             ("A", A), ("b", b), ("Aeq", A_eq), ("beq", b_eq), ("Cg", self._Cg), ("g_rows", self._g_rows),
             ("b_rows", self._b_rows), ("b_cols", self._b_cols), ("b_sign", self._b_sign), ("G", G),
             ("traced", self._traced), ("d", d), ("u", self.u), ("Cu", self.Cu), ("L", self.L), ("X", self.X),
             ("S", self.S), ("H", self.H), ("rf", self.rf), ("W", self.W), ("Cdense", self._Cdense),
-            ("traced_at", self._traced_where),
+            ("traced_at", self._traced_where), ("Bhat", Bhat), ("h_rows", self._h_rows),
+            ("h_index", self._h_index), ("h_sign", self._h_sign), ("h_at", self._h_where), ("Bu", self._Bu),
         ):  # fmt: skip
             setattr(data, name, array.ctypes.data)
         for name, address in zip(("dgemm", "dgemv", "dsyrk", "dpotrf", "dpotrs"), routine_addresses()):
@@ -209,8 +221,9 @@ class CompiledShortcut:
         normal_rows: np.ndarray,
     ) -> bool:
         """Attach the kernel whose outputs this shortcut reads, so that :attr:`step` runs the input
-        checks, the kernel and the shortcut in one C call. False (nothing changed) when the kernel is
-        not a compiled library of the expected ABI, or the shortcut runs on gathered rows.
+        checks, the kernel and the shortcut in one C call (with the gathers of a layout with inactive
+        contacts, and ``B̂``'s active columns for the command). False (nothing changed) when the
+        kernel is not a compiled library of the expected ABI.
 
         Args:
             kernel: the controller's kernel (inputs ``q``, ``v``, then its bound parameters).
@@ -219,8 +232,6 @@ class CompiledShortcut:
             check: whether :attr:`step` checks ``q`` and ``v`` (finite, unit norms).
             normal_rows: (n_contacts, n) each contact's normal force as a linear function of ``u``.
         """
-        if self.gathered:  # the gathers run between the kernel and the shortcut
-            return False
         symbol = kernel_symbol(kernel)
         if symbol is None:
             return False
@@ -228,9 +239,7 @@ class CompiledShortcut:
         inputs, outputs = kernel.inputs, kernel.outputs
         if n_arg < len(inputs) or n_res < len(outputs):
             return False
-        a0, Bhat, errors = self._kernel_outputs.a0, self._kernel_outputs.Bhat, self._kernel_outputs.errors
-        if not (Bhat.flags.f_contiguous and Bhat.dtype == np.float64):
-            return False
+        a0, errors = self._kernel_outputs.a0, self._kernel_outputs.errors
         self._kernel_library = library
         self._kernel_arrays = (list(inputs), list(outputs))  # the buffers the argument arrays point into
         self._arg = (_P * n_arg)(*[a.ctypes.data for a in inputs])
@@ -240,6 +249,12 @@ class CompiledShortcut:
         self._unit = np.array([x for part in unit_parts for x in part] or [0], dtype=np.int64)
         self._normal = np.asfortranarray(normal_rows, dtype=float)
         n, nv, ne, nk = self.u.size, a0.size, errors.size, self._normal.shape[0]
+        copies = list(self._gathers.copies)  # with B̂'s active columns (q̈ = a₀ + B̂ u) where some are not
+        self._copies = copies  # keeps what the pointers below point into alive
+        self._gather_len = np.array([flat.size for _, flat, _ in copies] or [0], dtype=np.int64)
+        self._gather_src = (_P * max(1, len(copies)))(*[source.ctypes.data for source, _, _ in copies])
+        self._gather_idx = (_P * max(1, len(copies)))(*[flat.ctypes.data for _, flat, _ in copies])
+        self._gather_dst = (_P * max(1, len(copies)))(*[target.ctypes.data for _, _, target in copies])
         self.out = np.zeros(n + nv + ne + nk + 2)
         data = self._data
         data.nv, data.ne, data.ncontact = nv, ne, nk
@@ -247,6 +262,7 @@ class CompiledShortcut:
         data.unit_tol = UNIT_TOLERANCE
         data.reg = regularization
         data.kernel = address
+        data.ngather = len(copies)
         for name, value in (
             ("arg", ctypes.addressof(self._arg)),
             ("res", ctypes.addressof(self._res)),
@@ -256,10 +272,13 @@ class CompiledShortcut:
             ("v", inputs[1].ctypes.data),
             ("unit", self._unit.ctypes.data),
             ("a0", a0.ctypes.data),
-            ("Bhat", Bhat.ctypes.data),
             ("errors", errors.ctypes.data),
             ("normal", self._normal.ctypes.data),
             ("out", self.out.ctypes.data),
+            ("gather_len", self._gather_len.ctypes.data),
+            ("gather_src", ctypes.addressof(self._gather_src)),
+            ("gather_idx", ctypes.addressof(self._gather_idx)),
+            ("gather_dst", ctypes.addressof(self._gather_dst)),
         ):
             setattr(data, name, value)
         self.step = functools.partial(self._library.step, self._ref)
@@ -306,13 +325,17 @@ class Gathers:
 
     Where the layout uses a buffer whole (every row and column active), its target is the buffer
     itself; otherwise a preallocated column-major copy, refilled by each call (one ``np.take`` of
-    precomputed flat indices per buffer: a walking robot in single support drops the lifted foot's
-    force columns, equality rows and inequality rows).
+    precomputed flat indices per buffer; the same copies in C after the kernel on the one-call step):
+    a walking robot in single support drops the lifted foot's force columns, equality rows and
+    inequality rows.
 
     Attributes:
-        targets: ``(A, b, A_eq, b_eq, G, d)``: costs (k, n), (k,); contact equalities (m, n), (m,);
-            the traced inequality rows (n_t, n); right-hand sides of ``C u ≤ d`` (n_c,).
+        targets: ``(A, b, A_eq, b_eq, G, d, Bhat)``: costs (k, n), (k,); contact equalities (m, n), (m,);
+            the traced inequality rows (n_t, n); right-hand sides of ``C u ≤ d`` (n_c,); ``B̂`` (nv, n)
+            (the joint limits' rows of ``C``, and ``q̈ = a₀ + B̂u``).
         partial: whether some target is a gathered copy.
+        copies: ``(source, flat indices, target)`` of each copy, the source and the target flat
+            column-major views of the buffers, the indices int64 (``target[i] = source[index[i]]``).
     """
 
     def __init__(self, layout: Layout, outputs: StepOutputs) -> None:
@@ -320,7 +343,7 @@ class Gathers:
         cost = None if layout.all_cost else layout.cost_rows
         eq = None if layout.all_eq else layout.eq_rows
         traced = None if layout._all_traced or not layout._traced_at.size else layout._traced_from
-        self._plan: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (source, flat indices, target)
+        self.copies: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.targets = (
             self._matrix(outputs.A, cost, columns),
             self._vector(outputs.b, cost),
@@ -328,26 +351,34 @@ class Gathers:
             self._vector(outputs.b_eq, eq),
             self._matrix(outputs.G, traced, columns),
             self._vector(outputs.d, layout._d_rows),
+            self._matrix(outputs.Bhat, None, columns),
         )
-        self.partial = bool(self._plan)
+        self.partial = bool(self.copies)
+
+    @staticmethod
+    def matrix_copy(M: np.ndarray, rows, columns) -> tuple[np.ndarray, np.ndarray]:
+        """The column-major target of ``M[rows][:, columns]`` (None: all) and its flat indices into
+        ``M`` (column-major)."""
+        r = np.arange(M.shape[0]) if rows is None else np.asarray(rows)
+        c = np.arange(M.shape[1]) if columns is None else np.asarray(columns)
+        target = np.zeros((r.size, c.size), order="F")
+        flat = np.ascontiguousarray((r[:, None] + c[None, :] * M.shape[0]).ravel(order="F"), dtype=np.int64)
+        return target, flat
 
     def _matrix(self, M: np.ndarray, rows, columns) -> np.ndarray:
         if rows is None and columns is None:
             return M
-        r = np.arange(M.shape[0]) if rows is None else np.asarray(rows)
-        c = np.arange(M.shape[1]) if columns is None else np.asarray(columns)
-        target = np.zeros((r.size, c.size), order="F")
-        flat = (r[:, None] + c[None, :] * M.shape[0]).ravel(order="F")
-        self._plan.append((M.reshape(-1, order="F"), flat, target.reshape(-1, order="F")))
+        target, flat = self.matrix_copy(M, rows, columns)
+        self.copies.append((M.reshape(-1, order="F"), flat, target.reshape(-1, order="F")))
         return target
 
     def _vector(self, v: np.ndarray, rows) -> np.ndarray:
         if rows is None:
             return v
         target = np.zeros(len(rows))
-        self._plan.append((v, np.asarray(rows, dtype=np.intp), target))
+        self.copies.append((v, np.ascontiguousarray(rows, dtype=np.int64), target))
         return target
 
     def __call__(self) -> None:
-        for source, flat, target in self._plan:
+        for source, flat, target in self.copies:
             np.take(source, flat, out=target)

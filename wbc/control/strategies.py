@@ -5,11 +5,13 @@ contributors), the units tried in order; each :meth:`Strategy.attempt` returns t
 :class:`~wbc.control.command.Command`, or None to hand the step on:
 
 1. :class:`OneCall` — the input checks, the kernel, the shortcut and the command in one C call
-   (the common step: every contact's layout, a compiled kernel);
+   (the common step: a compiled kernel; a layout with a lifted foot included, its active rows and
+   columns copied in C);
 2. :class:`Evaluation` — otherwise the input checks and the kernel (not an answer: the stage the
    units below read);
-3. :class:`Shortcut` — the compiled shortcut on the layout's gathered rows and columns (a lifted foot),
-   or :class:`Minimizer` where the compiled shortcut does not apply (the solver's numpy minimizer);
+3. :class:`Shortcut` — the compiled shortcut on the layout's gathered rows and columns (when it is
+   not attached to the kernel), or :class:`Minimizer` where the compiled shortcut does not apply (the
+   solver's numpy minimizer);
 4. :class:`WorkingSet` — after either shortcut found a row of ``C u ≤ d`` broken (an inequality binds):
    the QP on a working set of rows in least-distance form, warm-started with the rows active at the
    previous binding step (:meth:`~wbc.control.solvers.QPSolver.least_distance`);
@@ -114,6 +116,9 @@ class Strategy(abc.ABC):
     def attempt(self, step: Step) -> Command | None:
         """The step's command, or None to hand the step to the next unit."""
 
+    def forget(self) -> None:  # noqa: B027 (most units remember nothing)
+        """Forget what past steps taught the unit (warm starts)."""
+
 
 class OneCall(Strategy):
     """The input checks, the kernel, the shortcut and the command in one C call
@@ -214,6 +219,9 @@ class WorkingSet(Strategy):
         self.fast, self.solver, self.tolerance, self.writer = fast, solver, tolerance, writer
         self.max_rounds = max_rounds
         self.active = np.zeros(fast.Cu.size, dtype=bool)  # rows active at the last binding step's answer
+
+    def forget(self) -> None:
+        self.active[:] = False
 
     def attempt(self, step: Step) -> Command | None:
         if step.code != INFEASIBLE:
@@ -317,6 +325,11 @@ class StepPlan:
         self._objects = first._objects if isinstance(first, OneCall) else None
         if isinstance(first, OneCall):
             self._out, self._from_block = first.fast.out, first.writer.from_block
+
+    def forget(self) -> None:
+        """Every unit forgets what past steps taught it (:meth:`Strategy.forget`)."""
+        for strategy in self.strategies:
+            strategy.forget()
 
     def reset(self, q: Any, v: Any, t_start: float) -> Step:
         """The plan's :class:`Step`, reset for a new step at ``(q, v)``."""

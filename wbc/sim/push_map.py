@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -237,18 +237,46 @@ def standing_cells(robot: str, settings: PushMapSettings) -> list[Cell]:
     )
 
 
-def walking_cells(robot: str, settings: PushMapSettings) -> list[Cell]:
-    s = settings
+def walking_grid(
+    robot: str,
+    *,
+    directions_deg: Sequence[float],
+    phases: Sequence[float],
+    duration_s: float,
+    max_impulse_Ns: float,
+    iterations: int,
+    walk_steps: int,
+    cycle_step: int,
+    after_push_s: float,
+    adjust: bool = False,
+) -> list[Cell]:
+    """The cells of :func:`walking_cell`, one per push direction and gait phase (directions outer)."""
     return sweep.grid(
         robot,
-        phase=s.phases,
-        direction_deg=[s.walking_direction_deg],
-        duration_s=[s.walking_duration_s],
-        max_impulse_Ns=[s.max_impulse_Ns],
-        iterations=[s.walking_iterations],
-        walk_steps=[s.walk_steps],
-        cycle_step=[s.cycle_step],
-        after_push_s=[s.after_push_s],
+        direction_deg=directions_deg,
+        phase=phases,
+        duration_s=[duration_s],
+        max_impulse_Ns=[max_impulse_Ns],
+        iterations=[iterations],
+        walk_steps=[walk_steps],
+        cycle_step=[cycle_step],
+        after_push_s=[after_push_s],
+        adjust=[adjust],
+    )
+
+
+def walking_cells(robot: str, settings: PushMapSettings) -> list[Cell]:
+    s = settings
+    return walking_grid(
+        robot,
+        directions_deg=[s.walking_direction_deg],
+        phases=s.phases,
+        duration_s=s.walking_duration_s,
+        max_impulse_Ns=s.max_impulse_Ns,
+        iterations=s.walking_iterations,
+        walk_steps=s.walk_steps,
+        cycle_step=s.cycle_step,
+        after_push_s=s.after_push_s,
     )
 
 

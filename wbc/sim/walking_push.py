@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import sweep
 from ..errors import InputError
-from .push_map import walking_cell
+from .push_map import walking_cell, walking_grid
 
 __all__ = ["PUBLISHED", "WalkingPushSettings", "walking_push_cells", "walking_push_sweep", "plot_push_vs_phase"]
 
@@ -67,17 +67,17 @@ class WalkingPushSettings:
 def walking_push_cells(robot: str, settings: WalkingPushSettings) -> list[sweep.Cell]:
     """The sweep's cells (one per direction and phase)."""
     s = settings
-    return sweep.grid(
+    return walking_grid(
         robot,
-        direction_deg=s.directions_deg,
-        phase=s.phases,
-        duration_s=[s.duration_s],
-        max_impulse_Ns=[s.max_impulse_Ns],
-        iterations=[s.iterations],
-        walk_steps=[s.walk_steps],
-        cycle_step=[s.cycle_step],
-        after_push_s=[s.after_push_s],
-        adjust=[s.adjust],
+        directions_deg=s.directions_deg,
+        phases=s.phases,
+        duration_s=s.duration_s,
+        max_impulse_Ns=s.max_impulse_Ns,
+        iterations=s.iterations,
+        walk_steps=s.walk_steps,
+        cycle_step=s.cycle_step,
+        after_push_s=s.after_push_s,
+        adjust=s.adjust,
     )
 
 
