@@ -19,7 +19,9 @@ the feedback is zero until the foot moves).
 **Kernel parameters.** Every contact reads one array of :data:`PARAMETER_SIZE` entries, updated in
 place (:data:`FMIN`, :data:`FMAX`, :data:`KP`, :data:`KD`, :data:`POSITION`, :data:`ROTATION`):
 the normal-force bounds now (N), the pose-feedback gains (1/s², 1/s) and the placement of the
-contact frame (world position, m, and rotation matrix, row-major).
+contact frame (world position, m, and rotation matrix, row-major). The arrays are the rows of one
+table, so that the placements measured at one state (the placements kernel's output, one row per
+contact) are recorded with one write (:meth:`ContactSchedule.place_measured`).
 """
 
 from __future__ import annotations
