@@ -22,6 +22,8 @@
  * The rows of C u <= d are of four kinds: general constant rows (only columns c0 .. c0+nspan-1 are
  * nonzero: Cg, compressed), unit rows (+-u_j: bounds), traced rows (the kernel's G) and rows of Bhat
  * (+-Bhat[i, :]: the joint limits' acceleration bounds, read from the kernel's Bhat, not copied).
+ * The cost rows of a posture task are scaled rows of Bhat too: assembled from Bhat before the least
+ * squares (assemble_costs), the kernel outputs only their scales and right-hand sides.
  *
  * wbc_shortcut returns WBC_FEASIBLE: u is finite and C u <= d holds (u is the QP's solution);
  * WBC_INFEASIBLE: u is finite but some row of C u <= d fails (Cu holds the products); WBC_FAILED: a
@@ -123,6 +125,16 @@ typedef struct {
     const double *h_sign;  /* (nh,) their sign (+-1) */
     const int64_t *h_at;   /* (nc,) each row's position among them, or -1 */
     double *Bu;            /* (nv,) work: Bhat u */
+    /* the cost rows that are scaled rows of Bhat (a posture task's: na > 0), assembled into A_full
+     * (which A then points to) with the kernel's traced cost rows, before the least squares */
+    int na;                 /* their number (0: A is the kernel's, or its gathered copy, as is) */
+    int nat;                /* the traced cost rows */
+    const double *A_traced; /* (nat, p+m) their matrix (the kernel's A, or its gathered copy) */
+    const int64_t *at_rows; /* (nat,) their rows in A */
+    const int64_t *a_rows;  /* (na,) the rows of Bhat's rows in A */
+    const int64_t *a_index; /* (na,) their row of Bhat */
+    const double *a_scale;  /* (na,) their scale (the kernel's scale output, or its gathered copy) */
+    double *A_full;         /* (k, p+m) the assembled cost matrix */
 } wbc_shortcut_data;
 
 static double sumsq(const double *x, int n) {
@@ -183,7 +195,20 @@ static int check(wbc_shortcut_data *s) {
     return ok ? WBC_FEASIBLE : WBC_INFEASIBLE;
 }
 
+/* A_full = the cost rows: the traced ones copied, the rows of Bhat scaled (A[a_rows[i]] =
+ * a_scale[i] Bhat[a_index[i]]): the products the kernel no longer makes, the same numbers. */
+static void assemble_costs(wbc_shortcut_data *s) {
+    const int k = s->k, n = s->p + s->m, nat = s->nat, na = s->na, nv = s->nv;
+    for (int j = 0; j < n; ++j) {
+        double *Aj = s->A_full + (long)j * k;
+        const double *Tj = s->A_traced + (long)j * nat, *Bj = s->Bhat + (long)j * nv;
+        for (int t = 0; t < nat; ++t) Aj[s->at_rows[t]] = Tj[t];
+        for (int i = 0; i < na; ++i) Aj[s->a_rows[i]] = s->a_scale[i] * Bj[s->a_index[i]];
+    }
+}
+
 int wbc_shortcut(wbc_shortcut_data *s) {
+    if (s->na) assemble_costs(s);
     const int k = s->k, p = s->p, m = s->m, n = s->p + s->m, p1 = s->p + 1, km = s->k + s->m, one = 1;
     const double *A = s->A, *Aeq = s->Aeq;
     double *X = s->X, *S = s->S, *H = s->H, *u = s->u, *L = s->L;
@@ -432,7 +457,8 @@ static const wbc_abi_entry_t wbc_fields[] = {
     WBC_FIELD(t_kernel), WBC_FIELD(t_qp),   WBC_FIELD(Cdense),    WBC_FIELD(traced_at), WBC_FIELD(vector_type),
     WBC_FIELD(ngather),  WBC_FIELD(gather_len), WBC_FIELD(gather_src), WBC_FIELD(gather_idx), WBC_FIELD(gather_dst),
     WBC_FIELD(nh),       WBC_FIELD(h_rows), WBC_FIELD(h_index),   WBC_FIELD(h_sign),    WBC_FIELD(h_at),
-    WBC_FIELD(Bu),
+    WBC_FIELD(Bu),       WBC_FIELD(na),     WBC_FIELD(nat),       WBC_FIELD(A_traced),  WBC_FIELD(at_rows),
+    WBC_FIELD(a_rows),   WBC_FIELD(a_index), WBC_FIELD(a_scale),  WBC_FIELD(A_full),
 };
 #define WBC_CODE(name) {#name, WBC_##name}
 static const wbc_abi_entry_t wbc_codes[] = {
