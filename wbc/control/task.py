@@ -1,7 +1,9 @@
 """The task interface: what a task is to the controller.
 
-A task contributes one :class:`~wbc.control.pieces.Cost` piece: ``dim`` weighted least-squares rows
-in the inputs ``u = (τ, f)``,
+A task contributes one :class:`~wbc.control.pieces.Cost` piece (an
+:class:`~wbc.control.pieces.AccelerationCost` when its Jacobian selects joints, as a posture's: the
+same rows, assembled from the kernel's ``B̂`` outside it): ``dim`` weighted least-squares rows in the
+inputs ``u = (τ, f)``,
 
     minimize ‖ W^½ (A_u u + d − ẍ*) ‖²,   ẍ* = ẍ_ref + K_d (ẋ_ref − ẋ) + K_p e,
 
