@@ -25,13 +25,21 @@ class _TracedPosture(PostureTask):
         return super().input_rows(ctx, J, drift)
 
 
-def _talos(posture_type, lean: float = 0.0, limits: bool = True, priority: int = 0):
+def _talos(posture_type, lean: float = 0.0, limits: bool = True, priority: int = 0, after: bool = False):
+    """Talos on both feet, CoM and posture tasks (``after``: and the pelvis orientation after the
+    posture, so that the posture's rows sit between traced rows)."""
     spec = robots.load("talos")
     contacts = [wbc.SurfaceContact(f, spec.sole.length, spec.sole.width, mu=0.3) for f in spec.feet]
     com = tasks.CoMTask(weight=1.0, kp=20.0)
     posture = posture_type(spec.model, weight=1e-3, kp=10.0)
     posture.set_priority(priority)
-    ctrl = wbc.WholeBodyController(spec.model, [com, posture], contacts, limits=None if limits else [wbc.TorqueLimit()])
+    task_list: list[wbc.Task] = [com, posture]
+    if after:
+        base = spec.model.joints[1].link
+        orientation = tasks.OrientationTask(base, weight=1.0, kp=20.0)
+        orientation.set_target(wbc.frame_placement(spec.model, spec.q0, base)[0:3, 0:3])
+        task_list.append(orientation)
+    ctrl = wbc.WholeBodyController(spec.model, task_list, contacts, limits=None if limits else [wbc.TorqueLimit()])
     com.set_target(wbc.center_of_mass(spec.model, spec.q0) + np.array([0.0, lean, 0.0]))
     posture.set_target(spec.q0)
     return ctrl, spec, posture
@@ -75,12 +83,13 @@ def test_the_kernel_outputs_no_posture_row_and_the_step_is_the_full_qp():
     assert_close(cmd.u, outcome.x, 1e-7, "the step vs the full QP")
 
 
-@pytest.mark.parametrize("scenario", ["standing", "lean", "single", "numpy", "hierarchy", "no_limits"])
+@pytest.mark.parametrize("scenario", ["standing", "lean", "single", "numpy", "hierarchy", "no_limits", "between"])
 def test_commands_equal_the_traced_rows_on_every_path(scenario, monkeypatch):
     """Two Talos controllers, the posture's rows from B̂ (new) and traced into the kernel (as before),
     on one state sequence (pushed at step 5): the same u and q̈ on the one-call path standing and
     binding (the working set: a CoM target 5 cm aside), in single support (gathered copies), on the
-    numpy minimizer and full QP (no compiled shortcut), at two priority levels, and the same full QP
+    numpy minimizer and full QP (no compiled shortcut), at two priority levels, with the posture's rows
+    between traced rows (a task after it: assembled row by row in C), and the same full QP
     (the fallback's problem) at every state."""
     if scenario == "numpy":
         monkeypatch.setattr(CompiledShortcut, "build", classmethod(lambda cls, layout, outputs: None))
@@ -88,6 +97,7 @@ def test_commands_equal_the_traced_rows_on_every_path(scenario, monkeypatch):
         lean=0.05 if scenario == "lean" else 0.0,
         limits=scenario != "no_limits",
         priority=1 if scenario == "hierarchy" else 0,
+        after=scenario == "between",
     )
     new, spec, posture = _talos(PostureTask, **options)
     old, _, _ = _talos(_TracedPosture, **options)
@@ -121,3 +131,5 @@ def test_commands_equal_the_traced_rows_on_every_path(scenario, monkeypatch):
         assert plan.shortcut is None
     if scenario == "hierarchy":
         assert len(plan.layout.levels) == 2
+    if scenario == "between":  # the rows assembled one by one in C (not as blocks)
+        assert plan.one_call and plan.shortcut.data.a_blocks == 0 and plan.shortcut.data.na == posture.dim

@@ -135,6 +135,7 @@ typedef struct {
     const int64_t *a_index; /* (na,) their row of Bhat */
     const double *a_scale;  /* (na,) their scale (the kernel's scale output, or its gathered copy) */
     double *A_full;         /* (k, p+m) the assembled cost matrix */
+    int a_blocks;           /* 1: at_rows, a_rows and a_index are each consecutive (one copy, one scaled copy) */
 } wbc_shortcut_data;
 
 static double sumsq(const double *x, int n) {
@@ -199,6 +200,18 @@ static int check(wbc_shortcut_data *s) {
  * a_scale[i] Bhat[a_index[i]]): the products the kernel no longer makes, the same numbers. */
 static void assemble_costs(wbc_shortcut_data *s) {
     const int k = s->k, n = s->p + s->m, nat = s->nat, na = s->na, nv = s->nv;
+    if (s->a_blocks) { /* the common case (a posture after the other tasks): blocks, vectorized */
+        const int64_t t0 = nat ? s->at_rows[0] : 0, r0 = s->a_rows[0], i0 = s->a_index[0];
+        const double *scale = s->a_scale;
+        for (int j = 0; j < n; ++j) {
+            double *Aj = s->A_full + (long)j * k;
+            if (nat) memcpy(Aj + t0, s->A_traced + (long)j * nat, sizeof(double) * (size_t)nat);
+            double *Ar = Aj + r0;
+            const double *Bi = s->Bhat + (long)j * nv + i0;
+            for (int i = 0; i < na; ++i) Ar[i] = scale[i] * Bi[i];
+        }
+        return;
+    }
     for (int j = 0; j < n; ++j) {
         double *Aj = s->A_full + (long)j * k;
         const double *Tj = s->A_traced + (long)j * nat, *Bj = s->Bhat + (long)j * nv;
@@ -458,7 +471,7 @@ static const wbc_abi_entry_t wbc_fields[] = {
     WBC_FIELD(ngather),  WBC_FIELD(gather_len), WBC_FIELD(gather_src), WBC_FIELD(gather_idx), WBC_FIELD(gather_dst),
     WBC_FIELD(nh),       WBC_FIELD(h_rows), WBC_FIELD(h_index),   WBC_FIELD(h_sign),    WBC_FIELD(h_at),
     WBC_FIELD(Bu),       WBC_FIELD(na),     WBC_FIELD(nat),       WBC_FIELD(A_traced),  WBC_FIELD(at_rows),
-    WBC_FIELD(a_rows),   WBC_FIELD(a_index), WBC_FIELD(a_scale),  WBC_FIELD(A_full),
+    WBC_FIELD(a_rows),   WBC_FIELD(a_index), WBC_FIELD(a_scale),  WBC_FIELD(A_full),    WBC_FIELD(a_blocks),
 };
 #define WBC_CODE(name) {#name, WBC_##name}
 static const wbc_abi_entry_t wbc_codes[] = {

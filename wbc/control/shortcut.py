@@ -185,6 +185,7 @@ class CompiledShortcut:
                 for rows in (layout._cost_traced_at, layout._cost_bhat_at, layout._cost_bhat_index)
             )
             data.na, data.nat = self._cost_rows[1].size, A_traced.shape[0]
+            data.a_blocks = int(all(rows.size == 0 or np.all(np.diff(rows) == 1) for rows in self._cost_rows))
             cost_arrays = (*self._cost_rows, A_traced, scale, A)
             for name, buffer in zip(("at_rows", "a_rows", "a_index", "A_traced", "a_scale", "A_full"), cost_arrays):
                 setattr(data, name, buffer.ctypes.data)

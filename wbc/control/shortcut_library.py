@@ -89,6 +89,7 @@ class ShortcutData(ctypes.Structure):
         ("na", ctypes.c_int),
         ("nat", ctypes.c_int),
         *[(name, _P) for name in ("A_traced", "at_rows", "a_rows", "a_index", "a_scale", "A_full")],
+        ("a_blocks", ctypes.c_int),
     ]
 
 
