@@ -81,6 +81,15 @@ def test_the_kernel_outputs_no_posture_row_and_the_step_is_the_full_qp():
     outcome = ctrl.fallback.solve(problem, ctrl.solver)
     assert outcome.status is wbc.StepStatus.OPTIMAL
     assert_close(cmd.u, outcome.x, 1e-7, "the step vs the full QP")
+    kernel = ctrl.kernel
+    posture.set_weight(np.linspace(1e-3, 1e-1, posture.dim))  # a kernel parameter: no new trace
+    posture.set_gains(30.0)
+    cmd = ctrl.step(q, v)
+    assert ctrl.kernel is kernel and ctrl._plan.one_call
+    outputs = ctrl.evaluate(q, v)
+    assert np.array_equal(outputs.scale, np.sqrt(posture.weight))
+    outcome = ctrl.fallback.solve(ctrl.build_problem(q, v), ctrl.solver)
+    assert_close(cmd.u, outcome.x, 1e-7, "the step vs the full QP, new weights and gains")
 
 
 @pytest.mark.parametrize("scenario", ["standing", "lean", "single", "numpy", "hierarchy", "no_limits", "between"])
