@@ -154,6 +154,7 @@ class CompiledShortcut:
         self.S = np.zeros((k + m, p + 1), order="F")
         self.H = np.zeros((p, p + 1), order="F")
         self.rf = np.zeros(m)
+        self._rx = np.zeros(max(1, p))  # work: the actuators' regularization
         self.W = np.zeros(max(1, g_rows.size, self._traced.size))
         # a binding step's working rows in least-distance form (reduce / expand)
         self.rows = np.zeros(nc, dtype=np.int64)
@@ -194,7 +195,7 @@ class CompiledShortcut:
             ("b_rows", self._b_rows), ("b_cols", self._b_cols), ("b_sign", self._b_sign), ("G", G),
             ("traced", self._traced), ("d", d), ("u", self.u), ("Cu", self.Cu), ("L", self.L), ("X", self.X),
             ("S", self.S), ("H", self.H), ("rf", self.rf), ("W", self.W), ("Cdense", self._Cdense),
-            ("traced_at", self._traced_where), ("Bhat", Bhat), ("h_rows", self._h_rows),
+            ("traced_at", self._traced_where), ("Bhat", Bhat), ("rx", self._rx), ("h_rows", self._h_rows),
             ("h_index", self._h_index), ("h_sign", self._h_sign), ("h_at", self._h_where), ("Bu", self._Bu),
         ):  # fmt: skip
             setattr(data, name, array.ctypes.data)

@@ -90,6 +90,7 @@ class ShortcutData(ctypes.Structure):
         ("nat", ctypes.c_int),
         *[(name, _P) for name in ("A_traced", "at_rows", "a_rows", "a_index", "a_scale", "A_full")],
         ("a_blocks", ctypes.c_int),
+        ("rx", _P),
     ]
 
 
