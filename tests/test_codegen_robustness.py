@@ -587,12 +587,18 @@ def test_accepted_argument_forms(aba_kernel, tmp_path):
     m = synthetic.chain(3)
     q, v, tau = _state(m)
     expected = wbc.aba(m, q, v, tau)
-    for args in [(q[:, None], v[None, :], list(tau)), (q, v.reshape(3, 1), tau.reshape(1, 3))]:
+    strided, big_endian = np.repeat(v, 2)[::2], tau.astype(">f8")  # refused by the memoryview path
+    for args in [
+        (q[:, None], v[None, :], list(tau)),
+        (q, v.reshape(3, 1), tau.reshape(1, 3)),
+        (q, strided, big_endian),
+    ]:
         assert_close(aba_kernel(*args)[0], expected, tol=TOL_KERNEL, what="vector forms")
     f = wbc.codegen.trace("mat", [("A", (2, 3)), ("B", (3, 1)), ("s", (1, 1))], lambda A, B, s: [A @ B * s], [("y", 2)])
     kernel = wbc.codegen.compile_function(f, directory=tmp_path)
     A = np.arange(6.0).reshape(2, 3)
     assert_close(kernel(A, np.ones(3), 2.0)[0], A @ np.ones(3) * 2, tol=0, what="matrix forms")
+    assert_close(kernel(A, np.ones(3, dtype=int), 2)[0], A @ np.ones(3) * 2, tol=0, what="integers")
     with pytest.raises(wbc.InputError, match=r"input 'A' must .* shape \(2, 3\), got shape \(3, 2\)"):
         kernel(A.T, np.ones(3), 2.0)
     with pytest.raises(TypeError, match=r"takes 3 inputs"):

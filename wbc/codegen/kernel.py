@@ -105,6 +105,13 @@ class Kernel:
         self._in_flat = [np.zeros(source.nnz_in(i)) for i in range(source.n_in())]
         self._out_flat = [np.zeros(source.nnz_out(i)) for i in range(source.n_out())]
         self.inputs = [f.reshape(s, order="F") for f, s in zip(self._in_flat, in_shapes)]
+        # what __call__ writes a vector argument through: a memoryview of a vector input's storage
+        # (assigning to it copies a float64 vector of the same length, and refuses anything else);
+        # None for a matrix input
+        self._views: list[memoryview | None] = [
+            memoryview(f) if len(s) == 1 else None  # type: ignore[arg-type]
+            for f, s in zip(self._in_flat, in_shapes)
+        ]
         self.outputs = [f.reshape(s, order="F") for f, s in zip(self._out_flat, out_shapes)]
         self.lock = threading.Lock()
         self._buffer, self._eval = function.buffer()
@@ -133,6 +140,7 @@ class Kernel:
             )
         self._in_flat[index] = array
         self.inputs[index] = array.reshape(self.input_shapes[index], order="F")
+        self._views[index] = memoryview(array) if len(self.input_shapes[index]) == 1 else None  # type: ignore[arg-type]
         self._buffer.set_arg(index, memoryview(array))  # type: ignore[call-arg, arg-type]
 
     def run(self) -> list[np.ndarray]:
@@ -151,6 +159,16 @@ class Kernel:
             InputError: an argument of another shape, or not real numbers (names the kernel, the
                 input, the expected and the given shapes).
         """
+        try:  # the fastest path: float64 vectors of the inputs' lengths, copied by the memoryviews
+            for view, src in zip(self._views, args, strict=True):
+                view[:] = src  # type: ignore[index]
+        except (TypeError, ValueError):
+            return self._call_checked(args)
+        self._eval()
+        return self.outputs
+
+    def _call_checked(self, args: tuple) -> list[np.ndarray]:
+        """:meth:`__call__` for arguments its fastest path refused: matrices, other dtypes, shapes."""
         inputs = self.inputs
         if len(args) != len(inputs):
             raise TypeError(f"kernel {self.name} takes {len(inputs)} inputs ({self.input_names}), got {len(args)}")

@@ -46,6 +46,7 @@ __all__ = [
     "cross_force",
     "rigid_inertia",
     "first_moment",
+    "RigidInertia",
     "symmetric",
     "rotation_about_axis",
 ]
@@ -191,6 +192,53 @@ def rigid_inertia(mass: float, com: np.ndarray, inertia_com: np.ndarray) -> np.n
 def first_moment(I: np.ndarray) -> np.ndarray:
     """``m c`` (3, 1) of a rigid spatial inertia (numpy): mass times centre of mass, kg m."""
     return np.array([I[5, 1], I[3, 2], I[4, 0]], dtype=float).reshape(3, 1)
+
+
+class RigidInertia(NamedTuple):
+    """A rigid (or composite rigid) body's spatial inertia by its ten parameters, Featherstone's
+    ``(m, h, Ī)``: cheaper to move and add than the (6, 6) matrix it stands for,
+    ``[[m 1, -[h]×], [[h]×, I]]`` (:func:`rigid_inertia`; its upper-left block stays ``m 1``, which
+    the matrix form, traced, would compute as ``m R Rᵀ``).
+
+    Attributes:
+        m: mass, kg (a number: the composites of a model have constant masses).
+        h: first moment ``m c`` (3, 1), kg m.
+        I: rotational inertia (3, 3) about the frame origin, symmetric, kg m².
+    """
+
+    m: float
+    h: Matrix
+    I: Matrix
+
+    @classmethod
+    def from_matrix(cls, I6: np.ndarray) -> RigidInertia:
+        """The parameters of a rigid spatial inertia (6, 6) (numpy, as :func:`rigid_inertia` builds it)."""
+        I6 = np.asarray(I6, dtype=float)
+        return cls(float(I6[0, 0]), ca.DM(first_moment(I6)), ca.DM(I6[3:6, 3:6]))
+
+    def __add__(self, other: object) -> RigidInertia:  # type: ignore[override]
+        """The inertia of both bodies together (same frame)."""
+        if not isinstance(other, RigidInertia):
+            return NotImplemented
+        return RigidInertia(self.m + other.m, self.h + other.h, self.I + other.I)
+
+    def act(self, X: SE3) -> RigidInertia:
+        """This inertia, given in the child frame of ``X``, expressed in the parent frame: ``X* I X⁻¹``.
+
+        With ``h' = R h`` and the origin moved by ``p``: ``I' = R I Rᵀ − [h']×[p]× − [p]×[h']× − m [p]×[p]×``,
+        ``h' + m p`` (no division by the mass: composites of massless bodies are fine).
+        """
+        Rh = ca.mtimes(X.R, self.h)
+        P = skew(X.p)
+        RIRt = ca.mtimes(ca.mtimes(X.R, self.I), X.R.T)
+        HP = ca.mtimes(skew(Rh), P)
+        I = symmetric(RIRt - HP - HP.T - self.m * ca.mtimes(P, P))
+        return RigidInertia(self.m, Rh + self.m * _as_ca(X.p), I)
+
+    def times(self, V: Matrix) -> Matrix:
+        """``I V`` (6, k): the momenta of the motions ``V`` (6, k), ``[m v − h × ω; I ω + h × v]``."""
+        lin, ang = V[0:3, :], V[3:6, :]
+        return ca.vertcat(self.m * lin - _cross(self.h, ang), ca.mtimes(self.I, ang) + _cross(self.h, lin))
 
 
 def rotation_about_axis(axis: np.ndarray, c: Matrix, s: Matrix) -> Matrix:
