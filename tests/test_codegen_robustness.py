@@ -536,6 +536,23 @@ def test_bound_matrix_input_keeps_its_shape(tmp_path):
     assert_close(kernel.run()[0], np.array([321.0, 654.0]), tol=0, what="bound input")
 
 
+def test_kernel_call_is_one_c_call_that_follows_bound_inputs(tmp_path):
+    """A compiled kernel's call with float64 arrays of the inputs' shapes is one C call (a builtin,
+    made by the first call); after bind_input it reads the new storage (a call made before would
+    write into the array the input no longer reads); the returned list is the kernel's outputs."""
+    f = wbc.codegen.trace("cbind", [("x", 3), ("A", (2, 3))], lambda x, A: [A @ x, x * 2], [("y", 2), ("z", 3)])
+    kernel = wbc.codegen.compile_function(f, directory=tmp_path)
+    A = np.asfortranarray(np.arange(6.0).reshape(2, 3))
+    out = kernel(np.ones(3), A)
+    assert out is kernel.outputs and wbc.codegen.builtins.is_builtin(kernel._c_call)
+    assert_close(out[0], A @ np.ones(3), tol=0, what="C call")
+    storage = np.zeros(3)
+    kernel.bind_input(0, storage)
+    assert_close(kernel(np.array([1.0, 2.0, 3.0]), A)[1], np.array([2.0, 4.0, 6.0]), tol=0, what="bound, called")
+    assert_close(storage, np.array([1.0, 2.0, 3.0]), tol=0, what="the bound storage")
+    assert_close(kernel(np.ones(3), np.ascontiguousarray(A))[0], A @ np.ones(3), tol=0, what="row-major matrix")
+
+
 def test_trace_checks_its_declarations():
     """A declared output size that differs from the traced expression is a CompileError naming it;
     a malformed size is an InputError; a wrong number of outputs is a CompileError."""
