@@ -30,8 +30,8 @@ from ..spatial.algebra import (
     act_force,
     act_inertia,
     act_inv_motion,
-    cross_force,
     cross_motion,
+    rigid_body_force,
     symmetric,
 )
 from .kinematics import TreeKinematics
@@ -63,7 +63,7 @@ def rnea(model: Model, q, v, a, fext: ForceMap = None, kin: TreeKinematics | Non
         vi = kin.velocities[i]
         ai = act_inv_motion(kin.liMi[i], acc[j.parent]) + _vj(kin, i, a) + cross_motion(vi, _vj(kin, i, kin.v))
         acc.append(ai)
-        f[i] = ca.mtimes(I, ai) + cross_force(vi, ca.mtimes(I, vi))
+        f[i] = rigid_body_force(I, vi, ai)
         if fext and i in fext:
             f[i] = f[i] - fext[i]
     tau = [None] * model.njoints
@@ -165,7 +165,7 @@ def aba(
     for i in range(1, n):
         vi = kin.velocities[i]
         c[i] = cross_motion(vi, _vj(kin, i, kin.v))
-        pA[i] = cross_force(vi, ca.mtimes(model.inertias[i], vi))
+        pA[i] = rigid_body_force(model.inertias[i], vi)
         if fext and i in fext:
             pA[i] = pA[i] - fext[i]
     u = [None] * n

@@ -47,6 +47,7 @@ __all__ = [
     "rigid_inertia",
     "first_moment",
     "RigidInertia",
+    "rigid_body_force",
     "symmetric",
     "rotation_about_axis",
 ]
@@ -239,6 +240,34 @@ class RigidInertia(NamedTuple):
         """``I V`` (6, k): the momenta of the motions ``V`` (6, k), ``[m v − h × ω; I ω + h × v]``."""
         lin, ang = V[0:3, :], V[3:6, :]
         return ca.vertcat(self.m * lin - _cross(self.h, ang), ca.mtimes(self.I, ang) + _cross(self.h, lin))
+
+
+def rigid_body_force(I: np.ndarray, v: Matrix, a: Matrix | None = None) -> Matrix:
+    """``I a + v ×* (I v)`` (6, 1): the net force on a rigid body of constant spatial inertia ``I``
+    (6, 6, numpy) moving with the spatial velocity ``v`` (6, 1) and acceleration ``a`` (6, 1; None:
+    zero), all in one frame.
+
+    Written as Newton-Euler about the centre of mass ``c`` (fewer operations than the (6, 6)
+    products): with ``v_c = v_lin + ω × c``, ``f = m (a_lin + α × c + ω × v_c)`` and
+    ``n = I_c α + ω × (I_c ω) + c × f`` (``I_c`` the rotational inertia about ``c``). A massless
+    body uses the matrix form.
+    """
+    m = float(I[0, 0])
+    if m <= 0.0:
+        Iv = ca.mtimes(I, v)
+        bias = cross_force(v, Iv)
+        return bias if a is None else ca.mtimes(I, a) + bias
+    c = first_moment(I) / m
+    Ic = ca.DM(I[3:6, 3:6] - m * (float((c.T @ c)[0, 0]) * np.eye(3) - c @ c.T))
+    c = ca.DM(c)
+    w = v[3:6]
+    acc = ca.cross(w, v[0:3] + ca.cross(w, c))
+    n = ca.cross(w, ca.mtimes(Ic, w))
+    if a is not None:
+        acc = a[0:3] + ca.cross(a[3:6], c) + acc
+        n = ca.mtimes(Ic, a[3:6]) + n
+    f = m * acc
+    return ca.vertcat(f, n + ca.cross(c, f))
 
 
 def rotation_about_axis(axis: np.ndarray, c: Matrix, s: Matrix) -> Matrix:
