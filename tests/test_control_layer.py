@@ -16,7 +16,7 @@ import pytest
 import wbc
 from tests.helpers import robot_case
 from wbc import tasks
-from wbc.control import Contributor, Group, Inequality, Kind
+from wbc.control import AccelerationBounds, Contributor, Group, Inequality, Kind
 from wbc.control.builder import trace_step
 
 
@@ -98,6 +98,22 @@ def test_pieces_of_the_wrong_type_or_size_name_their_contributor():
 
     ctrl, *_ = _panda_posture_controller([Broken("panda_joint2", 1.0)])
     with pytest.raises(wbc.InputError, match=r"acceleration_panda_joint2.*columns"):
+        ctrl.compile()
+
+    class OutOfRange(JointAccelerationLimit):
+        def pieces(self, ctx, p):
+            return [AccelerationBounds((0, 99), -p[0] * ca.DM.ones(2), p[0] * ca.DM.ones(2), Group(Kind.TASK, "x"))]
+
+    ctrl, *_ = _panda_posture_controller([OutOfRange("panda_joint2", 1.0)])
+    with pytest.raises(wbc.InputError, match=r"acceleration_panda_joint2.*rows \[0, 99\] of q̈, which has 9"):
+        ctrl.compile()
+
+    class WrongSize(JointAccelerationLimit):
+        def pieces(self, ctx, p):
+            return [AccelerationBounds((0, 1), p[0], p[0] * ca.DM.ones(2), Group(Kind.TASK, "x"))]
+
+    ctrl, *_ = _panda_posture_controller([WrongSize("panda_joint2", 1.0)])
+    with pytest.raises(wbc.InputError, match=r"acceleration_panda_joint2.*expected 2 entries"):
         ctrl.compile()
 
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import casadi as ca
 import numpy as np
+import pinocchio as pin
 import pytest
 
 import wbc
-from tests.helpers import eom_residual, robot_case, talos_standing
+from benchmarks import pinocchio_adapter as oracle
+from tests.helpers import assert_close, eom_residual, robot_case, talos_standing
 from wbc import tasks
 from wbc.control.limits.joint_position import position_bounds
 from wbc.control.limits.joint_velocity import velocity_bounds
@@ -163,6 +165,60 @@ def test_margin_and_braking_change_without_recompiling():
         seen.append(qdd)
     assert seen[1] < seen[0] and seen[2] > seen[1], "a wider margin brakes earlier, a stronger braking later"
     assert ctrl.kernel is kernel
+
+
+def test_limit_rows_are_rows_of_bhat_read_outside_the_kernel():
+    """The position and velocity limits' rows are ±rows of ``B̂ = M⁻¹Sᵀ``: the kernel outputs none of
+    them (its ``G`` is empty; they were a copy of ``B̂``'s rows), the QP takes them from its ``B̂`` output
+    (equal to Pinocchio's ``M⁻¹``, right-hand sides ``U − a₀``, ``a₀ − L`` with Pinocchio's ABA), and in
+    a binding state the step gives the full QP's answer and holds the bound (the rows read in C, on the
+    one-call path: tests/test_shortcut.py)."""
+    case = robot_case("panda")
+    model, spec = case.model, case.spec
+    posture = tasks.PostureTask(model, weight=1.0, kp=400.0)
+    ctrl = wbc.WholeBodyController(model, [posture])
+    ctrl.compile()
+    j = model.joints[model.joint_id("panda_joint4")]
+    target = spec.q0.copy()
+    target[j.idx_q] = 0.5
+    posture.set_target(target)
+    q, v = spec.q0.copy(), np.zeros(model.nv)
+    q[j.idx_q], v[j.idx_v] = j.upper[0] - 0.03, 0.5  # moving towards the limit: the position bound binds
+    position, velocity = ctrl.limits[1], ctrl.limits[2]
+    assert isinstance(position, wbc.JointPositionLimit) and isinstance(velocity, wbc.JointVelocityLimit)
+    outputs = dict(zip(ctrl.kernel.output_names, ctrl.kernel.output_shapes))
+    assert outputs["G"][0] == 0, "no limit row is copied inside the kernel"
+    problem = ctrl.build_problem(q, v)
+    Minv_S = oracle.minverse(case.pin_model, q) @ model.actuation_matrix()
+    a0 = pin.aba(case.pin_model, case.pin_model.createData(), q, v, np.zeros(model.nv))
+    v_bar = 0.95 * np.array([x.velocity[0] for x in position.joints])
+    for limit, kind in ((position, wbc.Kind.JOINT_POSITION_LIMIT), (velocity, wbc.Kind.JOINT_VELOCITY_LIMIT)):
+        rows = [i for i, g in enumerate(problem.in_groups) if g.kind is kind]
+        idx = limit.indices
+        n = idx.size
+        assert len(rows) == 2 * n
+        assert_close(problem.G[rows], np.vstack([Minv_S[idx], -Minv_S[idx]]), 1e-9, "limit rows vs Pinocchio's M⁻¹")
+        if limit is position:
+            urdf = [(x.lower[0], x.upper[0]) for x in position.joints]
+            bounds = [_bounds(q[i], v[k], *urdf[m], 0.01, 10.0, v_bar[m], DT)[:2]
+                      for m, (i, k) in enumerate(zip(position.q_indices, idx))]  # fmt: skip
+        else:
+            bounds = [_bounds(0.0, v[k], -1.0, 1.0, 0.25, 10.0, velocity.limit[m], DT)[2:] for m, k in enumerate(idx)]
+        L, U = np.array(bounds).T
+        assert_close(problem.h[rows], np.concatenate([U - a0[idx], a0[idx] - L]), 1e-9, "their right-hand sides")
+    _, expected = _full_qp(ctrl, problem)
+    cmd = ctrl.step(q, v)
+    assert cmd.status is wbc.StepStatus.OPTIMAL  # no contact: the minimizer breaks the bound, then the QP
+    assert_close(cmd.u, expected, 1e-9, "the step vs the full QP")
+    _, upper, _, _ = _bounds(q[j.idx_q], 0.5, j.lower[0], j.upper[0], 0.01, 10.0, 0.95 * j.velocity[0], DT)
+    assert abs(cmd.qdd[j.idx_v] - upper) < 1e-6 * abs(upper), "the bound binds, and holds"
+
+
+def _full_qp(ctrl, problem):
+    """``problem`` solved as posed (no shortcut, no working set)."""
+    outcome = ctrl.fallback.solve(problem, ctrl.solver)
+    assert outcome.status is wbc.StepStatus.OPTIMAL
+    return problem, outcome.x
 
 
 # ----------------------------------------------------------------------------- closed loops in MuJoCo

@@ -34,6 +34,7 @@ from wbc.sim.mujoco import (  # noqa: E402
     q_from_qpos,
     qpos_from_q,
     qvel_from_v,
+    sole_corner_names,
     v_from_qvel,
 )
 
@@ -266,11 +267,26 @@ def test_zero_torque_fall_of_panda_equals_integrated_aba():
     np.testing.assert_allclose(v_mj, v, rtol=0, atol=1e-9)
 
 
-def test_talos_stands_on_its_sole_boxes():
+def _flat_height_field_scene():
+    from wbc.locomotion import HeightField, Terrain
+    from wbc.sim.terrain import terrain_scene
+
+    return terrain_scene(Terrain(heightfield=HeightField((-1.0, -1.0), 0.02, np.zeros((101, 101))), floor=None))
+
+
+@pytest.mark.parametrize("ground", ["floor", "height field"])
+def test_talos_stands_on_its_sole_boxes(ground):
+    """On the floor the boxes touch it; on a height field (zero heights) spheres at the boxes' corners
+    do, every contact at a corner (a sphere over a triangle edge touches both triangles; a box on a
+    height field got one contact per triangle prism at an arbitrary point of the face it overlaps:
+    the contacts under a flat sole came and went)."""
     spec = _talos()
     model, q0 = spec.model, spec.q0
     boxes = [ContactBox(f, spec.sole.length, spec.sole.width) for f in spec.feet]
-    sim = MujocoSim(model, boxes)
+    if ground == "floor":
+        sim = MujocoSim(model, boxes)
+    else:
+        sim = MujocoSim(model, boxes, floor=False, scene=_flat_height_field_scene())
     v0 = np.zeros(model.nv)
     sim.set_state(q0, v0)
     # static feed-forward: sole wrenches balancing the base rows of h, the rest on the joints
@@ -299,6 +315,16 @@ def test_talos_stands_on_its_sole_boxes():
     assert np.max(np.abs(q[0:3] - q0[0:3])) < 5e-3
     assert np.max(np.abs(v)) < 0.05
     assert sum(sim.normal_forces().values()) == pytest.approx(total[2])
+    if ground == "height field":
+        m, d = sim.mjmodel, sim.mjdata
+        for frame in spec.feet:
+            corners = [m.geom(n).id for n in sole_corner_names(frame)]
+            T = sim.frame_placement(frame)
+            touching = [d.contact[k] for k in range(d.ncon) if {d.contact[k].geom1, d.contact[k].geom2} & set(corners)]
+            assert {c.geom1 for c in touching} | {c.geom2 for c in touching} >= set(corners), "all four touch"
+            local = np.array([T[0:3, 0:3].T @ (c.pos - T[0:3, 3]) for c in touching])
+            hx, hy = spec.sole.length / 2, spec.sole.width / 2
+            np.testing.assert_allclose(np.abs(local[:, 0:2]), [[hx, hy]] * len(local), atol=1e-3)  # at the corners
 
 
 def test_only_the_sole_boxes_collide_and_only_with_the_floor():
@@ -313,6 +339,18 @@ def test_only_the_sole_boxes_collide_and_only_with_the_floor():
         return bool(m.geom_contype[a] & m.geom_conaffinity[b] or m.geom_contype[b] & m.geom_conaffinity[a])
 
     assert collide(boxes[0], m.geom("floor").id) and not collide(boxes[0], boxes[1])
+    on_field = MujocoSim(
+        spec.model, [(f, spec.sole.length, spec.sole.width) for f in spec.feet], scene=_flat_height_field_scene()
+    ).mjmodel
+    field, floor = on_field.geom("terrain_rough").id, on_field.geom("floor").id
+    box, corner = on_field.geom(f"{spec.feet[0]}_contact").id, on_field.geom(sole_corner_names(spec.feet[0])[0]).id
+    pairs = [(a, b) for a in (box, corner) for b in (field, floor)]
+    assert [bool(on_field.geom_contype[a] & on_field.geom_conaffinity[b]) for a, b in pairs] == [
+        False,
+        True,
+        True,
+        False,
+    ]
     assert m.body_mass[1:].sum() == pytest.approx(spec.model.total_mass, rel=1e-14)  # geoms add no mass
 
 

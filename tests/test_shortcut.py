@@ -21,7 +21,9 @@ from wbc.control.strategies import StepPlan, WorkingSet
 pytestmark = pytest.mark.skipif(shortcut_library() is None, reason="no C compiler: the numpy path runs")
 
 
-def _random_problem(rng, k, p, m, nc, nt):
+def _random_problem(rng, k, p, m, nc, nt, nh=0):
+    """A random layout's outputs: ``nt`` traced rows (the kernel's G) and ``nh`` rows of B̂ (±B̂[i]) among
+    the ``nc`` rows of ``C``, the others constant."""
     n = p + m
     A = np.asfortranarray(rng.standard_normal((k, n)))
     b = rng.standard_normal(k)
@@ -33,12 +35,28 @@ def _random_problem(rng, k, p, m, nc, nt):
     traced = np.sort(rng.choice(nc, nt, replace=False)) if nt else np.zeros(0, dtype=int)
     G = np.asfortranarray(C[traced])
     C[traced] = 0.0
+    nv = int(rng.integers(1, 12))
+    Bhat = np.asfortranarray(rng.standard_normal((nv, n)))
+    others = np.setdiff1d(np.arange(nc), traced)
+    from_bhat = np.sort(rng.choice(others, min(nh, others.size), replace=False)).astype(np.int64)
+    index = rng.integers(0, nv, from_bhat.size).astype(np.int64)
+    sign = rng.choice([-1.0, 1.0], from_bhat.size)
+    C[from_bhat] = 0.0
     d = np.zeros(nc)
-    outputs = StepOutputs(A, b, A_eq, b_eq, G, None, None, None, None, None, None, d)  # type: ignore[arg-type]
+    outputs = StepOutputs(A, b, A_eq, b_eq, G, None, None, None, None, Bhat, None, d)  # type: ignore[arg-type]
     layout = SimpleNamespace(
-        _C=C, _traced_at=traced, all_columns=True, all_cost=True, all_eq=True, _all_traced=True, _d_rows=None
-    )
+        _C=C, _traced_at=traced, all_columns=True, all_cost=True, all_eq=True, _all_traced=True, _d_rows=None,
+        _bhat_at=from_bhat, _bhat_index=index, _bhat_sign=sign, columns=np.arange(n),
+    )  # fmt: skip
     return outputs, layout
+
+
+def _dense_C(layout, outputs) -> np.ndarray:
+    """``C`` (nc, n) of a random problem, every kind of row filled in."""
+    C = layout._C.copy()
+    C[layout._traced_at] = outputs.G
+    C[layout._bhat_at] = layout._bhat_sign[:, None] * outputs.Bhat[layout._bhat_index]
+    return C
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -47,15 +65,14 @@ def test_compiled_shortcut_equals_numpy(seed):
     verdict of ``C u ≤ d`` on both sides of the boundary."""
     rng = np.random.default_rng(seed)
     k, p, m = int(rng.integers(5, 40)), int(rng.integers(2, 33)), int(rng.integers(1, 13))
-    nc, nt = int(rng.integers(1, 60)), 0 if seed % 2 else 5
-    outputs, layout = _random_problem(rng, k, p, m, nc, nt)
+    nc, nt, nh = int(rng.integers(1, 60)), 0 if seed % 2 else 5, 0 if seed % 3 == 0 else 8
+    outputs, layout = _random_problem(rng, k, p, m, nc, nt, nh)
     fast = CompiledShortcut(shortcut_library(), layout, outputs)
-    A, b, A_eq, b_eq, G, d = outputs.A, outputs.b, outputs.A_eq, outputs.b_eq, outputs.G, outputs.d
+    A, b, A_eq, b_eq, d = outputs.A, outputs.b, outputs.A_eq, outputs.b_eq, outputs.d
     reg = 10.0 ** rng.uniform(-8, -2)
     x, f = least_squares_by_elimination(A[:, :p], A[:, p:], b, A_eq[:, :p], A_eq[:, p:], b_eq, reg)
     u = np.concatenate([x, f])
-    C = layout._C.copy()
-    C[layout._traced_at] = G
+    C = _dense_C(layout, outputs)
     Cu = C @ u
     d[:] = Cu + 1e-6 * (1.0 + np.abs(Cu))  # feasible
     assert fast(reg) == FEASIBLE
@@ -246,6 +263,8 @@ def test_warm_started_binding_steps_equal_the_full_qp():
     model = spec.model
     q, v = spec.q0.copy(), np.zeros(model.nv)
     com.set_target(wbc.center_of_mass(model, q) + np.array([0.0, 0.05, 0.0]))
+    ctrl.step(q, v)
+    assert ctrl._plan.shortcut.layout._bhat_at.size == 4 * model.n_actuated  # the limits' rows: read from B̂
     warm = 0
     for i in range(40):
         problem, expected = _full_qp(ctrl, q, v)

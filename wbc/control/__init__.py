@@ -21,7 +21,7 @@ from .contributor import Contributor, Runtime
 from .controller import WholeBodyController
 from .fallback import Failure, StepStatus
 from .limits import *  # the names of limits.__all__
-from .pieces import Bounds, Cost, Equality, Group, Inequality, Kind
+from .pieces import AccelerationBounds, Bounds, Cost, Equality, Group, Inequality, Kind
 from .qp import QPProblem
 from .solvers import QPSolver, Solver, make_solver
 from .task import Task
@@ -45,6 +45,7 @@ __all__ = [
     "Equality",
     "Inequality",
     "Bounds",
+    "AccelerationBounds",
     "QPProblem",
     "QPSolver",
     "Solver",

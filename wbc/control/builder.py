@@ -7,8 +7,10 @@ and stacked by type into the kernel's outputs
     A, b        cost rows              (n_cost, n_u), (n_cost,)
     A_eq, b_eq  equality rows          (n_eq, n_u), (n_eq,)
     G, h        inequality rows        (n_traced, n_u), (n_in,): only the rows whose matrix depends on
-                                       the state or the parameters (e.g. joint limits); constant rows
-                                       (friction cones) stay numpy constants of the structure
+                                       the state or the parameters (e.g. self-collision); constant rows
+                                       (friction cones) stay numpy constants of the structure, and the
+                                       rows of an AccelerationBounds piece (joint limits: ±rows of
+                                       B̂) are read from the Bhat output where the QP is assembled
     lb, ub      variable bounds        (n_u,), (n_u,)   (±inf where unbounded)
     a0, Bhat    q̈ = a0 + Bhat u        (nv,), (nv, n_u)
     errors      the cost pieces' reported errors (e.g. task errors)
@@ -47,7 +49,7 @@ from ..model.model import Model
 from .contributor import Contributor
 from .model_context import context_type
 from .outputs import OUTPUTS, StepOutputs
-from .pieces import TAU, Bounds, Cost, Equality, Group, Inequality
+from .pieces import TAU, AccelerationBounds, Bounds, Cost, Equality, Group, Inequality
 from .qp import QPProblem
 from .step_context import Variables
 from .structure_check import structure_misfit
@@ -79,8 +81,11 @@ class Structure:
         errors: cost group name -> rows of the ``errors`` output.
         variable_owner: variable block name -> contributor index (``"tau"`` -> -1).
         identity_basis: contributor indices whose force variables are their equality rows' forces.
-        G_constant: (n_in, n_u) the constant inequality rows (zero where a row is traced).
+        G_constant: (n_in, n_u) the constant inequality rows (zero where a row is traced or read from ``B̂``).
         traced_rows: the rows of ``G`` the kernel outputs (its ``G`` output, in this order).
+        bhat_rows: the inequality rows that are rows of ``B̂`` (:class:`~wbc.control.pieces.AccelerationBounds`),
+            increasing; ``bhat_index``: their row of the kernel's ``Bhat`` output; ``bhat_sign``: ±1.0
+            (row ``bhat_rows[i]`` of ``G`` is ``bhat_sign[i] * Bhat[bhat_index[i]]``).
     """
 
     variables: Variables
@@ -94,6 +99,9 @@ class Structure:
     identity_basis: frozenset[int]
     G_constant: np.ndarray
     traced_rows: np.ndarray
+    bhat_rows: np.ndarray
+    bhat_index: np.ndarray
+    bhat_sign: np.ndarray
 
 
 class _Rows(enum.Enum):
@@ -148,6 +156,7 @@ def trace_step(
     rows_of: dict[_Rows, int] = {kind: 0 for kind in _Rows}
     bound_groups: list[Group | None] = [None] * n_u
     constant_rows: list[tuple[slice, slice, np.ndarray]] = []
+    bhat_rows: list[tuple[int, int, float]] = []  # (inequality row, row of B̂, sign)
     errors: dict[str, slice] = {}
     contact_index = {id(c): k for k, c in enumerate(contributors)}
     variable_owner = {TAU: -1} | {c.name: contact_index[id(c)] for c in contacts}
@@ -169,6 +178,9 @@ def trace_step(
                 where = f"{type(contributor).__name__} {contributor.name!r}"
                 if isinstance(piece, Bounds):
                     _bounds(piece, k, where, variables, lb, ub, bound_groups, parts, record, rows_of)
+                    continue
+                if isinstance(piece, AccelerationBounds):
+                    _acceleration_bounds(piece, k, where, ctx, parts, record, rows_of, bhat_rows)
                     continue
                 if not isinstance(piece, (Cost, Equality, Inequality)):
                     raise InputError(f"{where} returned {type(piece).__name__}, not a wbc.control.pieces piece")
@@ -236,6 +248,8 @@ def trace_step(
     for rows, cols, M in constant_rows:
         G_constant[rows, cols] = M
         is_constant[rows] = True
+    from_bhat = np.array([row for row, _, _ in bhat_rows], dtype=np.int64)
+    is_constant[from_bhat] = True  # not in the kernel's G either
     structure = Structure(
         variables,
         with_parameters,
@@ -248,6 +262,9 @@ def trace_step(
         identity,
         G_constant,
         np.flatnonzero(~is_constant),
+        from_bhat,
+        np.array([index for _, index, _ in bhat_rows], dtype=np.int64),
+        np.array([sign for _, _, sign in bhat_rows], dtype=float),
     )
     return function, structure
 
@@ -352,6 +369,7 @@ def _structure_record(s: Structure) -> dict:
         "identity_basis": sorted(s.identity_basis),
         "G_constant": [list(s.G_constant.shape), s.G_constant.ravel().tolist()],
         "traced_rows": s.traced_rows.tolist(),
+        "bhat_rows": [s.bhat_rows.tolist(), s.bhat_index.tolist(), s.bhat_sign.tolist()],
     }
 
 
@@ -359,6 +377,7 @@ def _structure_from_record(r: dict) -> Structure | None:
     """The :class:`Structure` recorded by :func:`_structure_record`, or None if it does not read."""
     try:
         shape, values = r["G_constant"]
+        bhat_rows, bhat_index, bhat_sign = r["bhat_rows"]
         return Structure(
             Variables(tuple((str(name), int(size)) for name, size in r["variables"])),
             tuple(int(k) for k in r["parameter_inputs"]),
@@ -371,6 +390,9 @@ def _structure_from_record(r: dict) -> Structure | None:
             frozenset(int(k) for k in r["identity_basis"]),
             np.array(values, dtype=float).reshape([int(n) for n in shape]),
             np.array(r["traced_rows"], dtype=np.int64),
+            np.array(bhat_rows, dtype=np.int64),
+            np.array(bhat_index, dtype=np.int64),
+            np.array(bhat_sign, dtype=float),
         )
     except (KeyError, TypeError, ValueError, AttributeError, ImportError):
         return None
@@ -403,6 +425,24 @@ def _bounds(piece: Bounds, owner, where, variables, lb, ub, bound_groups, parts,
     parts[_Rows.INEQUALITY].append((_place(ca.vertcat(eye, -eye), cols, n_u), ca.vertcat(upper, -lower)))
     start = rows_of[_Rows.INEQUALITY]
     rows_of[_Rows.INEQUALITY] += 2 * size
+    record[_Rows.INEQUALITY].append(RowBlock(piece.group, slice(start, rows_of[_Rows.INEQUALITY]), owner))
+
+
+def _acceleration_bounds(piece: AccelerationBounds, owner, where, ctx, parts, record, rows_of, bhat_rows) -> None:
+    """Place an AccelerationBounds piece: right-hand sides ``upper − a₀[i]`` then ``a₀[i] − lower`` in
+    ``h``; its matrix (``±B̂[i]``) is recorded as rows of ``B̂``, not traced."""
+    nv = ctx.a0.shape[0]
+    indices = [int(i) for i in piece.indices]
+    if any(not 0 <= i < nv for i in indices):
+        raise InputError(f"{where}: acceleration bounds on rows {indices} of q̈, which has {nv}")
+    size = len(indices)
+    lower, upper = _column(piece.lower, size, where), _column(piece.upper, size, where)
+    a0 = ctx.a0[indices]
+    start = rows_of[_Rows.INEQUALITY]
+    parts[_Rows.INEQUALITY].append((None, ca.vertcat(upper - a0, a0 - lower)))
+    rows_of[_Rows.INEQUALITY] += 2 * size
+    bhat_rows += [(start + k, i, 1.0) for k, i in enumerate(indices)]
+    bhat_rows += [(start + size + k, i, -1.0) for k, i in enumerate(indices)]
     record[_Rows.INEQUALITY].append(RowBlock(piece.group, slice(start, rows_of[_Rows.INEQUALITY]), owner))
 
 
@@ -506,6 +546,11 @@ class Layout:
         # C keeps zeros on the traced rows; their products are added each step from the kernel's G.
         # When every traced row and column is in use, in order, G is used as is (no copy).
         self._all_traced = self.all_columns and np.array_equal(self._traced_from, np.arange(s.traced_rows.size))
+        # the rows of B̂ (joint limits): their products sign * (B̂ x)[index], from the kernel's Bhat
+        from_bhat = [(position_in[row], k) for k, row in enumerate(s.bhat_rows) if row in position_in]
+        self._bhat_at = np.array([a for a, _ in from_bhat], dtype=np.int64)
+        self._bhat_index = s.bhat_index[[b for _, b in from_bhat]].astype(np.int64)
+        self._bhat_sign = s.bhat_sign[[b for _, b in from_bhat]].astype(float)
         self._Cx = np.zeros(self._C.shape[0])
 
     def inequality_matrix(self, outputs: StepOutputs) -> np.ndarray:
@@ -514,6 +559,8 @@ class Layout:
         G = s.G_constant.copy()
         if s.traced_rows.size:
             G[s.traced_rows] = outputs.G
+        if s.bhat_rows.size:
+            G[s.bhat_rows] = s.bhat_sign[:, None] * outputs.Bhat[s.bhat_index]
         return G[np.ix_(self.in_rows, self.columns)]
 
     def select(self, outputs: StepOutputs) -> tuple[np.ndarray, ...]:
@@ -539,6 +586,9 @@ class Layout:
         if self._traced_at.size:
             G = outputs.G if self._all_traced else outputs.G[self._traced_from][:, self.columns]
             Cx[self._traced_at] += G @ x
+        if self._bhat_at.size:
+            Bhat = outputs.Bhat if self.all_columns else outputs.Bhat[:, self.columns]
+            Cx[self._bhat_at] += self._bhat_sign * (Bhat @ x)[self._bhat_index]
         d = outputs.d if self._d_rows is None else outputs.d[self._d_rows]
         return bool((Cx <= d).all())
 

@@ -5,7 +5,8 @@ the QP's variables, ``nv`` the velocity size)::
 
     A, b        cost rows              (n_cost, n_u), (n_cost,)
     A_eq, b_eq  equality rows          (n_eq, n_u), (n_eq,)
-    G           traced inequality rows (n_traced, n_u)   (constant rows stay in the Structure)
+    G           traced inequality rows (n_traced, n_u)   (constant rows stay in the Structure; rows of
+                                                      B̂, the joint limits', are read from Bhat)
     h           inequality right-hand sides (n_in,)
     lb, ub      variable bounds        (n_u,), (n_u,)
     a0, Bhat    q̈ = a0 + Bhat u        (nv,), (nv, n_u)

@@ -6,7 +6,10 @@ controller traces its kernel; the builder only stacks them. A piece is one of:
 * :class:`Cost` — weighted least-squares rows ``A u ≈ b`` (minimize ``½‖A u − b‖²``);
 * :class:`Equality` — rows ``A u = b``;
 * :class:`Inequality` — rows ``G u ≤ h``;
-* :class:`Bounds` — ``lower ≤ u[block] ≤ upper`` on one variable block (solvers treat these natively).
+* :class:`Bounds` — ``lower ≤ u[block] ≤ upper`` on one variable block (solvers treat these natively);
+* :class:`AccelerationBounds` — ``lower ≤ q̈[indices] ≤ upper`` on rows of ``q̈ = a₀ + B̂u`` (joint
+  limits): their matrix rows are rows of ``B̂``, which the kernel outputs anyway, so they are taken
+  from its ``Bhat`` output where the QP is assembled instead of being copied inside the kernel.
 
 Matrices are CasADi expressions of the kernel inputs (``q``, ``v`` and the contributors'
 parameters; constants fold away). A piece spans every QP variable (``variables=None``, width
@@ -25,7 +28,7 @@ import dataclasses
 import enum
 from typing import Any
 
-__all__ = ["Kind", "Group", "Cost", "Equality", "Inequality", "Bounds", "Piece", "TAU"]
+__all__ = ["Kind", "Group", "Cost", "Equality", "Inequality", "Bounds", "AccelerationBounds", "Piece", "TAU"]
 
 #: The name of the variable block of the actuator efforts (the first block of ``u``).
 TAU = "tau"
@@ -102,4 +105,20 @@ class Bounds:
     variables: str = TAU
 
 
-Piece = Cost | Equality | Inequality | Bounds
+@dataclasses.dataclass(frozen=True)
+class AccelerationBounds:
+    """``lower ≤ q̈[indices] ≤ upper`` with ``q̈ = a₀ + B̂u``: the inequality rows
+    ``B̂[indices] u ≤ upper − a₀[indices]`` then ``−B̂[indices] u ≤ a₀[indices] − lower`` (2k rows).
+
+    ``indices`` (k,) are rows of ``B̂`` (velocity indices, fixed when traced); ``lower``, ``upper``
+    (k,) are expressions. The rows' matrix is not traced: wherever the QP's inequality rows are
+    assembled it is read from the kernel's ``B̂`` output (no copy of ``B̂``'s rows in the kernel).
+    """
+
+    indices: tuple[int, ...]
+    lower: Any
+    upper: Any
+    group: Group
+
+
+Piece = Cost | Equality | Inequality | Bounds | AccelerationBounds

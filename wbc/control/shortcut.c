@@ -19,8 +19,9 @@
  * S = [[A_x, b] - A_f X; diag(sqrt(r_f)) X] (k+m, p+1),  H = S_x^T S_x + diag(r_x) (p, p),
  * g = S_x^T S_b, x = H^-1 g, f = X_b - X_x x.
  *
- * The rows of C u <= d are of three kinds: general constant rows (only columns c0 .. c0+nspan-1 are
- * nonzero: Cg, compressed), unit rows (+-u_j: bounds) and traced rows (the kernel's G).
+ * The rows of C u <= d are of four kinds: general constant rows (only columns c0 .. c0+nspan-1 are
+ * nonzero: Cg, compressed), unit rows (+-u_j: bounds), traced rows (the kernel's G) and rows of Bhat
+ * (+-Bhat[i, :]: the joint limits' acceleration bounds, read from the kernel's Bhat, not copied).
  *
  * wbc_shortcut returns WBC_FEASIBLE: u is finite and C u <= d holds (u is the QP's solution);
  * WBC_INFEASIBLE: u is finite but some row of C u <= d fails (Cu holds the products); WBC_FAILED: a
@@ -115,6 +116,13 @@ typedef struct {
     const double *const *gather_src;  /* (ngather,) its source (a kernel output, column-major, flat) */
     const int64_t *const *gather_idx; /* (ngather,) its flat indices into the source */
     double *const *gather_dst;        /* (ngather,) its target */
+    /* the rows of Bhat (the layout's active columns: Bhat itself, or its gathered copy) */
+    int nh;                /* their number */
+    const int64_t *h_rows; /* (nh,) their rows in C */
+    const int64_t *h_index; /* (nh,) their row of Bhat */
+    const double *h_sign;  /* (nh,) their sign (+-1) */
+    const int64_t *h_at;   /* (nc,) each row's position among them, or -1 */
+    double *Bu;            /* (nv,) work: Bhat u */
 } wbc_shortcut_data;
 
 static double sumsq(const double *x, int n) {
@@ -164,6 +172,11 @@ static int check(wbc_shortcut_data *s) {
     if (nt) {
         s->dgemv("N", &nt, &n, &d_one, s->G, &nt, u, &one, &d_zero, W, &one);
         for (i = 0; i < nt; ++i) Cu[s->traced[i]] = W[i];
+    }
+    if (s->nh) {
+        const int nv = s->nv;
+        s->dgemv("N", &nv, &n, &d_one, s->Bhat, &nv, u, &one, &d_zero, s->Bu, &one);
+        for (i = 0; i < s->nh; ++i) Cu[s->h_rows[i]] = s->h_sign[i] * s->Bu[s->h_index[i]];
     }
     int ok = 1;
     for (i = 0; i < nc; ++i) ok &= Cu[i] <= s->d[i];
@@ -308,11 +321,15 @@ int wbc_reduce(wbc_shortcut_data *s, const unsigned char *working, int64_t *rows
         if (working[i]) rows[nr++] = i;
     }
     for (int r = 0; r < nr; ++r) {
-        const int64_t row = rows[r], t = s->traced_at[row];
+        const int64_t row = rows[r], t = s->traced_at[row], hb = s->h_at[row];
         double *Mr = M + (long)r * p;
         double c[n];
         if (t >= 0) {
             for (int j = 0; j < n; ++j) c[j] = s->G[t + (long)j * s->nt];
+        } else if (hb >= 0) {
+            const double sign = s->h_sign[hb];
+            const int64_t i = s->h_index[hb];
+            for (int j = 0; j < n; ++j) c[j] = sign * s->Bhat[i + (long)j * s->nv];
         } else {
             for (int j = 0; j < n; ++j) c[j] = s->Cdense[row * n + j];
         }
@@ -414,6 +431,8 @@ static const wbc_abi_entry_t wbc_fields[] = {
     WBC_FIELD(dgemm),    WBC_FIELD(dgemv),  WBC_FIELD(dsyrk),     WBC_FIELD(dpotrf),    WBC_FIELD(dpotrs),
     WBC_FIELD(t_kernel), WBC_FIELD(t_qp),   WBC_FIELD(Cdense),    WBC_FIELD(traced_at), WBC_FIELD(vector_type),
     WBC_FIELD(ngather),  WBC_FIELD(gather_len), WBC_FIELD(gather_src), WBC_FIELD(gather_idx), WBC_FIELD(gather_dst),
+    WBC_FIELD(nh),       WBC_FIELD(h_rows), WBC_FIELD(h_index),   WBC_FIELD(h_sign),    WBC_FIELD(h_at),
+    WBC_FIELD(Bu),
 };
 #define WBC_CODE(name) {#name, WBC_##name}
 static const wbc_abi_entry_t wbc_codes[] = {

@@ -8,7 +8,8 @@ numpy/LAPACK calls on a problem of a few dozen variables, whose Python overhead 
 ``shortcut.c`` (:mod:`wbc.control.shortcut_library`) does it in one C call, on a struct of pointers
 into the kernel's buffers and preallocated arrays (no copies, no allocation per step). The rows of
 ``C u ≤ d`` are taken by kind: constant rows over their nonzero columns only, bounds (``±u_j``) as
-comparisons, traced rows from the kernel's ``G``.
+comparisons, traced rows from the kernel's ``G``, and the joint limits' rows (``±B̂[i]``) from the
+kernel's ``B̂`` (one product ``B̂u``; the kernel does not copy them).
 
 A :class:`CompiledShortcut` serves the step three ways:
 
@@ -113,12 +114,12 @@ class CompiledShortcut:
         return None if library is None else cls(library, layout, outputs)
 
     def __init__(self, library: Library, layout: Layout, outputs: StepOutputs) -> None:
-        for a in (outputs.A, outputs.b, outputs.A_eq, outputs.b_eq, outputs.G, outputs.d):
+        for a in (outputs.A, outputs.b, outputs.A_eq, outputs.b_eq, outputs.G, outputs.d, outputs.Bhat):
             if not (a.flags.f_contiguous and a.dtype == np.float64):
                 raise CompileError("the kernel's outputs must be column-major float64 buffers")
         self._kernel_outputs = outputs  # keeps the buffers the gathers read alive
         self._gathers = Gathers(layout, outputs)
-        A, b, A_eq, b_eq, G, d = self._gathers.targets
+        A, b, A_eq, b_eq, G, d, Bhat = self._gathers.targets
         k, n = A.shape
         m = A_eq.shape[0]
         p = n - m
@@ -137,6 +138,12 @@ class CompiledShortcut:
         self._Cdense = np.ascontiguousarray(self._C)
         self._traced_where = np.full(nc, -1, dtype=np.int64)
         self._traced_where[self._traced] = np.arange(self._traced.size)
+        self._h_rows = np.asarray(layout._bhat_at, dtype=np.int64)
+        self._h_index = np.asarray(layout._bhat_index, dtype=np.int64)
+        self._h_sign = np.asarray(layout._bhat_sign, dtype=float)
+        self._h_where = np.full(nc, -1, dtype=np.int64)
+        self._h_where[self._h_rows] = np.arange(self._h_rows.size)
+        self._Bu = np.zeros(Bhat.shape[0])
         self.u = np.zeros(n)
         self.Cu = np.zeros(nc)
         self.L = np.zeros((m, m), order="F")
@@ -152,16 +159,20 @@ class CompiledShortcut:
         self.y0 = np.zeros(p)
         self._y = np.zeros(p)
         self.working = np.zeros(nc, dtype=bool)  # the rows reduce() takes
-        self._outputs = (A, b, A_eq, b_eq, G, d)  # keeps the buffers the struct points into alive
+        self._outputs = (A, b, A_eq, b_eq, G, d, Bhat)  # keeps the buffers the struct points into alive
+        self._Bhat = Bhat  # B̂ over the layout's active columns (the kernel's, or its gathered copy)
         data = ShortcutData()
-        for name, value in zip(_INTS, (k, p, m, nc, g_rows.size, c0, c1 - c0, b_rows.size, self._traced.size, 0, 0, 0)):
+        nt, nv = self._traced.size, Bhat.shape[0]
+        for name, value in zip(_INTS, (k, p, m, nc, g_rows.size, c0, c1 - c0, b_rows.size, nt, nv, 0, 0)):
             setattr(data, name, int(value))
+        data.nh = self._h_rows.size
         for name, array in (
             ("A", A), ("b", b), ("Aeq", A_eq), ("beq", b_eq), ("Cg", self._Cg), ("g_rows", self._g_rows),
             ("b_rows", self._b_rows), ("b_cols", self._b_cols), ("b_sign", self._b_sign), ("G", G),
             ("traced", self._traced), ("d", d), ("u", self.u), ("Cu", self.Cu), ("L", self.L), ("X", self.X),
             ("S", self.S), ("H", self.H), ("rf", self.rf), ("W", self.W), ("Cdense", self._Cdense),
-            ("traced_at", self._traced_where),
+            ("traced_at", self._traced_where), ("Bhat", Bhat), ("h_rows", self._h_rows),
+            ("h_index", self._h_index), ("h_sign", self._h_sign), ("h_at", self._h_where), ("Bu", self._Bu),
         ):  # fmt: skip
             setattr(data, name, array.ctypes.data)
         for name, address in zip(("dgemm", "dgemv", "dsyrk", "dpotrf", "dpotrs"), routine_addresses()):
@@ -228,9 +239,7 @@ class CompiledShortcut:
         inputs, outputs = kernel.inputs, kernel.outputs
         if n_arg < len(inputs) or n_res < len(outputs):
             return False
-        a0, Bhat, errors = self._kernel_outputs.a0, self._kernel_outputs.Bhat, self._kernel_outputs.errors
-        if not (Bhat.flags.f_contiguous and Bhat.dtype == np.float64):
-            return False
+        a0, errors = self._kernel_outputs.a0, self._kernel_outputs.errors
         self._kernel_library = library
         self._kernel_arrays = (list(inputs), list(outputs))  # the buffers the argument arrays point into
         self._arg = (_P * n_arg)(*[a.ctypes.data for a in inputs])
@@ -240,10 +249,7 @@ class CompiledShortcut:
         self._unit = np.array([x for part in unit_parts for x in part] or [0], dtype=np.int64)
         self._normal = np.asfortranarray(normal_rows, dtype=float)
         n, nv, ne, nk = self.u.size, a0.size, errors.size, self._normal.shape[0]
-        copies = list(self._gathers.copies)
-        if not self.layout.all_columns:  # q̈ = a₀ + B̂ u over the active columns
-            Bhat, flat = Gathers.matrix_copy(Bhat, None, self.layout.columns)
-            copies.append((self._kernel_outputs.Bhat.reshape(-1, order="F"), flat, Bhat.reshape(-1, order="F")))
+        copies = list(self._gathers.copies)  # with B̂'s active columns (q̈ = a₀ + B̂ u) where some are not
         self._copies = copies  # keeps what the pointers below point into alive
         self._gather_len = np.array([flat.size for _, flat, _ in copies] or [0], dtype=np.int64)
         self._gather_src = (_P * max(1, len(copies)))(*[source.ctypes.data for source, _, _ in copies])
@@ -266,7 +272,6 @@ class CompiledShortcut:
             ("v", inputs[1].ctypes.data),
             ("unit", self._unit.ctypes.data),
             ("a0", a0.ctypes.data),
-            ("Bhat", Bhat.ctypes.data),
             ("errors", errors.ctypes.data),
             ("normal", self._normal.ctypes.data),
             ("out", self.out.ctypes.data),
@@ -325,8 +330,9 @@ class Gathers:
     inequality rows.
 
     Attributes:
-        targets: ``(A, b, A_eq, b_eq, G, d)``: costs (k, n), (k,); contact equalities (m, n), (m,);
-            the traced inequality rows (n_t, n); right-hand sides of ``C u ≤ d`` (n_c,).
+        targets: ``(A, b, A_eq, b_eq, G, d, Bhat)``: costs (k, n), (k,); contact equalities (m, n), (m,);
+            the traced inequality rows (n_t, n); right-hand sides of ``C u ≤ d`` (n_c,); ``B̂`` (nv, n)
+            (the joint limits' rows of ``C``, and ``q̈ = a₀ + B̂u``).
         partial: whether some target is a gathered copy.
         copies: ``(source, flat indices, target)`` of each copy, the source and the target flat
             column-major views of the buffers, the indices int64 (``target[i] = source[index[i]]``).
@@ -345,6 +351,7 @@ class Gathers:
             self._vector(outputs.b_eq, eq),
             self._matrix(outputs.G, traced, columns),
             self._vector(outputs.d, layout._d_rows),
+            self._matrix(outputs.Bhat, None, columns),
         )
         self.partial = bool(self.copies)
 

@@ -84,6 +84,8 @@ class ShortcutData(ctypes.Structure):
         ("vector_type", _P),
         ("ngather", ctypes.c_int),
         *[(name, _P) for name in ("gather_len", "gather_src", "gather_idx", "gather_dst")],
+        ("nh", ctypes.c_int),
+        *[(name, _P) for name in ("h_rows", "h_index", "h_sign", "h_at", "Bu")],
     ]
 
 

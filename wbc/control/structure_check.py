@@ -80,6 +80,15 @@ def structure_misfit(
         return "its traced inequality rows are not increasing row indices"
     if traced.size and np.any(G[traced] != 0):
         return "its constant inequality rows are not zero where the kernel traces them"
+    rows, index, sign = s.bhat_rows, s.bhat_index, s.bhat_sign
+    if rows.ndim != 1 or index.shape != rows.shape or sign.shape != rows.shape:
+        return "its rows of B̂ are not three vectors of one size"
+    if rows.size and (rows[0] < 0 or rows[-1] >= n_in or np.any(np.diff(rows) <= 0)):
+        return "its rows of B̂ are not increasing inequality row indices"
+    if rows.size and (np.any(index < 0) or np.any(index >= shape["Bhat"][0]) or np.any(np.abs(sign) != 1.0)):
+        return f"its rows of B̂ index outside the kernel's {shape['Bhat'][0]} rows or have a sign other than ±1"
+    if rows.size and (np.intersect1d(rows, traced).size or np.any(G[rows] != 0)):
+        return "its rows of B̂ are also traced or constant rows"
     n_errors = shape["errors"][0] if shape["errors"] else 0
     for name, rows in s.errors.items():
         if not 0 <= rows.start < rows.stop <= n_errors:

@@ -14,7 +14,9 @@ finite (optional); no damping, armature, friction loss or springs, so the smooth
 motor (gear 1) on every actuated joint, in ``model.actuated`` order, unlimited or clamped to the
 effort limits (optional); gravity ``model.gravity``; a floor plane at z = 0 (floating-base models by
 default); thin collision boxes under the given soles and spheres at the given point feet. Only
-those collide, and only with the floor: every other body has no geometry at all.
+those collide, and only with the floor (and a ``scene``'s terrain: on a height field the soles
+collide through spheres at their four corners, :data:`SOLE_CORNER_RADIUS`): every other body has no
+geometry at all.
 
 **A user's MJCF** (:meth:`MujocoSim.from_mjcf`): the file itself is simulated, as written (its geoms,
 contacts, options, solver settings, passive forces), not a scene generated from the model;
@@ -67,6 +69,9 @@ from ..model.model import JointType, Model
 from ..spatial.lie import quaternion_to_rotation, rotation_to_quaternion
 
 __all__ = [
+    "HEIGHT_FIELD_COLLISION",
+    "SOLE_CORNER_RADIUS",
+    "SOLID_COLLISION",
     "ContactBox",
     "ContactSphere",
     "ContactParameters",
@@ -74,6 +79,7 @@ __all__ = [
     "MujocoSim",
     "SimulationDiverged",
     "build_spec",
+    "sole_corner_names",
     "qpos_from_q",
     "q_from_qpos",
     "velocity_map",
@@ -86,6 +92,20 @@ __all__ = [
 
 #: Name of the floor geom.
 FLOOR = "floor"
+#: Collision classes (MuJoCo ``contype`` / ``conaffinity`` bits): the floor and terrain solids collide
+#: with the sole boxes and point feet ...
+SOLID_COLLISION = 1
+#: ... height fields with point feet and the soles' corner spheres (:data:`SOLE_CORNER_RADIUS`), not
+#: their boxes.
+HEIGHT_FIELD_COLLISION = 2
+#: Radius of the spheres at a sole's four corners that stand in for its box on a height field, m.
+#: MuJoCo collides a box with a height field one triangular prism at a time, one contact per prism,
+#: at an arbitrary point where a flat face overlaps a flat prism: the contacts under a sole standing
+#: on a flat height field come and go (0 to 50 of them) and the sole rocks (measured: G1 walking on a
+#: height field of zero heights fell after 4 steps at the stance stiffness it walks with on the
+#: floor). The box on a plane touches at its four corners; the corner spheres do the same on a height
+#: field, their lowest points on the sole plane.
+SOLE_CORNER_RADIUS = 0.005
 
 #: Mass (kg) given to a clustered model's massless rotor bodies (MuJoCo refuses massless moving
 #: bodies); at the body origin, on the rotor's axis: its effect on the dynamics is of this order.
@@ -108,6 +128,9 @@ class ContactBox:
         length: extent along the frame's x axis, m.
         width: extent along the frame's y axis, m.
         thickness: box height, m (it only matters for collision robustness).
+
+    On a height field the box does not collide: spheres at its four corners do
+    (:data:`SOLE_CORNER_RADIUS`, :data:`HEIGHT_FIELD_COLLISION`), named ``<frame>_contact_corner<k>``.
     """
 
     frame: str
@@ -497,9 +520,35 @@ def _add_contact_box(body, model: Model, box: ContactBox, contact: ContactParame
         quat=_matrix_to_quat_wxyz(R),
         rgba=[0.8, 0.3, 0.3, 1.0],
     )
-    geom.contype, geom.conaffinity = 1, 0  # touches the floor (conaffinity 1), not other soles
+    geom.contype, geom.conaffinity = SOLID_COLLISION, 0  # touches the floor and solids, not other soles
     geom.mass = 0.0
     _set_contact(geom, contact)
+
+
+def sole_corner_names(frame: str) -> list[str]:
+    """The names of the corner spheres of the sole box on ``frame`` (:class:`ContactBox`)."""
+    return [f"{frame}_contact_corner{k}" for k in range(4)]
+
+
+def _add_sole_corners(body, model: Model, box: ContactBox, contact: ContactParameters) -> None:
+    """Spheres at the four corners of ``box`` (their lowest points on the sole plane) colliding with
+    height fields only (:data:`SOLE_CORNER_RADIUS`)."""
+    frame = model.frames[model.frame_id(box.frame)]
+    R = np.asarray(frame.placement.R, dtype=float)
+    p = np.asarray(frame.placement.p, dtype=float).reshape(3)
+    r = SOLE_CORNER_RADIUS
+    corners = [(x, y) for x in (-box.length / 2, box.length / 2) for y in (-box.width / 2, box.width / 2)]
+    for name, (x, y) in zip(sole_corner_names(box.frame), corners):
+        geom = body.add_geom(
+            name=name,
+            type=mujoco.mjtGeom.mjGEOM_SPHERE,
+            size=[r, 0.0, 0.0],
+            pos=p + R @ np.array([x, y, r]),
+            rgba=[0.8, 0.3, 0.3, 1.0],
+        )
+        geom.contype, geom.conaffinity = HEIGHT_FIELD_COLLISION, 0
+        geom.mass = 0.0
+        _set_contact(geom, contact)
 
 
 def _add_contact_sphere(body, model: Model, sphere: ContactSphere, contact: ContactParameters) -> None:
@@ -511,7 +560,7 @@ def _add_contact_sphere(body, model: Model, sphere: ContactSphere, contact: Cont
         pos=np.asarray(frame.placement.p, dtype=float).reshape(3),
         rgba=[0.8, 0.3, 0.3, 1.0],
     )
-    geom.contype, geom.conaffinity = 1, 0
+    geom.contype, geom.conaffinity = SOLID_COLLISION | HEIGHT_FIELD_COLLISION, 0
     geom.mass = 0.0
     _set_contact(geom, contact)
 
@@ -576,11 +625,13 @@ def build_spec(
         for k in chain:
             bodies[k] = None  # merged into the chain's last body
         bodies[chain[-1]] = body
+    sole_bodies = []
     for box in boxes:
         joint = tree.frames[tree.frame_id(box.frame)].joint
         if joint == 0:
             raise FrameError(f"contact box frame {box.frame!r} is attached to the ground, not to a moving body")
-        _add_contact_box(_body_of(bodies, tree, joint, box.frame), tree, box, contact)
+        sole_bodies.append(_body_of(bodies, tree, joint, box.frame))
+        _add_contact_box(sole_bodies[-1], tree, box, contact)
     for sphere in contact_spheres:
         if not isinstance(sphere, ContactSphere):
             raise InputError(f"contact_spheres must hold ContactSphere objects, got {sphere!r}")
@@ -590,7 +641,7 @@ def build_spec(
         _add_contact_sphere(_body_of(bodies, tree, joint, sphere.frame), tree, sphere, contact)
     if tree.floating_base if floor is None else floor:
         plane = spec.worldbody.add_geom(name=FLOOR, type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05])
-        plane.contype, plane.conaffinity = 0, 1
+        plane.contype, plane.conaffinity = 0, SOLID_COLLISION
         _set_contact(plane, contact)
     if cm is None:
         _add_actuators(spec, tree, torque_limits)
@@ -599,6 +650,9 @@ def build_spec(
         _add_actuators(spec, tree, torque_limits, cm.motor_joints)
     if scene is not None:  # world geoms around the robot (wbc.sim.terrain)
         scene(spec)
+    if spec.hfields:  # soles touch height fields through their corners (SOLE_CORNER_RADIUS)
+        for body, box in zip(sole_bodies, boxes):
+            _add_sole_corners(body, tree, box, contact)
     return spec
 
 
@@ -750,7 +804,11 @@ class MujocoSim:
             mjmodel = self.spec.compile()
         except ValueError as e:
             raise ModelError(f"MuJoCo rejected the model {model.name!r}: {e}") from None
-        geoms = {b.frame: (f"{b.frame}_contact",) for b in self.contact_boxes + self.contact_spheres}
+        geoms: dict[str, tuple[str, ...]] = {
+            b.frame: (f"{b.frame}_contact",) for b in self.contact_boxes + self.contact_spheres
+        }
+        if self.spec.hfields:
+            geoms.update({b.frame: (f"{b.frame}_contact", *sole_corner_names(b.frame)) for b in self.contact_boxes})
         self._setup(mjmodel, geoms, None)
         self._check_layout()
         self.reset(neutral(self.tree) if self.cluster_model is None else self.cluster_model.neutral())

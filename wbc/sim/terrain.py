@@ -2,8 +2,11 @@
 
 Each patch becomes a box whose top face is the patch (its depth below it), the height field a MuJoCo
 ``hfield`` (bilinear samples triangulated, as MuJoCo collides them), the floor a plane at its height.
-They are static world geoms with the floor's contact settings, colliding with the sole boxes only
-(``contype 0``, ``conaffinity 1``, as the floor :mod:`wbc.sim.mujoco` builds). Use
+They are static world geoms with the floor's contact settings, colliding with the robot's soles
+only (``contype 0``; ``conaffinity`` :data:`~wbc.sim.mujoco.SOLID_COLLISION` as the floor
+:mod:`wbc.sim.mujoco` builds, the height field
+:data:`~wbc.sim.mujoco.HEIGHT_FIELD_COLLISION`: the soles touch it through spheres at their corners,
+:data:`~wbc.sim.mujoco.SOLE_CORNER_RADIUS`, as a box touches a plane). Use
 :func:`terrain_scene` as :class:`~wbc.sim.mujoco.MujocoSim`'s ``scene`` with ``floor=False``.
 """
 
@@ -15,7 +18,7 @@ import mujoco
 import numpy as np
 
 from ..locomotion.terrain import Terrain
-from .mujoco import ContactParameters, _matrix_to_quat_wxyz, _set_contact
+from .mujoco import HEIGHT_FIELD_COLLISION, SOLID_COLLISION, ContactParameters, _matrix_to_quat_wxyz, _set_contact
 
 __all__ = ["add_terrain", "terrain_scene"]
 
@@ -28,7 +31,7 @@ def add_terrain(spec, terrain: Terrain, contact: ContactParameters | None = None
     (``contact``: the floor's settings, default :class:`~wbc.sim.mujoco.ContactParameters`)."""
     contact = ContactParameters() if contact is None else contact
     world = spec.worldbody
-    geoms = []
+    geoms = []  # solids: the floor and the patches
     if terrain.floor is not None:
         geoms.append(
             world.add_geom(
@@ -61,17 +64,17 @@ def add_terrain(spec, terrain: Terrain, contact: ContactParameters | None = None
         field.size = [(x1 - x0) / 2, (y1 - y0) / 2, span, 0.05]
         field.nrow, field.ncol = H.shape
         field.userdata = ((H - lo) / span).ravel().tolist()  # row 0 at y0, column 0 at x0
-        geoms.append(
-            world.add_geom(
-                name="terrain_rough",
-                type=mujoco.mjtGeom.mjGEOM_HFIELD,
-                hfieldname="terrain_hfield",
-                pos=[(x0 + x1) / 2, (y0 + y1) / 2, lo],
-                rgba=_COLOR,
-            )
+        rough = world.add_geom(
+            name="terrain_rough",
+            type=mujoco.mjtGeom.mjGEOM_HFIELD,
+            hfieldname="terrain_hfield",
+            pos=[(x0 + x1) / 2, (y0 + y1) / 2, lo],
+            rgba=_COLOR,
         )
+        rough.contype, rough.conaffinity = 0, HEIGHT_FIELD_COLLISION
+        _set_contact(rough, contact)
     for geom in geoms:
-        geom.contype, geom.conaffinity = 0, 1
+        geom.contype, geom.conaffinity = 0, SOLID_COLLISION
         _set_contact(geom, contact)
 
 

@@ -156,9 +156,12 @@ class TerrainGait:
             step-to gait on stairs).
         distance: how far the scenes are walked, m.
         single_support, double_support: the timings over terrain, s (None: the robot's :class:`RobotGait`).
-        rough_contact_kp: the stance feet's pose-feedback stiffness on a height field, 1/s²: a rigid
-            sole rests on the bumps' tops and a stiff pull towards its landing pose rocks it (Talos
-            fell after 7 steps at :data:`CONTACT_KP`, walked at 300; G1 fell at 300, walked at 1000).
+        rough_contact_kp: the stance feet's pose-feedback stiffness on a height field, 1/s²: a sole
+            on a curved patch rests on three or four of its corners (in MuJoCo: the corner spheres
+            of :data:`wbc.sim.mujoco.SOLE_CORNER_RADIUS`), and a stiff pull towards its landing pose
+            rocks it onto two (measured on the ±2 cm field: Talos walks at 300 and at
+            :data:`CONTACT_KP`; G1 walks at 600 and 1000, falls after 10 steps at 2000 and after 3 at
+            :data:`CONTACT_KP`, its left foot standing on two corners).
     """
 
     size: loco.TerrainSize
@@ -215,8 +218,14 @@ CROSS_ZMP_MARGIN = 0.045
 CROSS_DCM_TOLERANCE = 0.02
 #: ... the swing ending with this downward speed (m/s), so that a lagging foot still strikes on time ...
 CROSS_TOUCHDOWN_SPEED = 0.2
-#: ... and the legs' collision capsules kept this far apart (m).
+#: ... and the legs' collision capsules kept this far apart (m) while a foot is off or leaving the
+#: ground ...
 LEG_MARGIN = 0.01
+#: ... and this far while both stand (m): planted feet do not cross, and the barrier at
+#: :data:`LEG_MARGIN` made the QP infeasible while a lateral push moved the pelvis (the legs'
+#: capsules 1.8 cm apart approaching: measured at 540 N, from 0.06 s into the push) and its
+#: fallback softened the contacts, unloading both feet (to 6 and 8 N) before the crossing step.
+STANCE_LEG_MARGIN = 0.0
 #: The legs' links checked against each other: the last this many joints of each leg (thigh, shin,
 #: ankle, foot) ...
 LEG_LINKS = 4
@@ -390,14 +399,11 @@ class Walker:
         self.swing_weight = swing_weight
         all_tasks = [self.com_task, self.orientation, self.posture, *self.foot_tasks.values()]
         limits = None
+        self.legs_limit: wbc.SelfCollisionLimit | None = None
         if crossover:  # the default limits and the legs kept apart
             self.leg_pairs = leg_collision_pairs(spec)
-            limits = [
-                wbc.TorqueLimit(),
-                wbc.JointPositionLimit(),
-                wbc.JointVelocityLimit(),
-                wbc.SelfCollisionLimit(self.leg_pairs, margin=LEG_MARGIN, name="legs"),
-            ]
+            self.legs_limit = wbc.SelfCollisionLimit(self.leg_pairs, margin=LEG_MARGIN, name="legs")
+            limits = [wbc.TorqueLimit(), wbc.JointPositionLimit(), wbc.JointVelocityLimit(), self.legs_limit]
         self.controller = wbc.WholeBodyController(model, all_tasks, list(self.contacts.values()), limits=limits)
         self.controller.compile()
         if self.faults is not None:
@@ -589,6 +595,8 @@ class Walker:
             q, v = sim.get_state()
             s = self.sensing(t)
             out = seq.update(s, DT)
+            if self.legs_limit is not None:  # see STANCE_LEG_MARGIN
+                self.legs_limit.set(margin=LEG_MARGIN if seq.walking else STANCE_LEG_MARGIN)
             if i % 10 == 0:
                 for f, frame in self.frame.items():
                     if seq.phase[f] is not FootPhase.SWING:

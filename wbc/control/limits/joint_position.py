@@ -77,7 +77,7 @@ from ...model import checks
 from ...model.clusters import ClusterModel
 from ...model.model import Joint, JointType, Model
 from ..contributor import Contributor, Runtime
-from ..pieces import Group, Inequality, Kind
+from ..pieces import AccelerationBounds, Group, Inequality, Kind
 from . import ball_cone
 from .joint_selection import JointLimitParameters, joint_velocities, positive_per_joint, select_joints, state_indices
 from .joint_velocity import DEFAULT_BRAKING, DEFAULT_VELOCITY_MARGIN, velocity_bounds
@@ -322,20 +322,20 @@ class JointPositionLimit(Contributor):
         self._p.set_dt(runtime.dt)
         return self._p.array
 
-    def pieces(self, ctx: StepContext, p) -> list[Inequality]:
+    def pieces(self, ctx: StepContext, p) -> list[AccelerationBounds | Inequality]:
         n, nb = len(self.joints), len(self.ball_joints)
         if n == 0 and nb == 0:
             return []
         dt, (q_lo, q_hi, lo, hi, braking, v_bar) = JointLimitParameters.split(p, n, _BLOCKS)
+        group = Group(Kind.JOINT_POSITION_LIMIT, self.name)
+        pieces: list[AccelerationBounds | Inequality] = []
         G, h = [], []
         v = joint_velocities(ctx)
         if n:
             q = ctx.kin.q[self.q_indices.tolist()]
             idx = self.indices.tolist()
             L, U = position_bounds(q, v[idx], q_lo, q_hi, lo, hi, braking, v_bar, dt)
-            rows, a0 = ctx.Bhat[idx, :], ctx.a0[idx]
-            G += [rows, -rows]
-            h += [U - a0, a0 - L]
+            pieces.append(AccelerationBounds(tuple(idx), L, U, group))  # rows of B̂: read outside the kernel
         extra = p[1 + _BLOCKS * n :]
         for k in range(nb):
             iq, iv = int(self._ball_q[k]), int(self._ball_v[k])
@@ -352,4 +352,6 @@ class JointPositionLimit(Contributor):
             )
             G.append(row)
             h.append(rhs)
-        return [Inequality(ca.vertcat(*G), ca.vertcat(*h), Group(Kind.JOINT_POSITION_LIMIT, self.name))]
+        if nb:
+            pieces.append(Inequality(ca.vertcat(*G), ca.vertcat(*h), group))
+        return pieces

@@ -24,7 +24,7 @@ from ...errors import InputError
 from ...model.clusters import ClusterModel
 from ...model.model import Joint, Model
 from ..contributor import Contributor, Runtime
-from ..pieces import Group, Inequality, Kind
+from ..pieces import AccelerationBounds, Group, Kind
 from .joint_selection import JointLimitParameters, joint_velocities, positive_per_joint, select_joints, state_indices
 
 if TYPE_CHECKING:
@@ -131,17 +131,14 @@ class JointVelocityLimit(Contributor):
         self._p.set_dt(runtime.dt)
         return self._p.array
 
-    def pieces(self, ctx: StepContext, p) -> list[Inequality]:
+    def pieces(self, ctx: StepContext, p) -> list[AccelerationBounds]:
         n = len(self.joints)
         if n == 0:
             return []
         dt, (v_bar, braking) = JointLimitParameters.split(p, n, 2)
         idx = self.indices.tolist()
         lower, upper = velocity_bounds(joint_velocities(ctx)[idx], v_bar, braking, dt)
-        rows, a0 = ctx.Bhat[idx, :], ctx.a0[idx]
-        G = ca.vertcat(rows, -rows)
-        h = ca.vertcat(upper - a0, a0 - lower)
-        return [Inequality(G, h, Group(Kind.JOINT_VELOCITY_LIMIT, self.name))]
+        return [AccelerationBounds(tuple(idx), lower, upper, Group(Kind.JOINT_VELOCITY_LIMIT, self.name))]
 
 
 def _fraction(margin, owner: str) -> float:
