@@ -303,7 +303,7 @@ def test_negated_friction_rows_in_the_index_are_refused(tmp_path, monkeypatch, t
     assert any(w.category is WbcSecurityWarning and "digest" in str(w.message) for w in caught)
 
 
-@pytest.mark.parametrize("change", ["variables", "traced rows", "rows", "G shape"])
+@pytest.mark.parametrize("change", ["variables", "traced rows", "rows", "G shape", "posture rows", "cost rows"])
 def test_a_structure_that_does_not_fit_is_traced_again(change, tmp_path, monkeypatch, traces):
     """An index whose structure was changed and re-digested (what the digest cannot catch: written
     by another wbc, or edited by its owner) is checked against the loaded kernel and the
@@ -318,6 +318,13 @@ def test_a_structure_that_does_not_fit_is_traced_again(change, tmp_path, monkeyp
         s["traced_rows"] = [*s["traced_rows"], 10**6]
     elif change == "rows":
         s["costs"][-1][2] += 5
+    elif change == "posture rows":  # the posture's rows of B̂ index past B̂
+        traced, rows, index = s["cost_rows"]
+        assert rows, "the posture's cost rows are rows of B̂"
+        s["cost_rows"] = [traced, rows, [10**6 for _ in index]]
+    elif change == "cost rows":  # a posture row said to be traced: the kernel's A has fewer rows
+        traced, rows, index = s["cost_rows"]
+        s["cost_rows"] = [sorted([*traced, rows[0]]), rows[1:], index[1:]]
     else:
         shape, values = s["G_constant"]
         s["G_constant"] = [[shape[0] - 1, shape[1]], values[: (shape[0] - 1) * shape[1]]]

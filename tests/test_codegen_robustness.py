@@ -536,6 +536,23 @@ def test_bound_matrix_input_keeps_its_shape(tmp_path):
     assert_close(kernel.run()[0], np.array([321.0, 654.0]), tol=0, what="bound input")
 
 
+def test_kernel_call_is_one_c_call_that_follows_bound_inputs(tmp_path):
+    """A compiled kernel's call with float64 arrays of the inputs' shapes is one C call (a builtin,
+    made by the first call); after bind_input it reads the new storage (a call made before would
+    write into the array the input no longer reads); the returned list is the kernel's outputs."""
+    f = wbc.codegen.trace("cbind", [("x", 3), ("A", (2, 3))], lambda x, A: [A @ x, x * 2], [("y", 2), ("z", 3)])
+    kernel = wbc.codegen.compile_function(f, directory=tmp_path)
+    A = np.asfortranarray(np.arange(6.0).reshape(2, 3))
+    out = kernel(np.ones(3), A)
+    assert out is kernel.outputs and wbc.codegen.builtins.is_builtin(kernel._c_call)
+    assert_close(out[0], A @ np.ones(3), tol=0, what="C call")
+    storage = np.zeros(3)
+    kernel.bind_input(0, storage)
+    assert_close(kernel(np.array([1.0, 2.0, 3.0]), A)[1], np.array([2.0, 4.0, 6.0]), tol=0, what="bound, called")
+    assert_close(storage, np.array([1.0, 2.0, 3.0]), tol=0, what="the bound storage")
+    assert_close(kernel(np.ones(3), np.ascontiguousarray(A))[0], A @ np.ones(3), tol=0, what="row-major matrix")
+
+
 def test_trace_checks_its_declarations():
     """A declared output size that differs from the traced expression is a CompileError naming it;
     a malformed size is an InputError; a wrong number of outputs is a CompileError."""
@@ -587,12 +604,18 @@ def test_accepted_argument_forms(aba_kernel, tmp_path):
     m = synthetic.chain(3)
     q, v, tau = _state(m)
     expected = wbc.aba(m, q, v, tau)
-    for args in [(q[:, None], v[None, :], list(tau)), (q, v.reshape(3, 1), tau.reshape(1, 3))]:
+    strided, big_endian = np.repeat(v, 2)[::2], tau.astype(">f8")  # refused by the memoryview path
+    for args in [
+        (q[:, None], v[None, :], list(tau)),
+        (q, v.reshape(3, 1), tau.reshape(1, 3)),
+        (q, strided, big_endian),
+    ]:
         assert_close(aba_kernel(*args)[0], expected, tol=TOL_KERNEL, what="vector forms")
     f = wbc.codegen.trace("mat", [("A", (2, 3)), ("B", (3, 1)), ("s", (1, 1))], lambda A, B, s: [A @ B * s], [("y", 2)])
     kernel = wbc.codegen.compile_function(f, directory=tmp_path)
     A = np.arange(6.0).reshape(2, 3)
     assert_close(kernel(A, np.ones(3), 2.0)[0], A @ np.ones(3) * 2, tol=0, what="matrix forms")
+    assert_close(kernel(A, np.ones(3, dtype=int), 2)[0], A @ np.ones(3) * 2, tol=0, what="integers")
     with pytest.raises(wbc.InputError, match=r"input 'A' must .* shape \(2, 3\), got shape \(3, 2\)"):
         kernel(A.T, np.ones(3), 2.0)
     with pytest.raises(TypeError, match=r"takes 3 inputs"):

@@ -16,7 +16,7 @@ import pytest
 import wbc
 from tests.helpers import robot_case
 from wbc import tasks
-from wbc.control import AccelerationBounds, Contributor, Group, Inequality, Kind
+from wbc.control import AccelerationBounds, AccelerationCost, Contributor, Group, Inequality, Kind
 from wbc.control.builder import trace_step
 
 
@@ -114,6 +114,22 @@ def test_pieces_of_the_wrong_type_or_size_name_their_contributor():
 
     ctrl, *_ = _panda_posture_controller([WrongSize("panda_joint2", 1.0)])
     with pytest.raises(wbc.InputError, match=r"acceleration_panda_joint2.*expected 2 entries"):
+        ctrl.compile()
+
+    class CostOutOfRange(JointAccelerationLimit):
+        def pieces(self, ctx, p):
+            return [AccelerationCost((3, 9), p[0] * ca.DM.ones(2), ca.DM.zeros(2), Group(Kind.TASK, "x"))]
+
+    ctrl, *_ = _panda_posture_controller([CostOutOfRange("panda_joint2", 1.0)])
+    with pytest.raises(wbc.InputError, match=r"acceleration_panda_joint2.*cost on rows \[3, 9\] of q̈, which has 9"):
+        ctrl.compile()
+
+    class CostWrongSize(JointAccelerationLimit):
+        def pieces(self, ctx, p):
+            return [AccelerationCost((0, 1), p[0] * ca.DM.ones(2), ca.DM.zeros(3), Group(Kind.TASK, "x"))]
+
+    ctrl, *_ = _panda_posture_controller([CostWrongSize("panda_joint2", 1.0)])
+    with pytest.raises(wbc.InputError, match=r"acceleration_panda_joint2.*expected 2 entries, got shape \(3, 1\)"):
         ctrl.compile()
 
 

@@ -43,10 +43,10 @@ def _random_problem(rng, k, p, m, nc, nt, nh=0):
     sign = rng.choice([-1.0, 1.0], from_bhat.size)
     C[from_bhat] = 0.0
     d = np.zeros(nc)
-    outputs = StepOutputs(A, b, A_eq, b_eq, G, None, None, None, None, Bhat, None, d)  # type: ignore[arg-type]
+    outputs = StepOutputs(A, b, A_eq, b_eq, G, None, None, None, None, Bhat, None, d, np.zeros(0))  # type: ignore[arg-type]
     layout = SimpleNamespace(
         _C=C, _traced_at=traced, all_columns=True, all_cost=True, all_eq=True, _all_traced=True, _d_rows=None,
-        _bhat_at=from_bhat, _bhat_index=index, _bhat_sign=sign, columns=np.arange(n),
+        _bhat_at=from_bhat, _bhat_index=index, _bhat_sign=sign, columns=np.arange(n), cost_from_bhat=False,
     )  # fmt: skip
     return outputs, layout
 

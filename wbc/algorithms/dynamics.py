@@ -12,7 +12,8 @@ Glossary (Featherstone / spatial_v2):
   ``vJ``    joint velocity ``S q̇ᵢ``                    ``c``   velocity-product acceleration ``v × vJ``
   ``IA``    articulated-body inertia                    ``pA``  articulated-body bias force
   ``U``     ``IA S``                                    ``D``   ``Sᵀ IA S`` (nv_i, nv_i)
-  ``u``     ``τᵢ − Sᵀ pA``                              ``Ic``  composite-rigid-body inertia
+  ``u``     ``τᵢ − Sᵀ pA``                              ``Ic``  composite-rigid-body inertia, by its
+                                                        ten parameters (``RigidInertia``)
 """
 
 from __future__ import annotations
@@ -24,7 +25,15 @@ import casadi as ca
 import numpy as np
 
 from ..model.model import Model
-from ..spatial.algebra import act_force, act_inertia, act_inv_motion, cross_force, cross_motion, symmetric
+from ..spatial.algebra import (
+    RigidInertia,
+    act_force,
+    act_inertia,
+    act_inv_motion,
+    cross_motion,
+    rigid_body_force,
+    symmetric,
+)
 from .kinematics import TreeKinematics
 from .linalg import spd_inverse
 
@@ -54,7 +63,7 @@ def rnea(model: Model, q, v, a, fext: ForceMap = None, kin: TreeKinematics | Non
         vi = kin.velocities[i]
         ai = act_inv_motion(kin.liMi[i], acc[j.parent]) + _vj(kin, i, a) + cross_motion(vi, _vj(kin, i, kin.v))
         acc.append(ai)
-        f[i] = ca.mtimes(I, ai) + cross_force(vi, ca.mtimes(I, vi))
+        f[i] = rigid_body_force(I, vi, ai)
         if fext and i in fext:
             f[i] = f[i] - fext[i]
     tau = [None] * model.njoints
@@ -74,15 +83,15 @@ def nonlinear_effects(model: Model, q, v, kin: TreeKinematics | None = None):
 def crba(model: Model, q, kin: TreeKinematics | None = None):
     """The joint-space inertia matrix ``M(q)`` (nv, nv), symmetric (composite-rigid-body algorithm)."""
     kin = kin or TreeKinematics(model, q)
-    Ic = [ca.DM(I) for I in model.inertias]
+    Ic = [RigidInertia.from_matrix(I) for I in model.inertias]
     for i in range(model.njoints - 1, 0, -1):
         p = model.joints[i].parent
         if p > 0:
-            Ic[p] = Ic[p] + act_inertia(kin.liMi[i], Ic[i])
+            Ic[p] = Ic[p] + Ic[i].act(kin.liMi[i])
     M = ca.SX.zeros(model.nv, model.nv) if _symbolic(q) else ca.DM.zeros(model.nv, model.nv)
     for i in range(1, model.njoints):
         ji = model.joints[i]
-        F = ca.mtimes(Ic[i], kin.S[i])
+        F = Ic[i].times(kin.S[i])
         sl_i = slice(ji.idx_v, ji.idx_v + ji.nv)
         M[sl_i, sl_i] = ca.mtimes(kin.S[i].T, F)
         k = i
@@ -156,7 +165,7 @@ def aba(
     for i in range(1, n):
         vi = kin.velocities[i]
         c[i] = cross_motion(vi, _vj(kin, i, kin.v))
-        pA[i] = cross_force(vi, ca.mtimes(model.inertias[i], vi))
+        pA[i] = rigid_body_force(model.inertias[i], vi)
         if fext and i in fext:
             pA[i] = pA[i] - fext[i]
     u = [None] * n

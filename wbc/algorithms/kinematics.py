@@ -40,9 +40,9 @@ from ..spatial.algebra import (
     act_inv_motion,
     act_motion,
     compose,
-    cross_force,
     cross_motion,
     first_moment,
+    rigid_body_force,
     skew,
 )
 
@@ -316,7 +316,7 @@ class TreeKinematics:
                 continue
             I = m.inertias[i]
             v, a = self.velocities[i], self.drift_accelerations[i]
-            f_local = ca.mtimes(I, a) + cross_force(v, ca.mtimes(I, v))
+            f_local = rigid_body_force(I, v, a)
             hdot = hdot + act_force(self.oMi[i], f_local)
         return self._to_com(hdot)
 

@@ -422,7 +422,7 @@ def _make_directory(directory: Path, origin: str) -> None:
             f"{origin} is a symbolic link to {os.readlink(directory)!r}, which does not exist: "
             f"create that directory or point to another{hint}"
         )
-    if os.path.lexists(directory):
+    if os.path.lexists(directory) and not directory.is_dir():  # (another process may have just made it)
         raise CompileError(f"{origin} exists and is not a directory{hint}")
     try:
         _mkdirs(directory)

@@ -72,16 +72,22 @@ class _CallData(ctypes.Structure):
     ]
 
 
-def _definition() -> int | None:
-    """The address of ``numeric_call.c``'s method definition, or None (:mod:`.builtins`)."""
-    found = builtins.definitions(
+def _definitions() -> tuple[int, ...] | None:
+    """The addresses of ``numeric_call.c``'s method definitions (the numeric call, the kernel
+    call), or None (:mod:`.builtins`)."""
+    return builtins.definitions(
         "wbc.codegen",
         "numeric_call.c",
         "wbc_numeric_call",
-        ("wbc_numeric_definition",),
+        ("wbc_numeric_definition", "wbc_kernel_definition"),
         "wbc_numeric_call_size",
         ctypes.sizeof(_CallData),
     )
+
+
+def _definition() -> int | None:
+    """The address of ``numeric_call.c``'s numeric call definition, or None."""
+    found = _definitions()
     return None if found is None else found[0]
 
 
@@ -122,14 +128,28 @@ def kernel_of(call: Callable) -> Kernel:
     return call.__self__[4] if compiled_path(call) else call.kernel  # type: ignore[attr-defined]
 
 
-def _compiled_call(kernel: Kernel, validate: Callable[..., tuple]) -> Callable[..., np.ndarray] | None:
-    """The one-C-call function of ``kernel`` (``numeric_call.c``), or None when unavailable."""
+def kernel_call(kernel: Kernel, fallback: Callable[..., list[np.ndarray]]) -> Callable[..., list[np.ndarray]] | None:
+    """``kernel(*args)`` in one C call (``numeric_call.c``), or None when unavailable: float64
+    arrays of the inputs' exact shapes (matrices Fortran-contiguous, vectors contiguous) are copied
+    into the input buffers, the kernel is evaluated and ``kernel.outputs`` returned; any other
+    arguments go to ``fallback(*args)``. The function keeps no reference to ``kernel``'s object,
+    only to its buffers."""
+    found = _call_data(kernel)
+    definitions = _definitions() if found is not None else None
+    if found is None or definitions is None:
+        return None
+    data, keep = found
+    return builtins.new_builtin(definitions[1], (ctypes.addressof(data), fallback, kernel.outputs, data, *keep))
+
+
+def _call_data(kernel: Kernel) -> tuple[_CallData, tuple] | None:
+    """The ``wbc_call`` of ``kernel`` (first output as the output, last as the validity scalar)
+    and the objects it points into (the input buffers last), or None when ``kernel`` has no usable C entry point."""
     n = len(kernel.inputs)
-    if n > _MAX_INPUTS or kernel.backend != "c":
+    if n > _MAX_INPUTS or kernel.backend != "c" or not kernel.outputs:
         return None
     entry = entry_points(kernel)
-    definition = _definition() if entry is not None else None
-    if entry is None or definition is None:
+    if entry is None:
         return None
     arg_size, res_size, iw_size, w_size = entry.sizes
     arg = (_P * max(arg_size, n, 1))()
@@ -151,6 +171,16 @@ def _compiled_call(kernel: Kernel, validate: Callable[..., tuple]) -> Callable[.
         data.rows[k], data.cols[k], data.ndim[k] = shape[0], (shape[1] if len(shape) == 2 else 1), len(shape)
     for j, f in enumerate(flat_out):
         res[j] = f.ctypes.data
+    return data, (arg, res, iw, w, entry, flat_in)
+
+
+def _compiled_call(kernel: Kernel, validate: Callable[..., tuple]) -> Callable[..., np.ndarray] | None:
+    """The one-C-call function of ``kernel`` (``numeric_call.c``), or None when unavailable."""
+    found = _call_data(kernel)
+    definition = _definition() if found is not None else None
+    if found is None or definition is None:
+        return None
+    data, (arg, res, iw, w, entry, _) = found
     shapes = [x.shape for x in kernel.inputs]
 
     def converted(*args):

@@ -17,7 +17,8 @@ from __future__ import annotations
 import threading
 import time
 import warnings
-from collections.abc import Sequence
+import weakref
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import casadi as ca
@@ -56,10 +57,11 @@ class Kernel:
     """A ``casadi.Function`` evaluated through the buffer API into preallocated numpy arrays.
 
     ``kernel(*args)`` copies the arguments into the input buffers, evaluates, and returns the
-    output arrays. **The returned arrays are the kernel's own buffers**, overwritten by the next
-    call: copy what you keep. Each input and output has its declared shape exactly
-    (:attr:`input_shapes`, :attr:`output_shapes`; see :mod:`wbc.codegen.kernel`); matrices are
-    column-major views.
+    output arrays (on a compiled kernel, with float64 arrays of the inputs' exact shapes, matrices
+    column-major, in one C call: :func:`wbc.codegen.calls.kernel_call`). **The returned arrays are
+    the kernel's own buffers**, overwritten by the next call: copy what you keep. Each input and
+    output has its declared shape exactly (:attr:`input_shapes`, :attr:`output_shapes`; see
+    :mod:`wbc.codegen.kernel`); matrices are column-major views.
 
     Attributes:
         function: the function evaluated (the loaded library, or the SX function in VM mode).
@@ -105,6 +107,13 @@ class Kernel:
         self._in_flat = [np.zeros(source.nnz_in(i)) for i in range(source.n_in())]
         self._out_flat = [np.zeros(source.nnz_out(i)) for i in range(source.n_out())]
         self.inputs = [f.reshape(s, order="F") for f, s in zip(self._in_flat, in_shapes)]
+        # what __call__ writes a vector argument through: a memoryview of a vector input's storage
+        # (assigning to it copies a float64 vector of the same length, and refuses anything else);
+        # None for a matrix input
+        self._views: list[memoryview | None] = [
+            memoryview(f) if len(s) == 1 else None  # type: ignore[arg-type]
+            for f, s in zip(self._in_flat, in_shapes)
+        ]
         self.outputs = [f.reshape(s, order="F") for f, s in zip(self._out_flat, out_shapes)]
         self.lock = threading.Lock()
         self._buffer, self._eval = function.buffer()
@@ -113,6 +122,22 @@ class Kernel:
             self._buffer.set_arg(i, memoryview(f))  # type: ignore[call-arg, arg-type]
         for i, f in enumerate(self._out_flat):
             self._buffer.set_res(i, memoryview(f))  # type: ignore[call-arg, arg-type]
+        # __call__ in one C call: made by the first call (a first kernel call on a machine compiles
+        # the routine once, see wbc.codegen.builtins), None where unavailable
+        self._c_call: Callable[..., list[np.ndarray]] | bool | None = False
+
+    def _compiled_call(self) -> Callable[..., list[np.ndarray]] | None:
+        """:meth:`__call__` in one C call (:func:`wbc.codegen.calls.kernel_call`), or None."""
+        from .calls import kernel_call  # calls builds on this module
+
+        if self.backend != "c":
+            return None
+        me = weakref.ref(self)  # the C call lives on the kernel: no reference cycle
+
+        def fallback(*args):  # called only through the kernel's own __call__: it is alive
+            return me()._call_checked(*args)
+
+        return kernel_call(self, fallback)
 
     def bind_input(self, index: int, array: np.ndarray) -> None:
         """Make ``array`` (float64, contiguous, as many entries as input ``index``) the storage the
@@ -133,7 +158,9 @@ class Kernel:
             )
         self._in_flat[index] = array
         self.inputs[index] = array.reshape(self.input_shapes[index], order="F")
+        self._views[index] = memoryview(array) if len(self.input_shapes[index]) == 1 else None  # type: ignore[arg-type]
         self._buffer.set_arg(index, memoryview(array))  # type: ignore[call-arg, arg-type]
+        self._c_call = False  # made again by the next call: the C call reads the new storage
 
     def run(self) -> list[np.ndarray]:
         """Evaluate with the current contents of :attr:`inputs`; returns :attr:`outputs`."""
@@ -151,6 +178,21 @@ class Kernel:
             InputError: an argument of another shape, or not real numbers (names the kernel, the
                 input, the expected and the given shapes).
         """
+        c_call = self._c_call
+        if c_call is False:
+            c_call = self._c_call = self._compiled_call()
+        if c_call is not None:  # one C call (arguments that do not fit: _call_checked)
+            return c_call(*args)  # type: ignore[operator]
+        try:  # the fastest path: float64 vectors of the inputs' lengths, copied by the memoryviews
+            for view, src in zip(self._views, args, strict=True):
+                view[:] = src  # type: ignore[index]
+        except (TypeError, ValueError):
+            return self._call_checked(*args)
+        self._eval()
+        return self.outputs
+
+    def _call_checked(self, *args) -> list[np.ndarray]:
+        """:meth:`__call__` for arguments its fastest path refused: matrices, other dtypes, shapes."""
         inputs = self.inputs
         if len(args) != len(inputs):
             raise TypeError(f"kernel {self.name} takes {len(inputs)} inputs ({self.input_names}), got {len(args)}")

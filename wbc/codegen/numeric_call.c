@@ -126,11 +126,30 @@ static void *wbc_numeric_call(void *self, void *const *args, intptr_t nargs) {
     return answer;
 }
 
+/* A compiled kernel's call (wbc.codegen.kernel.Kernel.__call__) in one C call: `self` is a tuple
+ *     (address of a wbc_call, fallback, outputs, ...objects kept alive)
+ * Arguments that fit (as above) are copied into the kernel's inputs, the kernel is evaluated and
+ * `outputs` (the list of the kernel's output arrays) is returned; no validity scalar is read.
+ * Anything else (or a kernel that fails) calls `fallback(*args)`, which converts or raises. */
+static void *wbc_kernel_call(void *self, void *const *args, intptr_t nargs) {
+    const wbc_call *c = (const wbc_call *)PyLong_AsVoidPtr(PyTuple_GetItem(self, 0));
+    wbc_py_buffer views[WBC_MAX_INPUTS];
+    if (run(c, args, nargs, views)) {
+        void *outputs = PyTuple_GetItem(self, 2);
+        Py_IncRef(outputs);
+        return outputs;
+    }
+    return PyObject_Vectorcall(PyTuple_GetItem(self, 1), args, (size_t)nargs, (void *)0);
+}
+
 static wbc_method_def wbc_method = {"call", (void *)wbc_numeric_call, WBC_METH_FASTCALL,
                                     "a compiled numeric call (wbc.codegen.calls)"};
+static wbc_method_def wbc_kernel_method = {"kernel_call", (void *)wbc_kernel_call, WBC_METH_FASTCALL,
+                                           "a compiled kernel's call (wbc.codegen.kernel.Kernel)"};
 
-/* The method definition, static: it outlives every function made from it. */
+/* The method definitions, static: they outlive every function made from them. */
 wbc_method_def *wbc_numeric_definition(void) { return &wbc_method; }
+wbc_method_def *wbc_kernel_definition(void) { return &wbc_kernel_method; }
 
 /* sizeof(wbc_call), for the caller's layout check. */
 int wbc_numeric_call_size(void) { return (int)sizeof(wbc_call); }

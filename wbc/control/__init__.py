@@ -21,7 +21,7 @@ from .contributor import Contributor, Runtime
 from .controller import WholeBodyController
 from .fallback import Failure, StepStatus
 from .limits import *  # the names of limits.__all__
-from .pieces import AccelerationBounds, Bounds, Cost, Equality, Group, Inequality, Kind
+from .pieces import AccelerationBounds, AccelerationCost, Bounds, Cost, Equality, Group, Inequality, Kind
 from .qp import QPProblem
 from .solvers import QPSolver, Solver, make_solver
 from .task import Task
@@ -46,6 +46,7 @@ __all__ = [
     "Inequality",
     "Bounds",
     "AccelerationBounds",
+    "AccelerationCost",
     "QPProblem",
     "QPSolver",
     "Solver",

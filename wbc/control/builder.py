@@ -4,7 +4,9 @@ selects the rows and columns of the active contributors and hands out the QP.
 Tracing (once per contributor set): every contributor's pieces are placed over the QP variables
 and stacked by type into the kernel's outputs
 
-    A, b        cost rows              (n_cost, n_u), (n_cost,)
+    A, b        cost rows              (n_traced_cost, n_u), (n_cost,): the rows of an
+                                       AccelerationCost piece (a posture task: scaled rows of B̂) are
+                                       assembled from the Bhat and scale outputs where the cost is used
     A_eq, b_eq  equality rows          (n_eq, n_u), (n_eq,)
     G, h        inequality rows        (n_traced, n_u), (n_in,): only the rows whose matrix depends on
                                        the state or the parameters (e.g. self-collision); constant rows
@@ -16,6 +18,7 @@ and stacked by type into the kernel's outputs
     errors      the cost pieces' reported errors (e.g. task errors)
     d           [h; ub_b; −lb_b] + tolerance over the inequality rows and the bounded variables:
                 the right-hand side of the one-product feasibility check ``C x ≤ d`` of a step
+    scale       the scales of the AccelerationCost rows (n_bhat_cost,)
 
 and a :class:`Structure` remembers which rows belong to which contributor and group. A variable
 block bounded twice keeps its first :class:`~wbc.control.pieces.Bounds` as bounds; later ones
@@ -49,7 +52,7 @@ from ..model.model import Model
 from .contributor import Contributor
 from .model_context import context_type
 from .outputs import OUTPUTS, StepOutputs
-from .pieces import TAU, AccelerationBounds, Bounds, Cost, Equality, Group, Inequality
+from .pieces import TAU, AccelerationBounds, AccelerationCost, Bounds, Cost, Equality, Group, Inequality
 from .qp import QPProblem
 from .step_context import Variables
 from .structure_check import structure_misfit
@@ -86,6 +89,10 @@ class Structure:
         bhat_rows: the inequality rows that are rows of ``B̂`` (:class:`~wbc.control.pieces.AccelerationBounds`),
             increasing; ``bhat_index``: their row of the kernel's ``Bhat`` output; ``bhat_sign``: ±1.0
             (row ``bhat_rows[i]`` of ``G`` is ``bhat_sign[i] * Bhat[bhat_index[i]]``).
+        cost_traced_rows: the cost rows the kernel's ``A`` output holds (in this order), increasing.
+        cost_bhat_rows: the cost rows that are scaled rows of ``B̂`` (:class:`~wbc.control.pieces.AccelerationCost`),
+            increasing; ``cost_bhat_index``: their row of ``Bhat`` (row ``cost_bhat_rows[i]`` of ``A`` is
+            ``scale[i] * Bhat[cost_bhat_index[i]]``, ``scale`` the kernel's output).
     """
 
     variables: Variables
@@ -102,6 +109,9 @@ class Structure:
     bhat_rows: np.ndarray
     bhat_index: np.ndarray
     bhat_sign: np.ndarray
+    cost_traced_rows: np.ndarray
+    cost_bhat_rows: np.ndarray
+    cost_bhat_index: np.ndarray
 
 
 class _Rows(enum.Enum):
@@ -157,6 +167,7 @@ def trace_step(
     bound_groups: list[Group | None] = [None] * n_u
     constant_rows: list[tuple[slice, slice, np.ndarray]] = []
     bhat_rows: list[tuple[int, int, float]] = []  # (inequality row, row of B̂, sign)
+    bhat_costs: list[tuple[int, int]] = []  # (cost row, row of B̂)
     errors: dict[str, slice] = {}
     contact_index = {id(c): k for k, c in enumerate(contributors)}
     variable_owner = {TAU: -1} | {c.name: contact_index[id(c)] for c in contacts}
@@ -173,6 +184,7 @@ def trace_step(
         lb = [ca.SX(-np.inf) for _ in range(n_u)]
         ub = [ca.SX(np.inf) for _ in range(n_u)]
         error_parts, n_err = [], 0
+        scales: list = []  # the AccelerationCost rows' scales (the kernel's scale output)
         for k, contributor in enumerate(contributors):
             for piece in contributor.pieces(ctx, p.get(k, ca.SX(0, 1))):
                 where = f"{type(contributor).__name__} {contributor.name!r}"
@@ -181,6 +193,13 @@ def trace_step(
                     continue
                 if isinstance(piece, AccelerationBounds):
                     _acceleration_bounds(piece, k, where, ctx, parts, record, rows_of, bhat_rows)
+                    continue
+                if isinstance(piece, AccelerationCost):
+                    e = _acceleration_cost(piece, k, where, ctx, parts, record, rows_of, bhat_costs, scales)
+                    if e is not None:
+                        error_parts.append(e)
+                        errors[piece.group.name] = slice(n_err, n_err + e.shape[0])
+                        n_err += e.shape[0]
                     continue
                 if not isinstance(piece, (Cost, Equality, Inequality)):
                     raise InputError(f"{where} returned {type(piece).__name__}, not a wbc.control.pieces piece")
@@ -232,7 +251,8 @@ def trace_step(
         e = ca.vertcat(*error_parts) if error_parts else ca.DM.zeros(0, 1)
         bounded = [i for i, g in enumerate(bound_groups) if g is not None]
         d = ca.vertcat(h, *[ub[i] for i in bounded], *[-lb[i] for i in bounded]) + tolerance
-        return [A, b, A_eq, b_eq, G, h, ca.vertcat(*lb), ca.vertcat(*ub), ctx.a0, ctx.Bhat, e, d]
+        scale = ca.vertcat(*scales) if scales else ca.DM.zeros(0, 1)
+        return [A, b, A_eq, b_eq, G, h, ca.vertcat(*lb), ca.vertcat(*ub), ctx.a0, ctx.Bhat, e, d, scale]
 
     tag = "_".join(f"{type(c).__name__}{c.parameter_size}" for c in contributors) + method.value
     name = f"step_{model.name}_{len(contributors)}c_{hashlib.sha1(tag.encode()).hexdigest()[:8]}"
@@ -250,6 +270,8 @@ def trace_step(
         is_constant[rows] = True
     from_bhat = np.array([row for row, _, _ in bhat_rows], dtype=np.int64)
     is_constant[from_bhat] = True  # not in the kernel's G either
+    cost_from_bhat = np.array([row for row, _ in bhat_costs], dtype=np.int64)
+    cost_traced = np.setdiff1d(np.arange(rows_of[_Rows.COST]), cost_from_bhat).astype(np.int64)
     structure = Structure(
         variables,
         with_parameters,
@@ -265,6 +287,9 @@ def trace_step(
         from_bhat,
         np.array([index for _, index, _ in bhat_rows], dtype=np.int64),
         np.array([sign for _, _, sign in bhat_rows], dtype=float),
+        cost_traced,
+        cost_from_bhat,
+        np.array([index for _, index in bhat_costs], dtype=np.int64),
     )
     return function, structure
 
@@ -370,6 +395,7 @@ def _structure_record(s: Structure) -> dict:
         "G_constant": [list(s.G_constant.shape), s.G_constant.ravel().tolist()],
         "traced_rows": s.traced_rows.tolist(),
         "bhat_rows": [s.bhat_rows.tolist(), s.bhat_index.tolist(), s.bhat_sign.tolist()],
+        "cost_rows": [s.cost_traced_rows.tolist(), s.cost_bhat_rows.tolist(), s.cost_bhat_index.tolist()],
     }
 
 
@@ -378,6 +404,7 @@ def _structure_from_record(r: dict) -> Structure | None:
     try:
         shape, values = r["G_constant"]
         bhat_rows, bhat_index, bhat_sign = r["bhat_rows"]
+        cost_traced, cost_bhat, cost_index = r["cost_rows"]
         return Structure(
             Variables(tuple((str(name), int(size)) for name, size in r["variables"])),
             tuple(int(k) for k in r["parameter_inputs"]),
@@ -393,12 +420,15 @@ def _structure_from_record(r: dict) -> Structure | None:
             np.array(bhat_rows, dtype=np.int64),
             np.array(bhat_index, dtype=np.int64),
             np.array(bhat_sign, dtype=float),
+            np.array(cost_traced, dtype=np.int64),
+            np.array(cost_bhat, dtype=np.int64),
+            np.array(cost_index, dtype=np.int64),
         )
     except (KeyError, TypeError, ValueError, AttributeError, ImportError):
         return None
 
 
-def _priority(piece: Cost, where: str) -> int:
+def _priority(piece: Cost | AccelerationCost, where: str) -> int:
     level = piece.priority
     if isinstance(level, bool) or not isinstance(level, (int, np.integer)) or level < 0:
         raise InputError(f"{where}: a cost's priority must be an integer >= 0, got {level!r}")
@@ -444,6 +474,26 @@ def _acceleration_bounds(piece: AccelerationBounds, owner, where, ctx, parts, re
     bhat_rows += [(start + k, i, 1.0) for k, i in enumerate(indices)]
     bhat_rows += [(start + size + k, i, -1.0) for k, i in enumerate(indices)]
     record[_Rows.INEQUALITY].append(RowBlock(piece.group, slice(start, rows_of[_Rows.INEQUALITY]), owner))
+
+
+def _acceleration_cost(piece: AccelerationCost, owner, where, ctx, parts, record, rows_of, bhat_costs, scales):
+    """Place an AccelerationCost piece: right-hand sides ``scale ⊙ (target − a₀[i])`` in ``b``, the
+    scales in the ``scale`` output; its matrix (``diag(scale) B̂[i]``) is recorded as rows of ``B̂``,
+    not traced. Returns the piece's error (a column), or None."""
+    nv = ctx.a0.shape[0]
+    indices = [int(i) for i in piece.indices]
+    if not indices or any(not 0 <= i < nv for i in indices):
+        raise InputError(f"{where}: an acceleration cost on rows {indices} of q̈, which has {nv}")
+    size = len(indices)
+    scale, target = _column(piece.scale, size, where), _column(piece.target, size, where)
+    start = rows_of[_Rows.COST]
+    parts[_Rows.COST].append((None, scale * (target - ctx.a0[indices])))
+    rows_of[_Rows.COST] += size
+    bhat_costs += [(start + k, i) for k, i in enumerate(indices)]
+    scales.append(scale)
+    level = _priority(piece, where)
+    record[_Rows.COST].append(RowBlock(piece.group, slice(start, rows_of[_Rows.COST]), owner, level))
+    return None if piece.error is None else _column(piece.error, size, where)
 
 
 def _indices(blocks: Sequence[RowBlock], active: Sequence[bool]) -> np.ndarray:
@@ -510,6 +560,7 @@ class Layout:
         self.in_groups = _groups(structure.inequalities, active)
         self.bound_groups = [structure.bounds[i] for i in self.columns]
         self.eliminable = self._eliminable()
+        self._prepare_costs()
         self._prepare_feasibility()
 
     def _eliminable(self) -> bool:
@@ -521,6 +572,35 @@ class Layout:
         return all(
             s.variable_owner[name] == owner and owner in s.identity_basis for name, owner in zip(force_blocks, owners)
         )
+
+    def _prepare_costs(self) -> None:
+        """Where the active cost rows come from: the kernel's ``A`` (``_cost_traced_at`` among the active
+        rows, ``_cost_traced_from`` its rows) or scaled rows of its ``Bhat`` (``_cost_bhat_at``, their
+        entry of ``scale`` ``_cost_bhat_from``, their row of ``Bhat`` ``_cost_bhat_index``)."""
+        s = self.structure
+        position = {row: k for k, row in enumerate(self.cost_rows)}
+        traced = [(position[row], k) for k, row in enumerate(s.cost_traced_rows) if row in position]
+        from_bhat = [(position[row], k) for k, row in enumerate(s.cost_bhat_rows) if row in position]
+        self._cost_traced_at = np.array([a for a, _ in traced], dtype=np.int64)
+        self._cost_traced_from = np.array([b for _, b in traced], dtype=np.int64)
+        self._cost_bhat_at = np.array([a for a, _ in from_bhat], dtype=np.int64)
+        self._cost_bhat_from = np.array([b for _, b in from_bhat], dtype=np.int64)
+        self._cost_bhat_index = s.cost_bhat_index[self._cost_bhat_from].astype(np.int64)
+        # no row of B̂ among the costs: the kernel's A is the cost matrix (a view where all is active)
+        self.cost_from_bhat = bool(s.cost_bhat_rows.size)
+
+    def cost_matrix(self, outputs: StepOutputs) -> np.ndarray:
+        """``A`` (k, n) of the active cost rows and columns: the kernel's ``A`` (a view where every row
+        and column is active and no row is read from ``B̂``), else a new array with the rows of
+        :class:`~wbc.control.pieces.AccelerationCost` pieces ``scale[i] * B̂[index]``."""
+        A = outputs.A
+        if not self.cost_from_bhat:
+            A = A if self.all_columns else A[:, self.columns]
+            return A if self.all_cost else A[self.cost_rows]
+        out = np.empty((self.cost_rows.size, outputs.A.shape[1]), order="F")  # as the kernel writes A
+        out[self._cost_traced_at] = A[self._cost_traced_from]
+        out[self._cost_bhat_at] = outputs.scale[self._cost_bhat_from, None] * outputs.Bhat[self._cost_bhat_index]
+        return out if self.all_columns else out[:, self.columns]
 
     def _prepare_feasibility(self) -> None:
         """``C`` of the active inequalities and bounds as rows ``C x ≤ d`` (``d`` a kernel output): its
@@ -566,13 +646,13 @@ class Layout:
     def select(self, outputs: StepOutputs) -> tuple[np.ndarray, ...]:
         """``(A, b, A_eq, b_eq, h, lb, ub)`` of the active rows and columns: views of the kernel
         buffers where everything is active, copies otherwise (overwritten by the next kernel call)."""
-        A, b, A_eq, b_eq = outputs.A, outputs.b, outputs.A_eq, outputs.b_eq
+        A, b, A_eq, b_eq = self.cost_matrix(outputs), outputs.b, outputs.A_eq, outputs.b_eq
         h, lb, ub = outputs.h, outputs.lb, outputs.ub
         if not self.all_columns:
             c = self.columns
-            A, A_eq, lb, ub = A[:, c], A_eq[:, c], lb[c], ub[c]
+            A_eq, lb, ub = A_eq[:, c], lb[c], ub[c]
         if not self.all_cost:
-            A, b = A[self.cost_rows], b[self.cost_rows]
+            b = b[self.cost_rows]
         if not self.all_eq:
             A_eq, b_eq = A_eq[self.eq_rows], b_eq[self.eq_rows]
         if not self.all_in:

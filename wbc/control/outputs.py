@@ -3,7 +3,8 @@
 The step function traced by :func:`~wbc.control.builder.trace_step` returns, in this order (``n_u``
 the QP's variables, ``nv`` the velocity size)::
 
-    A, b        cost rows              (n_cost, n_u), (n_cost,)
+    A, b        cost rows              (n_traced_cost, n_u), (n_cost,)   (rows of B̂, a posture
+                                                      task's, are assembled from Bhat and scale)
     A_eq, b_eq  equality rows          (n_eq, n_u), (n_eq,)
     G           traced inequality rows (n_traced, n_u)   (constant rows stay in the Structure; rows of
                                                       B̂, the joint limits', are read from Bhat)
@@ -12,6 +13,7 @@ the QP's variables, ``nv`` the velocity size)::
     a0, Bhat    q̈ = a0 + Bhat u        (nv,), (nv, n_u)
     errors      the cost pieces' reported errors (n_err,)
     d           right-hand sides of the feasibility check ``C u ≤ d`` (n_c,)
+    scale       the scales of the cost rows read from Bhat (n_bhat_cost,)
 
 :func:`step_outputs` gives them as a :class:`StepOutputs` of views of a :class:`~wbc.codegen.Kernel`'s
 buffers: matrices column-major ``(rows, cols)``, vectors ``(n,)``; overwritten by each kernel run.
@@ -32,9 +34,9 @@ class StepOutputs(NamedTuple):
     """The step kernel's outputs (``n_u`` QP variables, ``nv`` velocities)."""
 
     A: np.ndarray
-    """(n_cost, n_u) cost rows."""
+    """(n_traced_cost, n_u) the cost rows whose matrix is traced (rows of B̂ are assembled from Bhat)."""
     b: np.ndarray
-    """(n_cost,) their targets."""
+    """(n_cost,) every cost row's target."""
     A_eq: np.ndarray
     """(n_eq, n_u) equality rows (the contacts' motion rows)."""
     b_eq: np.ndarray
@@ -55,6 +57,8 @@ class StepOutputs(NamedTuple):
     """(n_err,) the cost pieces' reported errors (the task errors)."""
     d: np.ndarray
     """(n_c,) right-hand sides of the feasibility check C u ≤ d (tolerance included)."""
+    scale: np.ndarray
+    """(n_bhat_cost,) the scales of the cost rows that are scaled rows of Bhat (AccelerationCost)."""
 
 
 #: The step function's output names, in order.

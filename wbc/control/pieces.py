@@ -9,7 +9,10 @@ controller traces its kernel; the builder only stacks them. A piece is one of:
 * :class:`Bounds` — ``lower ≤ u[block] ≤ upper`` on one variable block (solvers treat these natively);
 * :class:`AccelerationBounds` — ``lower ≤ q̈[indices] ≤ upper`` on rows of ``q̈ = a₀ + B̂u`` (joint
   limits): their matrix rows are rows of ``B̂``, which the kernel outputs anyway, so they are taken
-  from its ``Bhat`` output where the QP is assembled instead of being copied inside the kernel.
+  from its ``Bhat`` output where the QP is assembled instead of being copied inside the kernel;
+* :class:`AccelerationCost` — weighted rows ``scale ⊙ (q̈[indices] − target)`` (a posture task's rows:
+  a task whose Jacobian selects joints): their matrix ``diag(scale) B̂[indices]`` is assembled from the
+  kernel's ``Bhat`` output where the cost is used; the kernel outputs only ``scale`` and the targets.
 
 Matrices are CasADi expressions of the kernel inputs (``q``, ``v`` and the contributors'
 parameters; constants fold away). A piece spans every QP variable (``variables=None``, width
@@ -28,7 +31,18 @@ import dataclasses
 import enum
 from typing import Any
 
-__all__ = ["Kind", "Group", "Cost", "Equality", "Inequality", "Bounds", "AccelerationBounds", "Piece", "TAU"]
+__all__ = [
+    "Kind",
+    "Group",
+    "Cost",
+    "Equality",
+    "Inequality",
+    "Bounds",
+    "AccelerationBounds",
+    "AccelerationCost",
+    "Piece",
+    "TAU",
+]
 
 #: The name of the variable block of the actuator efforts (the first block of ``u``).
 TAU = "tau"
@@ -121,4 +135,24 @@ class AccelerationBounds:
     group: Group
 
 
-Piece = Cost | Equality | Inequality | Bounds | AccelerationBounds
+@dataclasses.dataclass(frozen=True)
+class AccelerationCost:
+    """Weighted rows ``scale ⊙ (q̈[indices] − target)`` with ``q̈ = a₀ + B̂u``: the cost rows
+    ``diag(scale) B̂[indices] u ≈ scale ⊙ (target − a₀[indices])`` (k rows).
+
+    ``indices`` (k,) are rows of ``B̂`` (velocity indices, fixed when traced); ``scale`` (k,) (the
+    square roots of the weights) and ``target`` (k,) (the desired accelerations) are expressions;
+    ``error`` and ``priority`` as for :class:`Cost`. The rows' matrix is not traced: the kernel
+    outputs ``scale`` (its ``scale`` output) and the right-hand sides, and the rows are assembled from
+    its ``B̂`` output wherever the cost is used (no copy of ``B̂``'s rows in the kernel).
+    """
+
+    indices: tuple[int, ...]
+    scale: Any
+    target: Any
+    group: Group
+    error: Any = None
+    priority: int = 0
+
+
+Piece = Cost | Equality | Inequality | Bounds | AccelerationBounds | AccelerationCost

@@ -22,6 +22,8 @@
  * The rows of C u <= d are of four kinds: general constant rows (only columns c0 .. c0+nspan-1 are
  * nonzero: Cg, compressed), unit rows (+-u_j: bounds), traced rows (the kernel's G) and rows of Bhat
  * (+-Bhat[i, :]: the joint limits' acceleration bounds, read from the kernel's Bhat, not copied).
+ * The cost rows of a posture task are scaled rows of Bhat too: assembled from Bhat before the least
+ * squares (assemble_costs), the kernel outputs only their scales and right-hand sides.
  *
  * wbc_shortcut returns WBC_FEASIBLE: u is finite and C u <= d holds (u is the QP's solution);
  * WBC_INFEASIBLE: u is finite but some row of C u <= d fails (Cu holds the products); WBC_FAILED: a
@@ -123,6 +125,19 @@ typedef struct {
     const double *h_sign;  /* (nh,) their sign (+-1) */
     const int64_t *h_at;   /* (nc,) each row's position among them, or -1 */
     double *Bu;            /* (nv,) work: Bhat u */
+    /* the cost rows that are scaled rows of Bhat (a posture task's: na > 0), assembled with the
+     * kernel's traced cost rows by the least squares: the actuators' columns straight into S, the
+     * forces' into A_full (which A then points to; its actuator columns are not written) */
+    int na;                 /* their number (0: A is the kernel's, or its gathered copy, as is) */
+    int nat;                /* the traced cost rows */
+    const double *A_traced; /* (nat, p+m) their matrix (the kernel's A, or its gathered copy) */
+    const int64_t *at_rows; /* (nat,) their rows in A */
+    const int64_t *a_rows;  /* (na,) the rows of Bhat's rows in A */
+    const int64_t *a_index; /* (na,) their row of Bhat */
+    const double *a_scale;  /* (na,) their scale (the kernel's scale output, or its gathered copy) */
+    double *A_full;         /* (k, p+m) the assembled cost matrix */
+    int a_blocks;           /* 1: at_rows, a_rows and a_index are each consecutive (one copy, one scaled copy) */
+    double *rx;             /* (p,) work: the actuators' regularization */
 } wbc_shortcut_data;
 
 static double sumsq(const double *x, int n) {
@@ -183,6 +198,31 @@ static int check(wbc_shortcut_data *s) {
     return ok ? WBC_FEASIBLE : WBC_INFEASIBLE;
 }
 
+/* Columns j0 .. j1-1 of the cost rows into dst (column j at dst + (j - j0) ld): the traced ones
+ * copied, the rows of Bhat scaled (A[a_rows[i]] = a_scale[i] Bhat[a_index[i]]): the products the
+ * kernel no longer makes, the same numbers. */
+static void assemble_costs(const wbc_shortcut_data *s, int j0, int j1, double *dst, int ld) {
+    const int nat = s->nat, na = s->na, nv = s->nv;
+    if (s->a_blocks) { /* the common case (a posture after the other tasks): blocks, vectorized */
+        const int64_t t0 = nat ? s->at_rows[0] : 0, r0 = s->a_rows[0], i0 = s->a_index[0];
+        const double *scale = s->a_scale;
+        for (int j = j0; j < j1; ++j) {
+            double *Aj = dst + (long)(j - j0) * ld;
+            if (nat) memcpy(Aj + t0, s->A_traced + (long)j * nat, sizeof(double) * (size_t)nat);
+            double *Ar = Aj + r0;
+            const double *Bi = s->Bhat + (long)j * nv + i0;
+            for (int i = 0; i < na; ++i) Ar[i] = scale[i] * Bi[i];
+        }
+        return;
+    }
+    for (int j = j0; j < j1; ++j) {
+        double *Aj = dst + (long)(j - j0) * ld;
+        const double *Tj = s->A_traced + (long)j * nat, *Bj = s->Bhat + (long)j * nv;
+        for (int t = 0; t < nat; ++t) Aj[s->at_rows[t]] = Tj[t];
+        for (int i = 0; i < na; ++i) Aj[s->a_rows[i]] = s->a_scale[i] * Bj[s->a_index[i]];
+    }
+}
+
 int wbc_shortcut(wbc_shortcut_data *s) {
     const int k = s->k, p = s->p, m = s->m, n = s->p + s->m, p1 = s->p + 1, km = s->k + s->m, one = 1;
     const double *A = s->A, *Aeq = s->Aeq;
@@ -199,9 +239,16 @@ int wbc_shortcut(wbc_shortcut_data *s) {
     memcpy(X + (long)p * m, s->beq, sizeof(double) * (size_t)m);
     s->dpotrs("L", &m, &p1, L, &m, X, &m, &info);
     if (info) return WBC_FAILED;
-    /* 2. S = [[A_x, b] - A_f X; sqrt(r_f) X] */
-    for (j = 0; j < p; ++j) memcpy(S + (long)j * km, A + (long)j * k, sizeof(double) * (size_t)k);
+    /* 2. S = [[A_x, b] - A_f X; sqrt(r_f) X] (rows of Bhat among the costs: A_x assembled in S, A_f
+     * in A_full, which A points to) */
+    if (s->na) {
+        assemble_costs(s, 0, p, S, km);
+        assemble_costs(s, p, n, s->A_full + (long)p * k, k);
+    } else {
+        for (j = 0; j < p; ++j) memcpy(S + (long)j * km, A + (long)j * k, sizeof(double) * (size_t)k);
+    }
     memcpy(S + (long)p * km, s->b, sizeof(double) * (size_t)k);
+    for (j = 0; j < p; ++j) s->rx[j] = s->reg * sumsq(S + (long)j * km, k) + 1e-12; /* A_x's columns */
     s->dgemm("N", "N", &k, &p1, &m, &d_minus, A + (long)p * k, &k, X, &m, &d_one, S, &km);
     for (l = 0; l < m; ++l) s->rf[l] = s->reg * sumsq(A + (long)(p + l) * k, k) + 1e-12;
     for (j = 0; j < p1; ++j) {
@@ -212,7 +259,7 @@ int wbc_shortcut(wbc_shortcut_data *s) {
     /* 3. H = S_x^T S_x + diag(r_x) (lower), g = S_x^T S_b */
     s->dsyrk("L", "T", &p, &km, &d_one, S, &km, &d_zero, H, &p);
     s->dgemv("T", &km, &p, &d_one, S, &km, S + (long)p * km, &one, &d_zero, H + (long)p * p, &one);
-    for (j = 0; j < p; ++j) H[j + (long)j * p] += s->reg * sumsq(A + (long)j * k, k) + 1e-12;
+    for (j = 0; j < p; ++j) H[j + (long)j * p] += s->rx[j];
     /* 4. x = H^-1 g (the factor overwrites H's lower triangle), f = X_b - X_x x */
     s->dpotrf("L", &p, H, &p, &info);
     if (info) return WBC_FAILED;
@@ -432,7 +479,9 @@ static const wbc_abi_entry_t wbc_fields[] = {
     WBC_FIELD(t_kernel), WBC_FIELD(t_qp),   WBC_FIELD(Cdense),    WBC_FIELD(traced_at), WBC_FIELD(vector_type),
     WBC_FIELD(ngather),  WBC_FIELD(gather_len), WBC_FIELD(gather_src), WBC_FIELD(gather_idx), WBC_FIELD(gather_dst),
     WBC_FIELD(nh),       WBC_FIELD(h_rows), WBC_FIELD(h_index),   WBC_FIELD(h_sign),    WBC_FIELD(h_at),
-    WBC_FIELD(Bu),
+    WBC_FIELD(Bu),       WBC_FIELD(na),     WBC_FIELD(nat),       WBC_FIELD(A_traced),  WBC_FIELD(at_rows),
+    WBC_FIELD(a_rows),   WBC_FIELD(a_index), WBC_FIELD(a_scale),  WBC_FIELD(A_full),    WBC_FIELD(a_blocks),
+    WBC_FIELD(rx),
 };
 #define WBC_CODE(name) {#name, WBC_##name}
 static const wbc_abi_entry_t wbc_codes[] = {

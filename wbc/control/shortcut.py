@@ -114,14 +114,17 @@ class CompiledShortcut:
         return None if library is None else cls(library, layout, outputs)
 
     def __init__(self, library: Library, layout: Layout, outputs: StepOutputs) -> None:
-        for a in (outputs.A, outputs.b, outputs.A_eq, outputs.b_eq, outputs.G, outputs.d, outputs.Bhat):
+        for a in (outputs.A, outputs.b, outputs.A_eq, outputs.b_eq, outputs.G, outputs.d, outputs.Bhat, outputs.scale):
             if not (a.flags.f_contiguous and a.dtype == np.float64):
                 raise CompileError("the kernel's outputs must be column-major float64 buffers")
         self._kernel_outputs = outputs  # keeps the buffers the gathers read alive
         self._gathers = Gathers(layout, outputs)
-        A, b, A_eq, b_eq, G, d, Bhat = self._gathers.targets
-        k, n = A.shape
+        A, b, A_eq, b_eq, G, d, Bhat, scale = self._gathers.targets
+        k, n = b.size, A_eq.shape[1]
         m = A_eq.shape[0]
+        A_traced = A  # the kernel's traced cost rows (all of them without rows of B̂)
+        if layout.cost_from_bhat:  # assembled in C from them and the scaled rows of B̂
+            A = np.zeros((k, n), order="F")
         p = n - m
         self._library = library
         self.layout = layout
@@ -151,6 +154,7 @@ class CompiledShortcut:
         self.S = np.zeros((k + m, p + 1), order="F")
         self.H = np.zeros((p, p + 1), order="F")
         self.rf = np.zeros(m)
+        self._rx = np.zeros(max(1, p))  # work: the actuators' regularization
         self.W = np.zeros(max(1, g_rows.size, self._traced.size))
         # a binding step's working rows in least-distance form (reduce / expand)
         self.rows = np.zeros(nc, dtype=np.int64)
@@ -159,19 +163,39 @@ class CompiledShortcut:
         self.y0 = np.zeros(p)
         self._y = np.zeros(p)
         self.working = np.zeros(nc, dtype=bool)  # the rows reduce() takes
-        self._outputs = (A, b, A_eq, b_eq, G, d, Bhat)  # keeps the buffers the struct points into alive
+        self._outputs = (
+            A,
+            b,
+            A_eq,
+            b_eq,
+            G,
+            d,
+            Bhat,
+            A_traced,
+            scale,
+        )  # keeps the buffers the struct points into alive
         self._Bhat = Bhat  # B̂ over the layout's active columns (the kernel's, or its gathered copy)
         data = ShortcutData()
         nt, nv = self._traced.size, Bhat.shape[0]
         for name, value in zip(_INTS, (k, p, m, nc, g_rows.size, c0, c1 - c0, b_rows.size, nt, nv, 0, 0)):
             setattr(data, name, int(value))
         data.nh = self._h_rows.size
+        if layout.cost_from_bhat:
+            self._cost_rows = tuple(
+                np.asarray(rows, dtype=np.int64)
+                for rows in (layout._cost_traced_at, layout._cost_bhat_at, layout._cost_bhat_index)
+            )
+            data.na, data.nat = self._cost_rows[1].size, A_traced.shape[0]
+            data.a_blocks = int(all(rows.size == 0 or np.all(np.diff(rows) == 1) for rows in self._cost_rows))
+            cost_arrays = (*self._cost_rows, A_traced, scale, A)
+            for name, buffer in zip(("at_rows", "a_rows", "a_index", "A_traced", "a_scale", "A_full"), cost_arrays):
+                setattr(data, name, buffer.ctypes.data)
         for name, array in (
             ("A", A), ("b", b), ("Aeq", A_eq), ("beq", b_eq), ("Cg", self._Cg), ("g_rows", self._g_rows),
             ("b_rows", self._b_rows), ("b_cols", self._b_cols), ("b_sign", self._b_sign), ("G", G),
             ("traced", self._traced), ("d", d), ("u", self.u), ("Cu", self.Cu), ("L", self.L), ("X", self.X),
             ("S", self.S), ("H", self.H), ("rf", self.rf), ("W", self.W), ("Cdense", self._Cdense),
-            ("traced_at", self._traced_where), ("Bhat", Bhat), ("h_rows", self._h_rows),
+            ("traced_at", self._traced_where), ("Bhat", Bhat), ("rx", self._rx), ("h_rows", self._h_rows),
             ("h_index", self._h_index), ("h_sign", self._h_sign), ("h_at", self._h_where), ("Bu", self._Bu),
         ):  # fmt: skip
             setattr(data, name, array.ctypes.data)
@@ -330,9 +354,11 @@ class Gathers:
     inequality rows.
 
     Attributes:
-        targets: ``(A, b, A_eq, b_eq, G, d, Bhat)``: costs (k, n), (k,); contact equalities (m, n), (m,);
-            the traced inequality rows (n_t, n); right-hand sides of ``C u ≤ d`` (n_c,); ``B̂`` (nv, n)
-            (the joint limits' rows of ``C``, and ``q̈ = a₀ + B̂u``).
+        targets: ``(A, b, A_eq, b_eq, G, d, Bhat, scale)``: costs (k, n) (only the traced cost rows
+            where some are rows of ``B̂``), (k,); contact equalities (m, n), (m,); the traced inequality
+            rows (n_t, n); right-hand sides of ``C u ≤ d`` (n_c,); ``B̂`` (nv, n) (the joint limits' rows
+            of ``C``, the posture's cost rows, and ``q̈ = a₀ + B̂u``); the scales of the cost rows of
+            ``B̂`` (n_a,).
         partial: whether some target is a gathered copy.
         copies: ``(source, flat indices, target)`` of each copy, the source and the target flat
             column-major views of the buffers, the indices int64 (``target[i] = source[index[i]]``).
@@ -344,6 +370,11 @@ class Gathers:
         eq = None if layout.all_eq else layout.eq_rows
         traced = None if layout._all_traced or not layout._traced_at.size else layout._traced_from
         self.copies: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        scale_rows = None
+        if layout.cost_from_bhat:  # the kernel's A holds the traced cost rows only
+            traced_from, bhat_from = layout._cost_traced_from, layout._cost_bhat_from
+            cost = None if np.array_equal(traced_from, np.arange(outputs.A.shape[0])) else traced_from
+            scale_rows = None if np.array_equal(bhat_from, np.arange(outputs.scale.size)) else bhat_from
         self.targets = (
             self._matrix(outputs.A, cost, columns),
             self._vector(outputs.b, cost),
@@ -352,6 +383,7 @@ class Gathers:
             self._matrix(outputs.G, traced, columns),
             self._vector(outputs.d, layout._d_rows),
             self._matrix(outputs.Bhat, None, columns),
+            self._vector(outputs.scale, scale_rows),
         )
         self.partial = bool(self.copies)
 

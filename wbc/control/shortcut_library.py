@@ -86,6 +86,11 @@ class ShortcutData(ctypes.Structure):
         *[(name, _P) for name in ("gather_len", "gather_src", "gather_idx", "gather_dst")],
         ("nh", ctypes.c_int),
         *[(name, _P) for name in ("h_rows", "h_index", "h_sign", "h_at", "Bu")],
+        ("na", ctypes.c_int),
+        ("nat", ctypes.c_int),
+        *[(name, _P) for name in ("A_traced", "at_rows", "a_rows", "a_index", "a_scale", "A_full")],
+        ("a_blocks", ctypes.c_int),
+        ("rx", _P),
     ]
 
 

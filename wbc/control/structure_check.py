@@ -55,8 +55,9 @@ def structure_misfit(
     if tuple(s.parameter_inputs) != tuple(parameter_inputs) or dict(s.variable_owner) != dict(variable_owner):
         return "its parameter inputs or variable owners are not the controller's"
     n_u = variables.n
-    shape = {name: tuple(output_shapes.get(name, ())) for name in ("A", "A_eq", "G", "h", "lb", "Bhat", "errors", "d")}
-    n_cost = shape["A"][0] if shape["A"] else 0
+    names = ("A", "b", "A_eq", "G", "h", "lb", "Bhat", "errors", "d", "scale")
+    shape = {name: tuple(output_shapes.get(name, ())) for name in names}
+    n_cost = shape["b"][0] if shape["b"] else 0
     n_eq = shape["A_eq"][0] if shape["A_eq"] else 0
     n_in = shape["h"][0] if shape["h"] else 0
     for name in ("A", "A_eq", "G", "Bhat"):
@@ -89,6 +90,9 @@ def structure_misfit(
         return f"its rows of B̂ index outside the kernel's {shape['Bhat'][0]} rows or have a sign other than ±1"
     if rows.size and (np.intersect1d(rows, traced).size or np.any(G[rows] != 0)):
         return "its rows of B̂ are also traced or constant rows"
+    reason = _cost_misfit(s, shape, n_cost)
+    if reason is not None:
+        return reason
     n_errors = shape["errors"][0] if shape["errors"] else 0
     for name, rows in s.errors.items():
         if not 0 <= rows.start < rows.stop <= n_errors:
@@ -98,4 +102,25 @@ def structure_misfit(
         return f"the kernel's d has shape {shape['d']}, expected {n_in + 2 * bounded} rows"
     if not set(s.identity_basis) <= {k for k in variable_owner.values() if k >= 0}:
         return "its identity-basis contacts are not contacts"
+    return None
+
+
+def _cost_misfit(s: Any, shape: Mapping[str, tuple], n_cost: int) -> str | None:
+    """Why the structure's cost rows (traced, or scaled rows of ``B̂``) do not fit the kernel's
+    ``A``, ``scale`` and ``Bhat``, or None."""
+    traced, rows, index = s.cost_traced_rows, s.cost_bhat_rows, s.cost_bhat_index
+    if traced.ndim != 1 or rows.ndim != 1 or index.shape != rows.shape:
+        return "its cost rows are not vectors (rows of B̂ and their index of one size)"
+    if traced.size != shape["A"][0] or shape["scale"] not in ((rows.size,), (rows.size, 1)):
+        return (
+            f"it lists {traced.size} traced and {rows.size} B̂ cost rows, the kernel's A and scale hold "
+            f"{shape['A'][0]} and {shape['scale']}"
+        )
+    together = np.concatenate([traced, rows])
+    if together.size != n_cost or not np.array_equal(np.sort(together), np.arange(n_cost)):
+        return f"its traced and B̂ cost rows do not partition the kernel's {n_cost} cost rows"
+    if np.any(np.diff(traced) <= 0) or np.any(np.diff(rows) <= 0):
+        return "its cost rows are not increasing row indices"
+    if rows.size and (np.any(index < 0) or np.any(index >= shape["Bhat"][0])):
+        return f"its cost rows of B̂ index outside the kernel's {shape['Bhat'][0]} rows"
     return None

@@ -1,7 +1,9 @@
 """The task interface: what a task is to the controller.
 
-A task contributes one :class:`~wbc.control.pieces.Cost` piece: ``dim`` weighted least-squares rows
-in the inputs ``u = (τ, f)``,
+A task contributes one :class:`~wbc.control.pieces.Cost` piece (an
+:class:`~wbc.control.pieces.AccelerationCost` when its Jacobian selects joints, as a posture's: the
+same rows, assembled from the kernel's ``B̂`` outside it): ``dim`` weighted least-squares rows in the
+inputs ``u = (τ, f)``,
 
     minimize ‖ W^½ (A_u u + d − ẍ*) ‖²,   ẍ* = ẍ_ref + K_d (ẋ_ref − ẋ) + K_p e,
 
@@ -48,7 +50,7 @@ from ..errors import InputError, WbcError
 from ..model.checks import UNIT_TOLERANCE
 from ..model.model import Model
 from .contributor import Contributor, Runtime
-from .pieces import Cost, Group, Kind
+from .pieces import AccelerationCost, Cost, Group, Kind
 from .target_call import TargetArgument, TargetLayout, target_call
 
 if TYPE_CHECKING:
@@ -387,14 +389,21 @@ class Task(Contributor):
         self._owner = None
 
     # ----------------------------------------------------------------------------- the piece
-    def pieces(self, ctx: StepContext, p) -> list[Cost]:
-        """The task's weighted rows from its parameters ``p`` (parameter_size, 1) (traced)."""
+    def pieces(self, ctx: StepContext, p) -> list[Cost | AccelerationCost]:
+        """The task's weighted rows from its parameters ``p`` (parameter_size, 1) (traced): an
+        :class:`~wbc.control.pieces.AccelerationCost` when ``J`` selects joints (each row one 1, the
+        drift zero, :meth:`input_rows` not overridden: ``A_u = B̂[joints]``, assembled outside the
+        kernel), a :class:`~wbc.control.pieces.Cost` otherwise."""
         ts, d = self.target_size, self.dim
         target = p[0:ts]
         vel_ref, acc_ref = p[ts : ts + d], p[ts + d : ts + 2 * d]
         kp, kd, sw = p[ts + 2 * d : ts + 3 * d], p[ts + 3 * d : ts + 4 * d], p[ts + 4 * d : ts + 5 * d]
         J, drift, velocity, e = self._measured(ctx, target)
         desired = acc_ref + kd * (vel_ref - velocity) + kp * e
+        joints = _selected_joints(J, drift) if type(self).input_rows is Task.input_rows else None
+        if joints is not None:
+            group = Group(Kind.TASK, self.name)
+            return [AccelerationCost(joints, sw, desired, group, error=e, priority=self._priority)]
         A_u, d0 = self.input_rows(ctx, J, drift)
         return [
             Cost(
@@ -431,6 +440,21 @@ class Task(Contributor):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, dim={self.dim})"
+
+
+def _selected_joints(J, drift) -> tuple[int, ...] | None:
+    """The velocity index each row of ``J`` selects when ``J`` (dim, nv) is constant with one 1 per
+    row and the drift is a constant zero (``ẍ = q̈[joints]``), else None."""
+    if not all(isinstance(x, ca.DM) or (isinstance(x, ca.SX) and x.is_constant()) for x in (J, drift)):
+        return None
+    J_, drift_ = (np.array(ca.evalf(ca.SX(x)), dtype=float) for x in (J, drift))
+    nonzero = J_ != 0
+    if np.any(drift_ != 0) or np.any(nonzero.sum(axis=1) != 1):
+        return None
+    columns = np.argmax(nonzero, axis=1)
+    if np.any(J_[np.arange(J_.shape[0]), columns] != 1.0):
+        return None
+    return tuple(int(c) for c in columns)
 
 
 def _shaped(value, shape: tuple[int, int], task: str, method: str, what: str):

@@ -46,6 +46,8 @@ __all__ = [
     "cross_force",
     "rigid_inertia",
     "first_moment",
+    "RigidInertia",
+    "rigid_body_force",
     "symmetric",
     "rotation_about_axis",
 ]
@@ -191,6 +193,81 @@ def rigid_inertia(mass: float, com: np.ndarray, inertia_com: np.ndarray) -> np.n
 def first_moment(I: np.ndarray) -> np.ndarray:
     """``m c`` (3, 1) of a rigid spatial inertia (numpy): mass times centre of mass, kg m."""
     return np.array([I[5, 1], I[3, 2], I[4, 0]], dtype=float).reshape(3, 1)
+
+
+class RigidInertia(NamedTuple):
+    """A rigid (or composite rigid) body's spatial inertia by its ten parameters, Featherstone's
+    ``(m, h, Ī)``: cheaper to move and add than the (6, 6) matrix it stands for,
+    ``[[m 1, -[h]×], [[h]×, I]]`` (:func:`rigid_inertia`; its upper-left block stays ``m 1``, which
+    the matrix form, traced, would compute as ``m R Rᵀ``).
+
+    Attributes:
+        m: mass, kg (a number: the composites of a model have constant masses).
+        h: first moment ``m c`` (3, 1), kg m.
+        I: rotational inertia (3, 3) about the frame origin, symmetric, kg m².
+    """
+
+    m: float
+    h: Matrix
+    I: Matrix
+
+    @classmethod
+    def from_matrix(cls, I6: np.ndarray) -> RigidInertia:
+        """The parameters of a rigid spatial inertia (6, 6) (numpy, as :func:`rigid_inertia` builds it)."""
+        I6 = np.asarray(I6, dtype=float)
+        return cls(float(I6[0, 0]), ca.DM(first_moment(I6)), ca.DM(I6[3:6, 3:6]))
+
+    def __add__(self, other: object) -> RigidInertia:  # type: ignore[override]
+        """The inertia of both bodies together (same frame)."""
+        if not isinstance(other, RigidInertia):
+            return NotImplemented
+        return RigidInertia(self.m + other.m, self.h + other.h, self.I + other.I)
+
+    def act(self, X: SE3) -> RigidInertia:
+        """This inertia, given in the child frame of ``X``, expressed in the parent frame: ``X* I X⁻¹``.
+
+        With ``h' = R h`` and the origin moved by ``p``: ``I' = R I Rᵀ − [h']×[p]× − [p]×[h']× − m [p]×[p]×``,
+        ``h' + m p`` (no division by the mass: composites of massless bodies are fine).
+        """
+        Rh = ca.mtimes(X.R, self.h)
+        P = skew(X.p)
+        RIRt = ca.mtimes(ca.mtimes(X.R, self.I), X.R.T)
+        HP = ca.mtimes(skew(Rh), P)
+        I = symmetric(RIRt - HP - HP.T - self.m * ca.mtimes(P, P))
+        return RigidInertia(self.m, Rh + self.m * _as_ca(X.p), I)
+
+    def times(self, V: Matrix) -> Matrix:
+        """``I V`` (6, k): the momenta of the motions ``V`` (6, k), ``[m v − h × ω; I ω + h × v]``."""
+        lin, ang = V[0:3, :], V[3:6, :]
+        return ca.vertcat(self.m * lin - _cross(self.h, ang), ca.mtimes(self.I, ang) + _cross(self.h, lin))
+
+
+def rigid_body_force(I: np.ndarray, v: Matrix, a: Matrix | None = None) -> Matrix:
+    """``I a + v ×* (I v)`` (6, 1): the net force on a rigid body of constant spatial inertia ``I``
+    (6, 6, numpy) moving with the spatial velocity ``v`` (6, 1) and acceleration ``a`` (6, 1; None:
+    zero), all in one frame.
+
+    Written as Newton-Euler about the centre of mass ``c`` (fewer operations than the (6, 6)
+    products): with ``v_c = v_lin + ω × c``, ``f = m (a_lin + α × c + ω × v_c)`` and
+    ``n = I_c α + ω × (I_c ω) + c × f`` (``I_c`` the rotational inertia about ``c``). A massless
+    body uses the matrix form.
+    """
+    m = float(I[0, 0])
+    if m <= 0.0:
+        Iv = ca.mtimes(I, v)
+        bias = cross_force(v, Iv)
+        return bias if a is None else ca.mtimes(I, a) + bias
+    c = first_moment(I) / m
+    Ic = ca.DM(I[3:6, 3:6] - m * (float((c.T @ c)[0, 0]) * np.eye(3) - c @ c.T))
+    c = ca.DM(c)
+    w = v[3:6]
+    acc = ca.cross(w, v[0:3] + ca.cross(w, c))
+    n = ca.cross(w, ca.mtimes(Ic, w))
+    if a is not None:
+        acc = a[0:3] + ca.cross(a[3:6], c) + acc
+        n = ca.mtimes(Ic, a[3:6]) + n
+    f = m * acc
+    return ca.vertcat(f, n + ca.cross(c, f))
 
 
 def rotation_about_axis(axis: np.ndarray, c: Matrix, s: Matrix) -> Matrix:
