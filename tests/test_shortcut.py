@@ -449,8 +449,8 @@ def test_compile_rehearses_the_first_step_then_forgets_it(monkeypatch):
     changed: the contacts still pending, a given placement and a force ramp kept, the clock at zero, no
     warm start; every step after it is the one of a controller compiled without the rehearsal
     (bit for bit), through a release ramp and binding steps (the stance's bounds, the joint limits)."""
-    calls = {"place": 0, "run": 0}
-    for owner, name in ((ContactSchedule, "place"), (StepPlan, "run")):
+    calls = {"place_measured": 0, "run": 0}
+    for owner, name in ((ContactSchedule, "place_measured"), (StepPlan, "run")):
         original = getattr(owner, name)
 
         def spy(*args, _original=original, _name=name, **kwargs):
@@ -469,9 +469,9 @@ def test_compile_rehearses_the_first_step_then_forgets_it(monkeypatch):
         task.set_target(wbc.center_of_mass(model, q) + np.array([0.0, 0.05, 0.0]))
         ctrl.activate_contact(left, placement=placement, ramp=0.005, ramp_force=1000.0)
     plain.compile()
-    calls.update(place=0, run=0)
+    calls.update(place_measured=0, run=0)
     rehearsed.compile()
-    assert calls["place"] > 0 and calls["run"] > 0  # the first step's path ran in compile()
+    assert calls["place_measured"] > 0 and calls["run"] > 0  # the first step's path ran in compile()
     assert rehearsed.time == 0.0 and not rehearsed.contact_state(right).placed
     assert np.array_equal(rehearsed.contact_state(left).placement, placement)
     assert rehearsed.contact_state(left).rise is not None and rehearsed.contact_state(left).bounds[1] == 0.0
@@ -485,3 +485,49 @@ def test_compile_rehearses_the_first_step_then_forgets_it(monkeypatch):
         v = v + 1e-3 * a.qdd
         q = wbc.integrate(model, q, v, 1e-3)
     assert rehearsed.contact_state(right).placement[2, 3] == plain.contact_state(right).placement[2, 3]
+
+
+def test_first_step_places_its_contacts_with_one_call_and_one_write(monkeypatch):
+    """The contacts pending a placement at the first step are placed from one call of the placements
+    kernel, recorded with one write of the schedule's table (no placement per contact in Python): where
+    their frames are at the first state."""
+    ctrl, spec, _ = _talos(limits=False)
+    ctrl.compile()
+    calls = {"place": 0, "place_measured": 0}
+    for name in calls:
+        original = getattr(ContactSchedule, name)
+
+        def spy(*args, _original=original, _name=name, **kwargs):
+            calls[_name] += 1
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(ContactSchedule, name, spy)
+    model = spec.model
+    q = wbc.integrate(model, spec.q0, np.full(model.nv, 0.1), 0.1)  # not the state compile() rehearsed
+    ctrl.step(q, np.zeros(model.nv))
+    assert calls == {"place": 0, "place_measured": 1}
+    for c in ctrl.contacts:
+        state = ctrl.contact_state(c.name)
+        assert state.placed
+        np.testing.assert_allclose(state.placement, wbc.frame_placement(model, q, c.frame), rtol=0, atol=1e-12)
+
+
+def test_placements_measured_leave_given_and_unmeasurable_contacts_alone():
+    """``place_measured`` places only the active contacts still pending, and only from finite rows: a
+    placement given at activation is kept, a row that is not finite leaves its contact pending."""
+    forces = dict(initially_active=True, min_normal_force=0.0, max_normal_force=1e3, kp=0.0, kd=0.0)
+    contacts = [SimpleNamespace(name=name, **forces) for name in ("a", "b", "c")]
+    schedule = ContactSchedule(contacts)
+    given = np.eye(4)
+    given[:3, 3] = (1.0, 2.0, 3.0)
+    schedule.activate("a", placement=given)
+    measured = np.arange(36.0).reshape(3, 12)
+    measured[2, 5] = np.nan
+    schedule.place_measured(measured)
+    assert np.array_equal(schedule.state("a").placement, given)
+    assert schedule.state("b").placed and np.array_equal(schedule.parameters("b")[4:16], measured[1])
+    assert not schedule.state("c").placed and schedule.pending == ["c"]
+    measured[2, 5] = 0.0
+    schedule.place_measured(measured)
+    assert schedule.pending == [] and np.array_equal(schedule.parameters("c")[4:16], measured[2])
+    assert np.array_equal(schedule.parameters("b")[4:16], measured[1])

@@ -186,6 +186,7 @@ class WholeBodyController(NotCopyable):
         self._runtime = Runtime(self.dt, self.time, self._schedule)
         self._tasks: list[Task] = []
         self._placements: Kernel | None = None  # q -> the contact frames' placements
+        self._measured = np.zeros((0, 12))  # its output: one contact's placement a row (a view)
         self._structure: Structure | None = None
         self._tolerance = 0.0  # the shortcut's tolerance traced into the kernel's d
         self._last = LastCommand()
@@ -317,8 +318,9 @@ class WholeBodyController(NotCopyable):
         state = np.zeros(nq + kernel.inputs[1].size)  # q then v: one copy fills both inputs
         kernel.bind_input(0, state[:nq])
         kernel.bind_input(1, state[nq:])
-        if placements is not None:  # it reads the same q
+        if placements is not None:  # it reads the same q; its output, one row per contact, is a view
             placements.bind_input(0, state[:nq])
+            self._measured = placements.outputs[0].reshape(len(self.contacts), 12)
         self._placements = placements
         self.kernel, self._structure = kernel, structure
         self._outputs = step_outputs(kernel)
@@ -482,16 +484,17 @@ class WholeBodyController(NotCopyable):
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plans[key] = self._make_plan(key)
-        pending = schedule.pending
-        if pending:  # contacts just activated without a placement: where they are now
-            self._place(pending, q, v, plan)
+        if schedule.pending:  # contacts just activated without a placement: where they are now
+            self._place(q, v, plan)
         self._plan = plan
         self._plan_version = schedule.version if self._by_schedule and not schedule.pending else -1
         return plan
 
-    def _place(self, pending: list[str], q, v, plan: StepPlan) -> None:
-        """Place the ``pending`` contacts where their frames are at ``q`` (the state checked first; in
-        C when the plan runs in one call). A placement that is not finite is measured again next step."""
+    def _place(self, q, v, plan: StepPlan) -> None:
+        """Place the contacts pending a placement where their frames are at ``q`` (the state checked
+        first; in C when the plan runs in one call): one call of the placements kernel, recorded with
+        one write (:meth:`ContactSchedule.place_measured`). A placement that is not finite is measured
+        again next step."""
         state = self._state
         fast = plan.shortcut if plan.one_call else None
         if fast is not None and type(q) is type(v) is np.ndarray and q.dtype == v.dtype == np.float64:
@@ -505,11 +508,8 @@ class WholeBodyController(NotCopyable):
         else:
             state.load(q, v)
         assert self._placements is not None  # pending contacts exist, so the kernel has them
-        placements = self._placements.run()[0]
-        for k, c in enumerate(self.contacts):
-            block = placements[12 * k : 12 * k + 12]
-            if c.name in pending and np.isfinite(block).all():
-                self._schedule.place(c.name, block[:3], block[3:])
+        self._placements.run()
+        self._schedule.place_measured(self._measured)
 
     # ----------------------------------------------------------------------------- inspection
     def evaluate(self, q, v) -> StepOutputs:

@@ -19,7 +19,9 @@ the feedback is zero until the foot moves).
 **Kernel parameters.** Every contact reads one array of :data:`PARAMETER_SIZE` entries, updated in
 place (:data:`FMIN`, :data:`FMAX`, :data:`KP`, :data:`KD`, :data:`POSITION`, :data:`ROTATION`):
 the normal-force bounds now (N), the pose-feedback gains (1/s², 1/s) and the placement of the
-contact frame (world position, m, and rotation matrix, row-major).
+contact frame (world position, m, and rotation matrix, row-major). The arrays are the rows of one
+table, so that the placements measured at one state (the placements kernel's output, one row per
+contact) are recorded with one write (:meth:`ContactSchedule.place_measured`).
 """
 
 from __future__ import annotations
@@ -143,8 +145,11 @@ class ContactSchedule:
 
     def __init__(self, contacts: Sequence) -> None:
         self._states = {}
-        for c in contacts:
-            s = ContactState(c.initially_active, c.min_normal_force, c.max_normal_force)
+        # every contact's kernel parameters, one row each (each state's array is its row: a view), so that
+        # the placements measured at one state are recorded with one write (:meth:`place_measured`)
+        self._table = np.zeros((len(contacts), PARAMETER_SIZE))
+        for k, c in enumerate(contacts):
+            s = ContactState(c.initially_active, c.min_normal_force, c.max_normal_force, parameters=self._table[k])
             s.parameters[:] = (c.min_normal_force, c.max_normal_force, c.kp, c.kd, *np.zeros(3), *np.eye(3).reshape(9))
             self._states[c.name] = s
         self._time = 0.0
@@ -302,6 +307,28 @@ class ContactSchedule:
         s.parameters[POSITION] = position
         s.parameters[ROTATION] = rotation
         s.placed = True
+
+    def place_measured(self, measured: np.ndarray) -> None:
+        """Place every contact pending a placement (:attr:`pending`) where ``measured`` puts it.
+
+        Args:
+            measured: (n_contacts, 12): row ``k`` is contact ``k``'s frame placement (position (3,) m,
+                rotation (9,) row-major, in the world), in the schedule's contact order; a row that is
+                not finite leaves its contact pending (measured again at the next step).
+        """
+        states = self._states.values()
+        # the common case, every contact placed at once (the first step), checked with two C calls
+        # (Σ x² finite: every entry finite; a huge entry whose square overflows takes the exact way below)
+        if math.isfinite(np.vdot(measured, measured)) and all([s.active and not s.placed for s in states]):
+            self._table[:, PLACEMENT] = measured
+            for s in states:
+                s.placed = True
+            self._any_pending = False
+            return
+        for s, row in zip(states, measured):
+            if s.active and not s.placed and np.isfinite(row).all():
+                s.parameters[PLACEMENT] = row
+                s.placed = True
 
     def advance(self, t: float) -> None:
         """Move the clock to ``t`` (s): ramps progress, finished releases release their contact,
