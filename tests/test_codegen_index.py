@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -178,7 +179,12 @@ def test_damaged_index_is_ignored(damage, cache, traces):
         record["library"] = "../" + record["library"]
         index.write_text(json.dumps(record))
     ctrl = _controller()
-    ctrl.compile()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ctrl.compile()
+    said = [str(w.message) for w in caught if issubclass(w.category, wbc.WbcSecurityWarning)]
+    if damage in ("garbage", "bad stem"):  # a record that does not read, or names a path out of the cache
+        assert len(said) == 1 and index.name in said[0] and "traced again" in said[0], said
     assert traces[0] == 2
     q = wbc.neutral(ctrl.model)
     ctrl.tasks[0].set_target_from_configuration(ctrl.model, q)
