@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import wbc
-from wbc import robots, tasks
+from tests.helpers import talos_standing
+from wbc import robots
 from wbc.control.outputs import StepOutputs
 from wbc.control.qp import least_squares_by_elimination
 from wbc.control.schedule import ContactSchedule
@@ -96,11 +97,10 @@ def test_compiled_shortcut_refuses_a_singular_delassus_matrix():
 
 
 def _talos(limits: bool):
-    spec = robots.load("talos")
-    contacts = [wbc.SurfaceContact(f, spec.sole.length, spec.sole.width, mu=0.3) for f in spec.feet]
-    com = tasks.CoMTask(weight=1.0, kp=20.0)
-    posture = tasks.PostureTask(spec.model, weight=1e-3, kp=10.0)
-    ctrl = wbc.WholeBodyController(spec.model, [com, posture], contacts, limits=None if limits else [wbc.TorqueLimit()])
+    case, com, posture, ctrl = talos_standing(
+        0.3, (1.0, 20.0), (1e-3, 10.0), limits=None if limits else [wbc.TorqueLimit()]
+    )
+    spec = case.spec
     com.set_target(wbc.center_of_mass(spec.model, spec.q0))
     posture.set_target(spec.q0)
     return ctrl, spec, com
