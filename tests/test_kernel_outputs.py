@@ -1,11 +1,12 @@
-"""Structural zeros of kernel outputs (issue 27) and the hot kernels' compiler flags.
+"""Kernel outputs (issue 27): structural zeros, ``out=`` on the numeric dynamics, hot kernels' flags.
 
 wbc's C writer never writes an output entry that is the constant ``+0.0`` (the inertia matrix's
 entries between bodies on different branches): every buffer a kernel writes starts zeroed. These
 tests show the writes are gone, that every place wbc hands a kernel a buffer (the kernel's own,
 the numeric API's fresh result arrays, a batch's new or ``out=`` arrays) still reads exact zeros
 there, that results are never shared between calls, and that RNEA, CRBA and the nonlinear effects
-are compiled with :data:`~wbc.codegen.HOT_FLAGS`.
+are compiled with :data:`~wbc.codegen.HOT_FLAGS`. The numeric dynamics write into a caller's
+``out=`` array on both call paths (one C call, Python), and refuse a bad one clearly.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 import pytest
 
 import wbc
-from wbc.codegen import HOT_FLAGS, BatchKernel, compile_function, emit, trace
+from wbc.codegen import HOT_FLAGS, BatchKernel, calls, compile_function, emit, model_kernels, trace
 from wbc.codegen import algorithm_functions as traced
 from wbc.codegen.cache import DEFAULT_FLAGS, find_compiler, flags_of
 from wbc.robots import synthetic
@@ -119,3 +120,48 @@ def test_hot_functions_and_their_flags(branched):
     assert pickle.loads(pickle.dumps(function)).hot
     cold = trace("h27_cold", [("x", 2)], lambda x: [2 * x])
     assert not cold.hot and flags_of(cold) == DEFAULT_FLAGS
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["one-c-call", "python-path"])
+def test_numeric_dynamics_write_into_out(branched, compiled, monkeypatch):
+    """``out=`` gets the result (also over garbage), is returned, and stays the caller's: the next
+    call without ``out=`` returns a new array; a bad ``out`` is an InputError saying what is wrong."""
+    monkeypatch.setenv("WBC_BACKGROUND_COMPILE", "0")
+    if not compiled:
+        monkeypatch.setattr(calls, "_definition", lambda: None)  # the Python path (no C call)
+    model = synthetic.stem_with_branches(2, 2, branch_length=3, floating_base=True)  # fresh kernels
+    _, _, qs = branched
+    rng = np.random.default_rng(3)
+    v, a = rng.normal(size=model.nv), rng.normal(size=model.nv)
+    q = qs[0]
+    assert calls.compiled_path(model_kernels.kernels_of(model).function("crba")) == (compiled and _has_cc())
+    cases = [
+        (wbc.crba, (q,), (model.nv, model.nv)),
+        (wbc.rnea, (q, v, a), (model.nv,)),
+        (wbc.aba, (q, v, a), (model.nv,)),
+        (wbc.nonlinear_effects, (q, v), (model.nv,)),
+        (wbc.free_acceleration, (q, v), (model.nv,)),
+    ]
+    for function, args, shape in cases:
+        out = np.full(shape, np.nan, order="F")
+        assert function(model, *args, out=out) is out
+        expected = getattr(wbc.eager, function.__name__)(model, *args)
+        np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-12)
+        fresh = function(model, *args)
+        assert fresh is not out and not np.shares_memory(fresh, out)
+        for bad, why in [
+            (np.zeros(shape[::-1] + (1,)), "shape"),
+            (np.zeros(shape, dtype=np.float32), "float64"),
+            (np.zeros(shape, order="F").T if len(shape) == 2 else np.zeros(2 * shape[0])[::2], "Fortran-contiguous"),
+            ([0.0] * shape[0], "numpy array"),
+        ]:
+            with pytest.raises(wbc.InputError, match=why):
+                function(model, *args, out=bad)
+    frame = model.frames[-1].name
+    out = np.full(model.nv, np.nan)
+    assert wbc.rnea(model, q, v, a, {frame: np.ones(6)}, out=out) is out
+    np.testing.assert_allclose(out, wbc.rnea(model, q, v, a, {frame: np.ones(6)}), rtol=0, atol=0)
+
+
+def _has_cc() -> bool:
+    return find_compiler() is not None
