@@ -42,6 +42,7 @@ import numpy as np
 from ..errors import InputError
 from .builder import Layout
 from .command import Command, CommandWriter
+from .compiled_hierarchy import CompiledHierarchy
 from .fallback import FallbackPolicy
 from .hierarchy import LexicographicSolver
 from .outputs import StepOutputs
@@ -124,7 +125,7 @@ class OneCall(Strategy):
     """The input checks, the kernel, the shortcut and the command in one C call
     (:meth:`CompiledShortcut.attach`); ``q`` and ``v`` read in C when they are float64 ndarrays."""
 
-    def __init__(self, fast: CompiledShortcut, state: State, writer: CommandWriter) -> None:
+    def __init__(self, fast: CompiledShortcut | CompiledHierarchy, state: State, writer: CommandWriter) -> None:
         self.fast, self.state, self.writer = fast, state, writer
         self._objects = fast.step_objects
 

@@ -1,0 +1,265 @@
+/* A strict task hierarchy's step in one call: the input checks, the kernel, the layout's gathers, the
+ * levels solved one after the other (wbc.control.hierarchy's method, its docstring says why), the
+ * feasibility check C u <= d at each level, and the command.
+ *
+ * Compiled appended to shortcut.c (one translation unit: wbc.control.compiled_hierarchy): it reads the
+ * step's data through shortcut.c's struct (the kernel's buffers or their gathered copies, the rows of
+ * C u <= d by kind, the command's buffers) and uses its routines (check, gather, assemble_costs,
+ * command). Its own struct (wbc_hierarchy_data) holds the levels' rows and the work buffers; the
+ * library exports its size and its fields' offsets (wbc_hierarchy_abi_*), checked at load.
+ *
+ * Method (all matrices column-major; n = p + m variables u = (x, f), p actuators, m contact forces):
+ *   1. the equalities eliminated and the variables scaled once: u = T xi + u0, with
+ *      N = [I; -Lam^-1 E_x], u0 = [0; Lam^-1 b_eq] (m = 0: N = I, u0 = 0), T = N D,
+ *      D = diag(1 / sqrt(|A N e_j|^2 + (N^T diag(r) N)_jj)), r_i = reg |A[:, i]|^2 + 1e-12;
+ *      At = A T, bt = b - A u0 (the cost rows in xi);
+ *   2. level k searches xi = xi* + Z z, Z an orthonormal basis of the levels above's null space
+ *      (Z = I at level 0): with r_i = reg (|A_{<=k}[:, i]|^2 [+ |Bhat[:, i]|^2 above the last level])
+ *      + 1e-12 and R = diag(sqrt(r)) T, it minimizes |K Z z - e|^2, K = [At_k; R],
+ *      e = [bt_k; -sqrt(r) u0] - K xi*, by one Cholesky solve of (K Z)^T (K Z);
+ *   3. the level's minimizer is kept when C u <= d holds at u = T xi + u0; otherwise the step returns
+ *      WBC_INFEASIBLE (a level binds: the caller solves the levels' QPs, numpy and the backend), or
+ *      WBC_FAILED when a factorization fails;
+ *   4. Z <- Z V0, V0 the right singular vectors of At_k Z beyond its rank (singular values above
+ *      rank_tol |At_k|_F), from one SVD; no direction left: the levels below change nothing.
+ * wbc.control.hierarchy.LexicographicSolver is its reference in the tests and the path of the steps
+ * it hands on.
+ */
+
+typedef void dgesvd_t(const char *, const char *, const int *, const int *, double *, const int *, double *,
+                      double *, const int *, double *, const int *, double *, const int *, int *);
+
+typedef struct {
+    wbc_shortcut_data *s;     /* the layout's shortcut data (attached: kernel, gathers, command) */
+    int nlev;                 /* priority levels (>= 2) */
+    int kmax;                 /* the most rows of one level */
+    int lwork;                /* size of work */
+    int solved;               /* out: the levels solved by the last call */
+    double rank_tol;          /* relative singular-value threshold of the null-space updates */
+    const int64_t *lev_rows;  /* (k,) the cost rows, level after level */
+    const int64_t *lev_start; /* (nlev + 1,) where each level starts in lev_rows */
+    double *sq;               /* (n,) work: |A[:, i]|^2, then the regularization r */
+    double *above;            /* (n,) work: |A_{<=k}[:, i]|^2 */
+    double *floor_;           /* (n,) work: |Bhat[:, i]|^2 */
+    double *sr;               /* (n,) work: sqrt(r) */
+    double *T;                /* (n, p) the scaled null space of the equalities */
+    double *u0;               /* (n,) a particular solution of the equalities */
+    double *At;               /* (k, p) A T */
+    double *bt;               /* (k,) b - A u0 */
+    double *K;                /* (kmax + n, p) work: [At_k; R] */
+    double *e;                /* (kmax + n,) work: the level's right-hand side */
+    double *S;                /* (kmax + n, p) work: K Z */
+    double *H;                /* (p, p) work: S^T S (lower), then its factor */
+    double *Z;                /* (p, p) the basis of the levels above's null space (columns nz) */
+    double *Z2;               /* (p, p) work: the next basis */
+    double *xi;               /* (p,) the solution so far */
+    double *z;                /* (p,) work: the level's step */
+    double *Vt;               /* (p, p) work: right singular vectors */
+    double *sv;               /* (p,) work: singular values */
+    double *Mc;               /* (kmax, p) work: a copy of At_k Z (the SVD overwrites it) */
+    double *work;             /* (lwork,) work of the SVD */
+    dgesvd_t *dgesvd;
+} wbc_hierarchy_data;
+
+/* u = T xi + u0 into s->u, then C u <= d (shortcut.c's check); WBC_FAILED when u is not finite. */
+static int hierarchy_u(wbc_hierarchy_data *h) {
+    wbc_shortcut_data *s = h->s;
+    const int n = s->p + s->m, p = s->p;
+    small_gemv(n, p, h->T, n, h->xi, 0.0, s->u);
+    for (int i = 0; i < n; ++i) {
+        s->u[i] += h->u0[i];
+        if (!isfinite(s->u[i])) return WBC_FAILED;
+    }
+    return check(s);
+}
+
+/* Step 1: T, u0, At, bt (and sq = |A[:, i]|^2, floor_ = |Bhat[:, i]|^2); WBC_FAILED when the Delassus
+ * matrix is not positive definite. */
+static int hierarchy_reduce(wbc_hierarchy_data *h) {
+    wbc_shortcut_data *s = h->s;
+    const int k = s->k, p = s->p, m = s->m, n = p + m, p1 = p + 1, one = 1, nv = s->nv;
+    const double *A = s->A, *Aeq = s->Aeq;
+    const double d_one = 1.0, d_minus = -1.0;
+    double *X = s->X, *L = s->L, *T = h->T, *At = h->At;
+    int info = 0;
+    for (int j = 0; j < n; ++j) {
+        h->sq[j] = sumsq(A + (long)j * k, k);
+        h->floor_[j] = sumsq(s->Bhat + (long)j * nv, nv);
+    }
+    memcpy(h->bt, s->b, sizeof(double) * (size_t)k);
+    for (int j = 0; j < p; ++j) memcpy(At + (long)j * k, A + (long)j * k, sizeof(double) * (size_t)k);
+    memset(T, 0, sizeof(double) * (size_t)n * (size_t)p);
+    memset(h->u0, 0, sizeof(double) * (size_t)n);
+    for (int j = 0; j < p; ++j) T[j + (long)j * n] = 1.0;
+    if (m) { /* X = Lam^-1 [E_x, b_eq]; N = [I; -X_x], u0 = [0; X_b]; A N = A_x - A_f X_x, b - A u0 */
+        for (int j = 0; j < m; ++j) {
+            for (int i = 0; i < m; ++i) L[i + j * m] = Aeq[i + (long)(p + j) * m];
+        }
+        s->dpotrf("L", &m, L, &m, &info);
+        if (info) return WBC_FAILED;
+        memcpy(X, Aeq, sizeof(double) * (size_t)m * (size_t)p);
+        memcpy(X + (long)p * m, s->beq, sizeof(double) * (size_t)m);
+        s->dpotrs("L", &m, &p1, L, &m, X, &m, &info);
+        if (info) return WBC_FAILED;
+        s->dgemm("N", "N", &k, &p, &m, &d_minus, A + (long)p * k, &k, X, &m, &d_one, At, &k);
+        s->dgemv("N", &k, &m, &d_minus, A + (long)p * k, &k, X + (long)p * m, &one, &d_one, h->bt, &one);
+        for (int j = 0; j < p; ++j) {
+            for (int l = 0; l < m; ++l) T[p + l + (long)j * n] = -X[l + (long)j * m];
+        }
+        for (int l = 0; l < m; ++l) h->u0[p + l] = X[l + (long)p * m];
+    }
+    for (int j = 0; j < p; ++j) { /* D: the unit-diagonal Hessian of the weighted problem */
+        double *Tj = T + (long)j * n, *Aj = At + (long)j * k;
+        double reg = 0.0;
+        for (int i = 0; i < n; ++i) reg += (s->reg * h->sq[i] + 1e-12) * Tj[i] * Tj[i];
+        const double inv = 1.0 / sqrt(sumsq(Aj, k) + reg);
+        for (int i = 0; i < n; ++i) Tj[i] *= inv;
+        for (int i = 0; i < k; ++i) Aj[i] *= inv;
+    }
+    return WBC_FEASIBLE;
+}
+
+/* Steps 2 to 4 over every level; WBC_FEASIBLE with s->u the hierarchy's solution. */
+static int hierarchy_levels(wbc_hierarchy_data *h) {
+    wbc_shortcut_data *s = h->s;
+    const int k = s->k, p = s->p, n = p + s->m, one = 1;
+    const double d_one = 1.0, d_zero = 0.0, d_minus = -1.0;
+    int nz = p, info = 0, code = WBC_FEASIBLE;
+    int identity = 1; /* Z = I (level 0) */
+    memset(h->xi, 0, sizeof(double) * (size_t)p);
+    memset(h->above, 0, sizeof(double) * (size_t)n);
+    h->solved = 0;
+    for (int lev = 0; lev < h->nlev; ++lev) {
+        const int64_t *rows = h->lev_rows + h->lev_start[lev];
+        const int kr = (int)(h->lev_start[lev + 1] - h->lev_start[lev]), ld = kr + n;
+        const int last = lev == h->nlev - 1;
+        double *K = h->K, *e = h->e;
+        for (int i = 0; i < n; ++i) { /* this level's regularization */
+            const double *Ai = s->A + (long)i * k;
+            double a = 0.0;
+            for (int r = 0; r < kr; ++r) a += Ai[rows[r]] * Ai[rows[r]];
+            h->above[i] += a;
+            h->sr[i] = sqrt(s->reg * (last ? h->above[i] : h->above[i] + h->floor_[i]) + 1e-12);
+        }
+        for (int j = 0; j < p; ++j) { /* K = [At_k; diag(sr) T] */
+            double *Kj = K + (long)j * ld;
+            const double *Atj = h->At + (long)j * k, *Tj = h->T + (long)j * n;
+            for (int r = 0; r < kr; ++r) Kj[r] = Atj[rows[r]];
+            for (int i = 0; i < n; ++i) Kj[kr + i] = h->sr[i] * Tj[i];
+        }
+        for (int r = 0; r < kr; ++r) e[r] = h->bt[rows[r]];
+        for (int i = 0; i < n; ++i) e[kr + i] = -h->sr[i] * h->u0[i];
+        s->dgemv("N", &ld, &p, &d_minus, K, &ld, h->xi, &one, &d_one, e, &one); /* e -= K xi */
+        const double *S = K;
+        if (!identity) {
+            s->dgemm("N", "N", &ld, &nz, &p, &d_one, K, &ld, h->Z, &p, &d_zero, h->S, &ld);
+            S = h->S;
+        }
+        s->dsyrk("L", "T", &nz, &ld, &d_one, S, &ld, &d_zero, h->H, &nz);
+        s->dgemv("T", &ld, &nz, &d_one, S, &ld, e, &one, &d_zero, h->z, &one);
+        s->dpotrf("L", &nz, h->H, &nz, &info);
+        if (info) return WBC_FAILED;
+        s->dpotrs("L", &nz, &one, h->H, &nz, h->z, &nz, &info);
+        if (info) return WBC_FAILED;
+        if (identity) {
+            for (int j = 0; j < p; ++j) h->xi[j] += h->z[j];
+        } else {
+            s->dgemv("N", &p, &nz, &d_one, h->Z, &p, h->z, &one, &d_one, h->xi, &one);
+        }
+        code = hierarchy_u(h);
+        if (code != WBC_FEASIBLE) return code;
+        h->solved = lev + 1;
+        if (last) break;
+        /* the directions this level leaves free: the right singular vectors of At_k Z beyond its rank */
+        double scale = 0.0;
+        for (int j = 0; j < p; ++j) {
+            const double *Kj = K + (long)j * ld;
+            for (int r = 0; r < kr; ++r) scale += Kj[r] * Kj[r];
+            if (kr) memcpy(h->Mc + (long)j * kr, S + (long)j * ld, sizeof(double) * (size_t)kr);
+        }
+        scale = fmax(sqrt(scale), 1e-300);
+        int rank = 0;
+        if (kr) {
+            const int ldm = kr, ldu = 1;
+            double dummy = 0.0;
+            h->dgesvd("N", "A", &kr, &nz, h->Mc, &ldm, h->sv, &dummy, &ldu, h->Vt, &nz, h->work, &h->lwork, &info);
+            if (info) return WBC_FAILED;
+            const int ns = kr < nz ? kr : nz;
+            for (int i = 0; i < ns; ++i) rank += h->sv[i] > h->rank_tol * scale;
+        }
+        const int nfree = nz - rank;
+        if (nfree == 0) break;
+        if (identity) { /* Z = V0 = Vt[rank:, :]^T */
+            for (int c = 0; c < nfree; ++c) {
+                for (int i = 0; i < p; ++i) h->Z[i + (long)c * p] = h->Vt[rank + c + (long)i * nz];
+            }
+            identity = 0;
+        } else { /* Z <- Z Vt[rank:, :]^T */
+            s->dgemm("N", "T", &p, &nfree, &nz, &d_one, h->Z, &p, h->Vt + rank, &nz, &d_zero, h->Z2, &p);
+            memcpy(h->Z, h->Z2, sizeof(double) * (size_t)p * (size_t)nfree);
+        }
+        nz = nfree;
+    }
+    return code;
+}
+
+/* The levels on the current outputs (gathered; the costs assembled where some are rows of Bhat):
+ * WBC_FEASIBLE (s->u the hierarchy's solution), WBC_INFEASIBLE (a level's minimizer breaks a row of
+ * C u <= d) or WBC_FAILED. */
+int wbc_hierarchy(wbc_hierarchy_data *h) {
+    wbc_shortcut_data *s = h->s;
+    if (s->na) assemble_costs(s, 0, s->p + s->m, s->A_full, s->k); /* s->A is A_full */
+    const int code = hierarchy_reduce(h);
+    return code == WBC_FEASIBLE ? hierarchy_levels(h) : code;
+}
+
+/* wbc_step's counterpart: the checks, the kernel, the gathers, the levels, the command. */
+int wbc_hierarchy_step(wbc_hierarchy_data *h) {
+    wbc_shortcut_data *s = h->s;
+    const int n = s->p + s->m, nv = s->nv;
+    double t0 = now_us();
+    if (wbc_check_state(s) != WBC_FEASIBLE) return WBC_BAD_INPUT;
+    if (s->kernel(s->arg, s->res, s->iw, s->w, 0)) return WBC_KERNEL_FAILED;
+    double t1 = now_us();
+    s->t_kernel = t1 - t0;
+    gather(s);
+    int code = wbc_hierarchy(h);
+    if (code == WBC_FEASIBLE) code = command(s);
+    s->t_qp = now_us() - t1;
+    if (code == WBC_FEASIBLE) {
+        double *tail = s->out + n + nv + s->ne + s->ncontact;
+        tail[0] = s->t_kernel;
+        tail[1] = s->t_qp;
+    }
+    return code;
+}
+
+#ifdef WBC_WITH_PYTHON
+/* wbc_hierarchy_step on Python objects q and v (as wbc_step_objects). */
+int wbc_hierarchy_step_objects(wbc_hierarchy_data *h, PyObject *q, PyObject *v) {
+    wbc_shortcut_data *s = h->s;
+    if (!take_vector(s, q, s->nq, (double *)s->q) || !take_vector(s, v, s->nv, (double *)s->v)) {
+        return WBC_NOT_VECTORS;
+    }
+    return wbc_hierarchy_step(h);
+}
+#endif
+
+#define WBC_HFIELD(name) {#name, (long)offsetof(wbc_hierarchy_data, name)}
+static const wbc_abi_entry_t wbc_hierarchy_fields[] = {
+    WBC_HFIELD(s),     WBC_HFIELD(nlev),     WBC_HFIELD(kmax),      WBC_HFIELD(lwork), WBC_HFIELD(solved),
+    WBC_HFIELD(rank_tol), WBC_HFIELD(lev_rows), WBC_HFIELD(lev_start), WBC_HFIELD(sq), WBC_HFIELD(above),
+    WBC_HFIELD(floor_), WBC_HFIELD(sr),      WBC_HFIELD(T),         WBC_HFIELD(u0),    WBC_HFIELD(At),
+    WBC_HFIELD(bt),    WBC_HFIELD(K),        WBC_HFIELD(e),         WBC_HFIELD(S),     WBC_HFIELD(H),
+    WBC_HFIELD(Z),     WBC_HFIELD(Z2),       WBC_HFIELD(xi),        WBC_HFIELD(z),     WBC_HFIELD(Vt),
+    WBC_HFIELD(sv),    WBC_HFIELD(Mc),       WBC_HFIELD(work),      WBC_HFIELD(dgesvd),
+};
+
+size_t wbc_hierarchy_abi_size(void) { return sizeof(wbc_hierarchy_data); }
+
+/* Field i of wbc_hierarchy_data: its name and *offset, or NULL past the end. */
+const char *wbc_hierarchy_abi_entry(int i, long *value) {
+    if (i < 0 || i >= (int)(sizeof wbc_hierarchy_fields / sizeof wbc_hierarchy_fields[0])) return NULL;
+    *value = wbc_hierarchy_fields[i].value;
+    return wbc_hierarchy_fields[i].name;
+}
