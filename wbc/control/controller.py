@@ -49,8 +49,8 @@ from ..model.clusters import ClusterModel
 from ..model.configuration import neutral
 from ..model.model import Model
 from .builder import Layout, Structure, compile_placements, compile_step
-from .compiled_hierarchy import CompiledHierarchy
 from .command import Command, CommandWriter, LastCommand
+from .compiled_hierarchy import CompiledHierarchy
 from .contacts import Contact
 from .contributor import Contributor, Runtime
 from .fallback import Failure, FallbackPolicy, StepStatus
