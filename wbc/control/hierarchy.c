@@ -38,7 +38,7 @@ typedef struct {
     double rank_tol;          /* relative singular-value threshold of the null-space updates */
     const int64_t *lev_rows;  /* (k,) the cost rows, level after level */
     const int64_t *lev_start; /* (nlev + 1,) where each level starts in lev_rows */
-    double *sq;               /* (n,) work: |A[:, i]|^2, then the regularization r */
+    double *sq;               /* (n,) work: |A[:, i]|^2, then the regularization's diagonal rows a */
     double *above;            /* (n,) work: |A_{<=k}[:, i]|^2 */
     double *floor_;           /* (n,) work: |Bhat[:, i]|^2 */
     double *sr;               /* (n,) work: sqrt(r) */
@@ -46,16 +46,16 @@ typedef struct {
     double *u0;               /* (n,) a particular solution of the equalities */
     double *At;               /* (k, p) A T */
     double *bt;               /* (k,) b - A u0 */
-    double *K;                /* (kmax + n, p) work: [At_k; R] */
+    double *K;                /* (kmax + n, p) work: [At_k; R_f] */
     double *e;                /* (kmax + n,) work: the level's right-hand side */
     double *S;                /* (kmax + n, p) work: K Z */
     double *H;                /* (p, p) work: S^T S (lower), then its factor */
     double *Z;                /* (p, p) the basis of the levels above's null space (columns nz) */
-    double *Z2;               /* (p, p) work: the next basis */
+    double *Z2;               /* (p, p) work: diag(a) Z, then the next basis */
     double *xi;               /* (p,) the solution so far */
     double *z;                /* (p,) work: the level's step */
     double *Vt;               /* (p, p) work: right singular vectors */
-    double *sv;               /* (p,) work: singular values */
+    double *sv;               /* (p,) work: singular values (before them: the diagonal rows' right-hand side) */
     double *Mc;               /* (kmax, p) work: a copy of At_k Z (the SVD overwrites it) */
     double *work;             /* (lwork,) work of the SVD */
     dgesvd_t *dgesvd;
@@ -131,7 +131,7 @@ static int hierarchy_levels(wbc_hierarchy_data *h) {
     h->solved = 0;
     for (int lev = 0; lev < h->nlev; ++lev) {
         const int64_t *rows = h->lev_rows + h->lev_start[lev];
-        const int kr = (int)(h->lev_start[lev + 1] - h->lev_start[lev]), ld = kr + n;
+        const int kr = (int)(h->lev_start[lev + 1] - h->lev_start[lev]), ld = kr + s->m;
         const int last = lev == h->nlev - 1;
         double *K = h->K, *e = h->e;
         for (int i = 0; i < n; ++i) { /* this level's regularization */
@@ -141,22 +141,40 @@ static int hierarchy_levels(wbc_hierarchy_data *h) {
             h->above[i] += a;
             h->sr[i] = sqrt(s->reg * (last ? h->above[i] : h->above[i] + h->floor_[i]) + 1e-12);
         }
-        for (int j = 0; j < p; ++j) { /* K = [At_k; diag(sr) T] */
+        /* R = diag(sr) T = [diag(a); R_f], a = sr_x D (T's actuator block is D, u0's is 0): K holds
+         * At_k and R_f (m rows), the diagonal rows enter H and g as diag(a) Z */
+        double *a = h->sq, *ed = h->sv;
+        for (int j = 0; j < p; ++j) { /* K = [At_k; R_f] */
             double *Kj = K + (long)j * ld;
             const double *Atj = h->At + (long)j * k, *Tj = h->T + (long)j * n;
             for (int r = 0; r < kr; ++r) Kj[r] = Atj[rows[r]];
-            for (int i = 0; i < n; ++i) Kj[kr + i] = h->sr[i] * Tj[i];
+            for (int i = p; i < n; ++i) Kj[kr + i - p] = h->sr[i] * Tj[i];
+            a[j] = h->sr[j] * Tj[j];
+            ed[j] = -a[j] * h->xi[j];
         }
         for (int r = 0; r < kr; ++r) e[r] = h->bt[rows[r]];
-        for (int i = 0; i < n; ++i) e[kr + i] = -h->sr[i] * h->u0[i];
+        for (int i = p; i < n; ++i) e[kr + i - p] = -h->sr[i] * h->u0[i];
         s->dgemv("N", &ld, &p, &d_minus, K, &ld, h->xi, &one, &d_one, e, &one); /* e -= K xi */
         const double *S = K;
-        if (!identity) {
+        if (identity) { /* H = K^T K + diag(a^2), g = K^T e + a ed */
+            s->dsyrk("L", "T", &nz, &ld, &d_one, S, &ld, &d_zero, h->H, &nz);
+            s->dgemv("T", &ld, &nz, &d_one, S, &ld, e, &one, &d_zero, h->z, &one);
+            for (int j = 0; j < p; ++j) {
+                h->H[j + (long)j * nz] += a[j] * a[j];
+                h->z[j] += a[j] * ed[j];
+            }
+        } else { /* S = K Z, W = diag(a) Z: H = S^T S + W^T W, g = S^T e + W^T ed */
+            double *W = h->Z2;
             s->dgemm("N", "N", &ld, &nz, &p, &d_one, K, &ld, h->Z, &p, &d_zero, h->S, &ld);
             S = h->S;
+            for (int c = 0; c < nz; ++c) {
+                for (int i = 0; i < p; ++i) W[i + (long)c * p] = a[i] * h->Z[i + (long)c * p];
+            }
+            s->dsyrk("L", "T", &nz, &ld, &d_one, S, &ld, &d_zero, h->H, &nz);
+            s->dsyrk("L", "T", &nz, &p, &d_one, W, &p, &d_one, h->H, &nz);
+            s->dgemv("T", &ld, &nz, &d_one, S, &ld, e, &one, &d_zero, h->z, &one);
+            s->dgemv("T", &p, &nz, &d_one, W, &p, ed, &one, &d_one, h->z, &one);
         }
-        s->dsyrk("L", "T", &nz, &ld, &d_one, S, &ld, &d_zero, h->H, &nz);
-        s->dgemv("T", &ld, &nz, &d_one, S, &ld, e, &one, &d_zero, h->z, &one);
         s->dpotrf("L", &nz, h->H, &nz, &info);
         if (info) return WBC_FAILED;
         s->dpotrs("L", &nz, &one, h->H, &nz, h->z, &nz, &info);
