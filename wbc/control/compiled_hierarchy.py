@@ -4,11 +4,11 @@
 LAPACK calls on a problem of a few dozen variables, whose Python overhead is most of a step's cost
 (Talos, two levels: 4.5 × one level). ``hierarchy.c`` does the same arithmetic (the equalities
 eliminated once through the Delassus matrix, each level's minimizer in the null space of the levels
-above by one Cholesky solve, ``C u ≤ d`` checked at each level, the next null space from one SVD) on
-the kernel's buffers, and :meth:`CompiledHierarchy.attach` makes it part of one C call with the input
-checks, the kernel and the command, as the weighted controller's one-call step
-(:class:`~wbc.control.shortcut.CompiledShortcut`, whose struct, gathers and command it reuses:
-``hierarchy.c`` is compiled appended to ``shortcut.c``).
+above by one Cholesky solve, ``C u ≤ d`` checked at each level, the next null space from Householder
+reflections and a small Jacobi SVD) on the kernel's buffers, and :meth:`CompiledHierarchy.attach`
+makes it part of one C call with the input checks, the kernel and the command, as the weighted
+controller's one-call step (:class:`~wbc.control.shortcut.CompiledShortcut`, whose struct, gathers and
+command it reuses: ``hierarchy.c`` is compiled appended to ``shortcut.c``).
 
 When a level's minimizer breaks a row of ``C u ≤ d`` (an inequality binds at that level), or a
 factorization fails, the call says so and the step goes on with the numpy
@@ -37,7 +37,7 @@ from .builder import Layout
 from .hierarchy import null_space_rank_tolerance
 from .outputs import StepOutputs
 from .shortcut import CompiledShortcut
-from .shortcut_library import FLAGS, Library, _load, python_include, routine_addresses
+from .shortcut_library import FLAGS, Library, _load, python_include
 
 __all__ = ["CompiledHierarchy", "HierarchyData", "HierarchyLibrary", "hierarchy_library"]
 
@@ -62,7 +62,6 @@ class HierarchyData(ctypes.Structure):
         ("lev_rows", _P),
         ("lev_start", _P),
         *[(name, _P) for name in _BUFFERS],
-        ("dgesvd", _P),
     ]
 
 
@@ -162,7 +161,7 @@ class CompiledHierarchy:
         kmax = max(rows.size for rows in layout.levels)
         self._rows = np.ascontiguousarray(np.concatenate(layout.levels), dtype=np.int64)
         self._start = np.cumsum([0] + [rows.size for rows in layout.levels], dtype=np.int64)
-        lwork = kmax * kmax + 5 * (kmax + p) + 64 * p  # dgesvd's, generously (its optimum is smaller)
+        lwork = kmax * p + p  # Rᵀ and the reflectors' factors
         shapes = {
             "sq": n, "above": n, "floor_": n, "sr": n, "T": n * p, "u0": n, "At": k * p, "bt": k,
             "K": (kmax + n) * p, "e": kmax + n, "S": (kmax + n) * p, "H": p * p, "Z": p * p, "Z2": p * p,
@@ -176,7 +175,6 @@ class CompiledHierarchy:
         data.lev_rows, data.lev_start = self._rows.ctypes.data, self._start.ctypes.data
         for name, buffer in self._buffers.items():
             setattr(data, name, buffer.ctypes.data)
-        (data.dgesvd,) = routine_addresses(("dgesvd",))
         self._data = data
         self._ref = ctypes.addressof(data)
         self.u = shortcut.u

@@ -16,18 +16,19 @@
  *   2. level k searches xi = xi* + Z z, Z an orthonormal basis of the levels above's null space
  *      (Z = I at level 0): with r_i = reg (|A_{<=k}[:, i]|^2 [+ |Bhat[:, i]|^2 above the last level])
  *      + 1e-12 and R = diag(sqrt(r)) T, it minimizes |K Z z - e|^2, K = [At_k; R],
- *      e = [bt_k; -sqrt(r) u0] - K xi*, by one Cholesky solve of (K Z)^T (K Z);
+ *      e = [bt_k; -sqrt(r) u0] - K xi*, by one Cholesky solve of (K Z)^T (K Z) (R's actuator rows, a
+ *      diagonal, kept out of the products);
  *   3. the level's minimizer is kept when C u <= d holds at u = T xi + u0; otherwise the step returns
  *      WBC_INFEASIBLE (a level binds: the caller solves the levels' QPs, numpy and the backend), or
  *      WBC_FAILED when a factorization fails;
- *   4. Z <- Z V0, V0 the right singular vectors of At_k Z beyond its rank (singular values above
- *      rank_tol |At_k|_F), from one SVD; no direction left: the levels below change nothing.
+ *   4. Z <- a basis of the null space of At_k Z (singular values at most rank_tol |At_k|_F, as the
+ *      numpy solver's SVD decides): Householder reflections of (At_k Z)^T applied to Z, then a Jacobi
+ *      SVD of the small triangle R^T; no direction left: the levels below change nothing.
+ * Small dense work is done in loops (Cholesky, reflections, Jacobi): LAPACK's dpotrf and dgesvd cost
+ * 4 and 12 us at these sizes (n = 32), the products go to BLAS.
  * wbc.control.hierarchy.LexicographicSolver is its reference in the tests and the path of the steps
  * it hands on.
  */
-
-typedef void dgesvd_t(const char *, const char *, const int *, const int *, double *, const int *, double *,
-                      double *, const int *, double *, const int *, double *, const int *, int *);
 
 typedef struct {
     wbc_shortcut_data *s;     /* the layout's shortcut data (attached: kernel, gathers, command) */
@@ -54,12 +55,148 @@ typedef struct {
     double *Z2;               /* (p, p) work: diag(a) Z, then the next basis */
     double *xi;               /* (p,) the solution so far */
     double *z;                /* (p,) work: the level's step */
-    double *Vt;               /* (p, p) work: right singular vectors */
+    double *Vt;               /* (p, p) work: right singular vectors of R^T */
     double *sv;               /* (p,) work: singular values (before them: the diagonal rows' right-hand side) */
-    double *Mc;               /* (kmax, p) work: a copy of At_k Z (the SVD overwrites it) */
-    double *work;             /* (lwork,) work of the SVD */
-    dgesvd_t *dgesvd;
+    double *Mc;               /* (p, kmax) work: (At_k Z)^T, then its Householder reflectors and R */
+    double *work;             /* (lwork,) work: R^T (kmax, p), the reflectors' factors (p) */
 } wbc_hierarchy_data;
+
+/* H = L L^T in place (lower triangle, column-major, leading dimension ld; n small: a loop is cheaper
+ * than LAPACK's dpotrf here, 4 us at n = 32): 0, or 1 when H is not positive definite (as dpotrf). */
+static int chol(int n, double *H, int ld) {
+    for (int j = 0; j < n; ++j) {
+        double *Hj = H + (long)j * ld;
+        double d = Hj[j];
+        for (int c = 0; c < j; ++c) d -= H[j + (long)c * ld] * H[j + (long)c * ld];
+        if (!(d > 0.0) || !isfinite(d)) return 1;
+        d = sqrt(d);
+        Hj[j] = d;
+        for (int c = 0; c < j; ++c) {
+            const double ljc = H[j + (long)c * ld], *Hc = H + (long)c * ld;
+            for (int i = j + 1; i < n; ++i) Hj[i] -= Hc[i] * ljc;
+        }
+        const double inv = 1.0 / d;
+        for (int i = j + 1; i < n; ++i) Hj[i] *= inv;
+    }
+    return 0;
+}
+
+/* x <- (L L^T)^-1 x, L from chol. */
+static void chol_solve(int n, const double *L, int ld, double *x) {
+    for (int j = 0; j < n; ++j) {
+        const double *Lj = L + (long)j * ld;
+        const double t = x[j] / Lj[j];
+        x[j] = t;
+        for (int i = j + 1; i < n; ++i) x[i] -= Lj[i] * t;
+    }
+    for (int j = n - 1; j >= 0; --j) {
+        const double *Lj = L + (long)j * ld;
+        double t = x[j];
+        for (int i = j + 1; i < n; ++i) t -= Lj[i] * x[i];
+        x[j] = t / Lj[j];
+    }
+}
+
+/* One-sided Jacobi (Hestenes) on the columns of B (rows, cols; column-major): B V has orthogonal
+ * columns, V (cols, cols) orthogonal; sv[j] the norm of column j of B V (the singular values, to high
+ * relative accuracy). Returns 1 when the sweeps do not converge. */
+static int jacobi_svd(int rows, int cols, double *B, double *V, double *sv) {
+    for (int j = 0; j < cols; ++j) {
+        for (int i = 0; i < cols; ++i) V[i + (long)j * cols] = i == j;
+    }
+    int converged = cols < 2;
+    for (int sweep = 0; sweep < 60 && !converged; ++sweep) {
+        converged = 1;
+        for (int a = 0; a < cols - 1; ++a) {
+            for (int b = a + 1; b < cols; ++b) {
+                double *Ba = B + (long)a * rows, *Bb = B + (long)b * rows;
+                double alpha = 0.0, beta = 0.0, gamma = 0.0;
+                for (int i = 0; i < rows; ++i) {
+                    alpha += Ba[i] * Ba[i];
+                    beta += Bb[i] * Bb[i];
+                    gamma += Ba[i] * Bb[i];
+                }
+                if (gamma == 0.0 || fabs(gamma) <= 1e-15 * sqrt(alpha * beta)) continue;
+                converged = 0;
+                const double zeta = (beta - alpha) / (2.0 * gamma);
+                const double t = (zeta >= 0.0 ? 1.0 : -1.0) / (fabs(zeta) + sqrt(1.0 + zeta * zeta));
+                const double c = 1.0 / sqrt(1.0 + t * t), sn = c * t;
+                for (int i = 0; i < rows; ++i) {
+                    const double x = Ba[i], y = Bb[i];
+                    Ba[i] = c * x - sn * y;
+                    Bb[i] = sn * x + c * y;
+                }
+                double *Va = V + (long)a * cols, *Vb = V + (long)b * cols;
+                for (int i = 0; i < cols; ++i) {
+                    const double x = Va[i], y = Vb[i];
+                    Va[i] = c * x - sn * y;
+                    Vb[i] = sn * x + c * y;
+                }
+            }
+        }
+    }
+    for (int j = 0; j < cols; ++j) sv[j] = sqrt(sumsq(B + (long)j * rows, rows));
+    return !converged;
+}
+
+/* The null space of M (kr, nz) (column-major, leading dimension ldm) within the basis Z (p, nz),
+ * its rank decided by M's singular values above tol: Householder reflections Q^T M^T = [R; 0] (Q
+ * applied to Z's columns in place), then the SVD of R^T (kr, t) by Jacobi, t = min(kr, nz); the new
+ * basis [Z Q_t V_null, Z Q_rest] into Z2 (p, nz - rank), returned: its column count, or -1 when the
+ * SVD does not converge. Work: Bt (nz, kr), beta (t), Rt (kr, t), V (t, t), sv (t). */
+static int null_space(int p, int kr, int nz, const double *M, int ldm, double tol, double *Z, double *Z2,
+                      double *Bt, double *beta, double *Rt, double *V, double *sv) {
+    const int t = kr < nz ? kr : nz;
+    for (int c = 0; c < kr; ++c) {
+        for (int i = 0; i < nz; ++i) Bt[i + (long)c * nz] = M[c + (long)i * ldm];
+    }
+    for (int c = 0; c < t; ++c) { /* reflector c: v = Bt[c:, c] (v[0] = 1 implied), beta */
+        double *v = Bt + (long)c * nz + c;
+        const int len = nz - c;
+        const double tail = len > 1 ? sumsq(v + 1, len - 1) : 0.0;
+        if (tail == 0.0) {
+            beta[c] = 0.0;
+            continue;
+        }
+        const double x0 = v[0], norm = sqrt(x0 * x0 + tail);
+        const double r = x0 > 0.0 ? -norm : norm, v0 = x0 - r;
+        for (int i = 1; i < len; ++i) v[i] /= v0;
+        beta[c] = -v0 / r; /* 2 / (v^T v) with v[0] = 1 */
+        v[0] = r;
+        for (int j = c + 1; j < kr; ++j) { /* the other columns */
+            double *w = Bt + (long)j * nz + c;
+            double dot = w[0];
+            for (int i = 1; i < len; ++i) dot += v[i] * w[i];
+            dot *= beta[c];
+            w[0] -= dot;
+            for (int i = 1; i < len; ++i) w[i] -= dot * v[i];
+        }
+        for (int j = 0; j < p; ++j) { /* Z <- Z H_c: row j of Z */
+            double dot = Z[j + (long)c * p];
+            for (int i = 1; i < len; ++i) dot += Z[j + (long)(c + i) * p] * v[i];
+            dot *= beta[c];
+            Z[j + (long)c * p] -= dot;
+            for (int i = 1; i < len; ++i) Z[j + (long)(c + i) * p] -= dot * v[i];
+        }
+    }
+    for (int c = 0; c < t; ++c) { /* R^T (kr, t): R (t, kr) is Bt's upper triangle */
+        for (int r = 0; r < kr; ++r) Rt[r + (long)c * kr] = r >= c ? Bt[c + (long)r * nz] : 0.0;
+    }
+    if (jacobi_svd(kr, t, Rt, V, sv)) return -1;
+    int nfree = 0;
+    for (int j = 0; j < t; ++j) { /* Z Q_t V_j for the null singular directions */
+        if (sv[j] > tol) continue;
+        double *dst = Z2 + (long)nfree++ * p;
+        memset(dst, 0, sizeof(double) * (size_t)p);
+        for (int c = 0; c < t; ++c) {
+            const double w = V[c + (long)j * t];
+            const double *Zc = Z + (long)c * p;
+            for (int i = 0; i < p; ++i) dst[i] += Zc[i] * w;
+        }
+    }
+    memcpy(Z2 + (long)nfree * p, Z + (long)t * p, sizeof(double) * (size_t)p * (size_t)(nz - t));
+    return nfree + nz - t;
+}
 
 /* u = T xi + u0 into s->u, then C u <= d (shortcut.c's check); WBC_FAILED when u is not finite. */
 static int hierarchy_u(wbc_hierarchy_data *h) {
@@ -124,7 +261,7 @@ static int hierarchy_levels(wbc_hierarchy_data *h) {
     wbc_shortcut_data *s = h->s;
     const int k = s->k, p = s->p, n = p + s->m, one = 1;
     const double d_one = 1.0, d_zero = 0.0, d_minus = -1.0;
-    int nz = p, info = 0, code = WBC_FEASIBLE;
+    int nz = p, code = WBC_FEASIBLE;
     int identity = 1; /* Z = I (level 0) */
     memset(h->xi, 0, sizeof(double) * (size_t)p);
     memset(h->above, 0, sizeof(double) * (size_t)n);
@@ -175,10 +312,8 @@ static int hierarchy_levels(wbc_hierarchy_data *h) {
             s->dgemv("T", &ld, &nz, &d_one, S, &ld, e, &one, &d_zero, h->z, &one);
             s->dgemv("T", &p, &nz, &d_one, W, &p, ed, &one, &d_one, h->z, &one);
         }
-        s->dpotrf("L", &nz, h->H, &nz, &info);
-        if (info) return WBC_FAILED;
-        s->dpotrs("L", &nz, &one, h->H, &nz, h->z, &nz, &info);
-        if (info) return WBC_FAILED;
+        if (chol(nz, h->H, nz)) return WBC_FAILED;
+        chol_solve(nz, h->H, nz, h->z);
         if (identity) {
             for (int j = 0; j < p; ++j) h->xi[j] += h->z[j];
         } else {
@@ -188,34 +323,24 @@ static int hierarchy_levels(wbc_hierarchy_data *h) {
         if (code != WBC_FEASIBLE) return code;
         h->solved = lev + 1;
         if (last) break;
-        /* the directions this level leaves free: the right singular vectors of At_k Z beyond its rank */
+        /* the directions this level leaves free: At_k Z's null space (singular values <= rank_tol |At_k|) */
         double scale = 0.0;
         for (int j = 0; j < p; ++j) {
             const double *Kj = K + (long)j * ld;
             for (int r = 0; r < kr; ++r) scale += Kj[r] * Kj[r];
-            if (kr) memcpy(h->Mc + (long)j * kr, S + (long)j * ld, sizeof(double) * (size_t)kr);
         }
         scale = fmax(sqrt(scale), 1e-300);
-        int rank = 0;
-        if (kr) {
-            const int ldm = kr, ldu = 1;
-            double dummy = 0.0;
-            h->dgesvd("N", "A", &kr, &nz, h->Mc, &ldm, h->sv, &dummy, &ldu, h->Vt, &nz, h->work, &h->lwork, &info);
-            if (info) return WBC_FAILED;
-            const int ns = kr < nz ? kr : nz;
-            for (int i = 0; i < ns; ++i) rank += h->sv[i] > h->rank_tol * scale;
-        }
-        const int nfree = nz - rank;
-        if (nfree == 0) break;
-        if (identity) { /* Z = V0 = Vt[rank:, :]^T */
-            for (int c = 0; c < nfree; ++c) {
-                for (int i = 0; i < p; ++i) h->Z[i + (long)c * p] = h->Vt[rank + c + (long)i * nz];
-            }
+        if (identity) {
+            memset(h->Z, 0, sizeof(double) * (size_t)p * (size_t)p);
+            for (int j = 0; j < p; ++j) h->Z[j + (long)j * p] = 1.0;
             identity = 0;
-        } else { /* Z <- Z Vt[rank:, :]^T */
-            s->dgemm("N", "T", &p, &nfree, &nz, &d_one, h->Z, &p, h->Vt + rank, &nz, &d_zero, h->Z2, &p);
-            memcpy(h->Z, h->Z2, sizeof(double) * (size_t)p * (size_t)nfree);
         }
+        const int t = kr < nz ? kr : nz;
+        double *Rt = h->work, *beta = h->work + (long)kr * t;
+        const int nfree = null_space(p, kr, nz, S, ld, h->rank_tol * scale, h->Z, h->Z2, h->Mc, beta, Rt, h->Vt, h->sv);
+        if (nfree < 0) return WBC_FAILED;
+        if (nfree == 0) break;
+        memcpy(h->Z, h->Z2, sizeof(double) * (size_t)p * (size_t)nfree);
         nz = nfree;
     }
     return code;
@@ -270,7 +395,7 @@ static const wbc_abi_entry_t wbc_hierarchy_fields[] = {
     WBC_HFIELD(floor_), WBC_HFIELD(sr),      WBC_HFIELD(T),         WBC_HFIELD(u0),    WBC_HFIELD(At),
     WBC_HFIELD(bt),    WBC_HFIELD(K),        WBC_HFIELD(e),         WBC_HFIELD(S),     WBC_HFIELD(H),
     WBC_HFIELD(Z),     WBC_HFIELD(Z2),       WBC_HFIELD(xi),        WBC_HFIELD(z),     WBC_HFIELD(Vt),
-    WBC_HFIELD(sv),    WBC_HFIELD(Mc),       WBC_HFIELD(work),      WBC_HFIELD(dgesvd),
+    WBC_HFIELD(sv),    WBC_HFIELD(Mc),       WBC_HFIELD(work),
 };
 
 size_t wbc_hierarchy_abi_size(void) { return sizeof(wbc_hierarchy_data); }
