@@ -218,6 +218,7 @@ static int hierarchy_reduce(wbc_hierarchy_data *h) {
     const double *A = s->A, *Aeq = s->Aeq;
     const double d_one = 1.0, d_minus = -1.0;
     double *X = s->X, *L = s->L, *T = h->T, *At = h->At;
+    int info = 0;
     for (int j = 0; j < n; ++j) {
         h->sq[j] = sumsq(A + (long)j * k, k);
         h->floor_[j] = sumsq(s->Bhat + (long)j * nv, nv);
@@ -231,10 +232,12 @@ static int hierarchy_reduce(wbc_hierarchy_data *h) {
         for (int j = 0; j < m; ++j) {
             for (int i = 0; i < m; ++i) L[i + j * m] = Aeq[i + (long)(p + j) * m];
         }
-        if (chol(m, L, m)) return WBC_FAILED;
+        s->dpotrf("L", &m, L, &m, &info);
+        if (info) return WBC_FAILED;
         memcpy(X, Aeq, sizeof(double) * (size_t)m * (size_t)p);
         memcpy(X + (long)p * m, s->beq, sizeof(double) * (size_t)m);
-        for (int j = 0; j < p1; ++j) chol_solve(m, L, m, X + (long)j * m);
+        s->dpotrs("L", &m, &p1, L, &m, X, &m, &info);
+        if (info) return WBC_FAILED;
         s->dgemm("N", "N", &k, &p, &m, &d_minus, A + (long)p * k, &k, X, &m, &d_one, At, &k);
         s->dgemv("N", &k, &m, &d_minus, A + (long)p * k, &k, X + (long)p * m, &one, &d_one, h->bt, &one);
         for (int j = 0; j < p; ++j) {
