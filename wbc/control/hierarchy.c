@@ -24,8 +24,9 @@
  *   4. Z <- a basis of the null space of At_k Z (singular values at most rank_tol |At_k|_F, as the
  *      numpy solver's SVD decides): Householder reflections of (At_k Z)^T applied to Z, then a Jacobi
  *      SVD of the small triangle R^T; no direction left: the levels below change nothing.
- * Small dense work is done in loops (Cholesky, reflections, Jacobi): LAPACK's dpotrf and dgesvd cost
- * 4 and 12 us at these sizes (n = 32), the products go to BLAS.
+ * The null space is computed in loops (reflections, Jacobi on a triangle of a few rows): LAPACK's dgesvd
+ * with the full V costs 12 us at 3 x 32; the products and the Cholesky factors go to BLAS and LAPACK
+ * (hand-written loops were measured slower there).
  * wbc.control.hierarchy.LexicographicSolver is its reference in the tests and the path of the steps
  * it hands on.
  */
@@ -60,42 +61,6 @@ typedef struct {
     double *Mc;               /* (p, kmax) work: (At_k Z)^T, then its Householder reflectors and R */
     double *work;             /* (lwork,) work: R^T (kmax, p), the reflectors' factors (p) */
 } wbc_hierarchy_data;
-
-/* H = L L^T in place (lower triangle, column-major, leading dimension ld; n small: a loop is cheaper
- * than LAPACK's dpotrf here, 4 us at n = 32): 0, or 1 when H is not positive definite (as dpotrf). */
-static int chol(int n, double *H, int ld) {
-    for (int j = 0; j < n; ++j) {
-        double *Hj = H + (long)j * ld;
-        double d = Hj[j];
-        for (int c = 0; c < j; ++c) d -= H[j + (long)c * ld] * H[j + (long)c * ld];
-        if (!(d > 0.0) || !isfinite(d)) return 1;
-        d = sqrt(d);
-        Hj[j] = d;
-        for (int c = 0; c < j; ++c) {
-            const double ljc = H[j + (long)c * ld], *Hc = H + (long)c * ld;
-            for (int i = j + 1; i < n; ++i) Hj[i] -= Hc[i] * ljc;
-        }
-        const double inv = 1.0 / d;
-        for (int i = j + 1; i < n; ++i) Hj[i] *= inv;
-    }
-    return 0;
-}
-
-/* x <- (L L^T)^-1 x, L from chol. */
-static void chol_solve(int n, const double *L, int ld, double *x) {
-    for (int j = 0; j < n; ++j) {
-        const double *Lj = L + (long)j * ld;
-        const double t = x[j] / Lj[j];
-        x[j] = t;
-        for (int i = j + 1; i < n; ++i) x[i] -= Lj[i] * t;
-    }
-    for (int j = n - 1; j >= 0; --j) {
-        const double *Lj = L + (long)j * ld;
-        double t = x[j];
-        for (int i = j + 1; i < n; ++i) t -= Lj[i] * x[i];
-        x[j] = t / Lj[j];
-    }
-}
 
 /* One-sided Jacobi (Hestenes) on the columns of B (rows, cols; column-major): B V has orthogonal
  * columns, V (cols, cols) orthogonal; sv[j] the norm of column j of B V (the singular values, to high
@@ -261,7 +226,7 @@ static int hierarchy_levels(wbc_hierarchy_data *h) {
     wbc_shortcut_data *s = h->s;
     const int k = s->k, p = s->p, n = p + s->m, one = 1;
     const double d_one = 1.0, d_zero = 0.0, d_minus = -1.0;
-    int nz = p, code = WBC_FEASIBLE;
+    int nz = p, info = 0, code = WBC_FEASIBLE;
     int identity = 1; /* Z = I (level 0) */
     memset(h->xi, 0, sizeof(double) * (size_t)p);
     memset(h->above, 0, sizeof(double) * (size_t)n);
@@ -312,8 +277,10 @@ static int hierarchy_levels(wbc_hierarchy_data *h) {
             s->dgemv("T", &ld, &nz, &d_one, S, &ld, e, &one, &d_zero, h->z, &one);
             s->dgemv("T", &p, &nz, &d_one, W, &p, ed, &one, &d_one, h->z, &one);
         }
-        if (chol(nz, h->H, nz)) return WBC_FAILED;
-        chol_solve(nz, h->H, nz, h->z);
+        s->dpotrf("L", &nz, h->H, &nz, &info);
+        if (info) return WBC_FAILED;
+        s->dpotrs("L", &nz, &one, h->H, &nz, h->z, &nz, &info);
+        if (info) return WBC_FAILED;
         if (identity) {
             for (int j = 0; j < p; ++j) h->xi[j] += h->z[j];
         } else {
