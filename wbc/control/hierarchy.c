@@ -136,12 +136,18 @@ static int null_space(int p, int kr, int nz, const double *M, int ldm, double to
             w[0] -= dot;
             for (int i = 1; i < len; ++i) w[i] -= dot * v[i];
         }
-        for (int j = 0; j < p; ++j) { /* Z <- Z H_c: row j of Z */
-            double dot = Z[j + (long)c * p];
-            for (int i = 1; i < len; ++i) dot += Z[j + (long)(c + i) * p] * v[i];
-            dot *= beta[c];
-            Z[j + (long)c * p] -= dot;
-            for (int i = 1; i < len; ++i) Z[j + (long)(c + i) * p] -= dot * v[i];
+        /* Z <- Z H_c = Z - beta (Z v) v^T, column by column (w = Z v in Z2's first column) */
+        double *restrict w = Z2;
+        memcpy(w, Z + (long)c * p, sizeof(double) * (size_t)p);
+        for (int i = 1; i < len; ++i) {
+            const double vi = v[i], *restrict Zi = Z + (long)(c + i) * p;
+            for (int j = 0; j < p; ++j) w[j] += Zi[j] * vi;
+        }
+        for (int j = 0; j < p; ++j) w[j] *= beta[c];
+        for (int i = 0; i < len; ++i) {
+            const double vi = i ? v[i] : 1.0;
+            double *restrict Zi = Z + (long)(c + i) * p;
+            for (int j = 0; j < p; ++j) Zi[j] -= w[j] * vi;
         }
     }
     for (int c = 0; c < t; ++c) { /* R^T (kr, t): R (t, kr) is Bt's upper triangle */
