@@ -52,16 +52,21 @@ def _compare(ctrl, q, v) -> int:
     return code
 
 
-@pytest.mark.parametrize("levels", [2, 3])
+@pytest.mark.parametrize("levels", ["2", "3", "split"])
 def test_talos_levels_equal_the_numpy_hierarchy(levels):
-    """Talos on two feet, CoM | hand | posture (3 levels) or CoM | hand and posture (2), default limits,
-    posture rows read from B̂: random states answered by the C levels, states with the elbow at its
-    limit handed to the numpy levels' QPs; the commands equal the numpy hierarchy's to 1e-9."""
+    """Talos on two feet, CoM | hand | posture (3 levels), CoM | hand and posture (2), or CoM and hand |
+    posture (split: the first level's rows are not consecutive, the posture's lie between), default
+    limits, posture rows read from B̂: random states answered by the C levels, states with the elbow at
+    its limit handed to the numpy levels' QPs; the commands equal the numpy hierarchy's to 1e-9."""
     case = robot_case("talos")
     model, spec = case.model, case.spec
     ctrl, com, hand, posture = talos_levels()
-    _set_levels({com: 0, hand: 1, posture: 2 if levels == 3 else 1})
-    rng = np.random.default_rng(11 + levels)
+    _set_levels(
+        {"2": {com: 0, hand: 1, posture: 1}, "3": {com: 0, hand: 1, posture: 2}}.get(
+            levels, {com: 0, hand: 0, posture: 1}
+        )
+    )
+    rng = np.random.default_rng(len(levels))
     codes = []
     try:
         for trial in range(6):

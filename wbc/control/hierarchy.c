@@ -173,7 +173,8 @@ static int null_space(int p, int kr, int nz, const double *M, int ldm, double to
 static int hierarchy_u(wbc_hierarchy_data *h) {
     wbc_shortcut_data *s = h->s;
     const int n = s->p + s->m, p = s->p;
-    small_gemv(n, p, h->T, n, h->xi, 0.0, s->u);
+    for (int j = 0; j < p; ++j) s->u[j] = h->T[j + (long)j * n] * h->xi[j]; /* T's actuator block is diagonal */
+    if (s->m) small_gemv(s->m, p, h->T + p, n, h->xi, 0.0, s->u + p);
     for (int i = 0; i < n; ++i) {
         s->u[i] += h->u0[i];
         if (!isfinite(s->u[i])) return WBC_FAILED;
@@ -218,10 +219,11 @@ static int hierarchy_reduce(wbc_hierarchy_data *h) {
     }
     for (int j = 0; j < p; ++j) { /* D: the unit-diagonal Hessian of the weighted problem */
         double *Tj = T + (long)j * n, *Aj = At + (long)j * k;
-        double reg = 0.0;
-        for (int i = 0; i < n; ++i) reg += (s->reg * h->sq[i] + 1e-12) * Tj[i] * Tj[i];
+        double reg = s->reg * h->sq[j] + 1e-12; /* N's column j: e_j above, -X_x[:, j] below */
+        for (int i = p; i < n; ++i) reg += (s->reg * h->sq[i] + 1e-12) * Tj[i] * Tj[i];
         const double inv = 1.0 / sqrt(sumsq(Aj, k) + reg);
-        for (int i = 0; i < n; ++i) Tj[i] *= inv;
+        Tj[j] = inv;
+        for (int i = p; i < n; ++i) Tj[i] *= inv;
         for (int i = 0; i < k; ++i) Aj[i] *= inv;
     }
     return WBC_FEASIBLE;
@@ -242,10 +244,16 @@ static int hierarchy_levels(wbc_hierarchy_data *h) {
         const int kr = (int)(h->lev_start[lev + 1] - h->lev_start[lev]), ld = kr + s->m;
         const int last = lev == h->nlev - 1;
         double *K = h->K, *e = h->e;
+        const int64_t r0 = kr ? rows[0] : 0;
+        const int block = kr == 0 || rows[kr - 1] - r0 == kr - 1; /* the level's rows are consecutive */
         for (int i = 0; i < n; ++i) { /* this level's regularization */
             const double *Ai = s->A + (long)i * k;
             double a = 0.0;
-            for (int r = 0; r < kr; ++r) a += Ai[rows[r]] * Ai[rows[r]];
+            if (block) {
+                a = sumsq(Ai + r0, kr);
+            } else {
+                for (int r = 0; r < kr; ++r) a += Ai[rows[r]] * Ai[rows[r]];
+            }
             h->above[i] += a;
             h->sr[i] = sqrt(s->reg * (last ? h->above[i] : h->above[i] + h->floor_[i]) + 1e-12);
         }
@@ -255,7 +263,11 @@ static int hierarchy_levels(wbc_hierarchy_data *h) {
         for (int j = 0; j < p; ++j) { /* K = [At_k; R_f] */
             double *Kj = K + (long)j * ld;
             const double *Atj = h->At + (long)j * k, *Tj = h->T + (long)j * n;
-            for (int r = 0; r < kr; ++r) Kj[r] = Atj[rows[r]];
+            if (block) {
+                memcpy(Kj, Atj + r0, sizeof(double) * (size_t)kr);
+            } else {
+                for (int r = 0; r < kr; ++r) Kj[r] = Atj[rows[r]];
+            }
             for (int i = p; i < n; ++i) Kj[kr + i - p] = h->sr[i] * Tj[i];
             a[j] = h->sr[j] * Tj[j];
             ed[j] = -a[j] * h->xi[j];
