@@ -44,16 +44,17 @@ typedef struct {
     double *above;            /* (n,) work: |A_{<=k}[:, i]|^2 */
     double *floor_;           /* (n,) work: |Bhat[:, i]|^2 */
     double *sr;               /* (n,) work: sqrt(r) */
-    double *T;                /* (n, p) the scaled null space of the equalities */
+    double *T;                /* (n, p) the scaled null space of the equalities (its actuator block is
+                               * diagonal: only the diagonal and the force block are written and read) */
     double *u0;               /* (n,) a particular solution of the equalities */
     double *At;               /* (k, p) A T */
     double *bt;               /* (k,) b - A u0 */
-    double *K;                /* (kmax + n, p) work: [At_k; R_f] */
+    double *K;                /* (kmax + m, p) work: [At_k; R_f] */
     double *e;                /* (kmax + n,) work: the level's right-hand side */
-    double *S;                /* (kmax + n, p) work: K Z */
+    double *S;                /* (kmax + n, p) work: [K Z; diag(a) Z] */
     double *H;                /* (p, p) work: S^T S (lower), then its factor */
     double *Z;                /* (p, p) the basis of the levels above's null space (columns nz) */
-    double *Z2;               /* (p, p) work: diag(a) Z, then the next basis */
+    double *Z2;               /* (p, p) work: the next basis */
     double *xi;               /* (p,) the solution so far */
     double *z;                /* (p,) work: the level's step */
     double *Vt;               /* (p, p) work: right singular vectors of R^T */
@@ -197,9 +198,7 @@ static int hierarchy_reduce(wbc_hierarchy_data *h) {
     }
     memcpy(h->bt, s->b, sizeof(double) * (size_t)k);
     for (int j = 0; j < p; ++j) memcpy(At + (long)j * k, A + (long)j * k, sizeof(double) * (size_t)k);
-    memset(T, 0, sizeof(double) * (size_t)n * (size_t)p);
     memset(h->u0, 0, sizeof(double) * (size_t)n);
-    for (int j = 0; j < p; ++j) T[j + (long)j * n] = 1.0;
     if (m) { /* X = Lam^-1 [E_x, b_eq]; N = [I; -X_x], u0 = [0; X_b]; A N = A_x - A_f X_x, b - A u0 */
         for (int j = 0; j < m; ++j) {
             for (int i = 0; i < m; ++i) L[i + j * m] = Aeq[i + (long)(p + j) * m];
@@ -274,8 +273,9 @@ static int hierarchy_levels(wbc_hierarchy_data *h) {
         }
         for (int r = 0; r < kr; ++r) e[r] = h->bt[rows[r]];
         for (int i = p; i < n; ++i) e[kr + i - p] = -h->sr[i] * h->u0[i];
-        s->dgemv("N", &ld, &p, &d_minus, K, &ld, h->xi, &one, &d_one, e, &one); /* e -= K xi */
+        if (!identity) s->dgemv("N", &ld, &p, &d_minus, K, &ld, h->xi, &one, &d_one, e, &one); /* e -= K xi */
         const double *S = K;
+        int lds = ld; /* S's leading dimension */
         if (identity) { /* H = K^T K + diag(a^2), g = K^T e + a ed */
             s->dsyrk("L", "T", &nz, &ld, &d_one, S, &ld, &d_zero, h->H, &nz);
             s->dgemv("T", &ld, &nz, &d_one, S, &ld, e, &one, &d_zero, h->z, &one);
@@ -283,17 +283,18 @@ static int hierarchy_levels(wbc_hierarchy_data *h) {
                 h->H[j + (long)j * nz] += a[j] * a[j];
                 h->z[j] += a[j] * ed[j];
             }
-        } else { /* S = K Z, W = diag(a) Z: H = S^T S + W^T W, g = S^T e + W^T ed */
-            double *W = h->Z2;
-            s->dgemm("N", "N", &ld, &nz, &p, &d_one, K, &ld, h->Z, &p, &d_zero, h->S, &ld);
+        } else { /* S = [K Z; diag(a) Z], e = [e; ed]: H = S^T S, g = S^T e */
+            lds = ld + p;
+            s->dgemm("N", "N", &ld, &nz, &p, &d_one, K, &ld, h->Z, &p, &d_zero, h->S, &lds);
             S = h->S;
             for (int c = 0; c < nz; ++c) {
-                for (int i = 0; i < p; ++i) W[i + (long)c * p] = a[i] * h->Z[i + (long)c * p];
+                double *W = h->S + (long)c * lds + ld;
+                const double *Zc = h->Z + (long)c * p;
+                for (int i = 0; i < p; ++i) W[i] = a[i] * Zc[i];
             }
-            s->dsyrk("L", "T", &nz, &ld, &d_one, S, &ld, &d_zero, h->H, &nz);
-            s->dsyrk("L", "T", &nz, &p, &d_one, W, &p, &d_one, h->H, &nz);
-            s->dgemv("T", &ld, &nz, &d_one, S, &ld, e, &one, &d_zero, h->z, &one);
-            s->dgemv("T", &p, &nz, &d_one, W, &p, ed, &one, &d_one, h->z, &one);
+            memcpy(e + ld, ed, sizeof(double) * (size_t)p);
+            s->dsyrk("L", "T", &nz, &lds, &d_one, S, &lds, &d_zero, h->H, &nz);
+            s->dgemv("T", &lds, &nz, &d_one, S, &lds, e, &one, &d_zero, h->z, &one);
         }
         s->dpotrf("L", &nz, h->H, &nz, &info);
         if (info) return WBC_FAILED;
@@ -322,7 +323,7 @@ static int hierarchy_levels(wbc_hierarchy_data *h) {
         }
         const int t = kr < nz ? kr : nz;
         double *Rt = h->work, *beta = h->work + (long)kr * t;
-        const int nfree = null_space(p, kr, nz, S, ld, h->rank_tol * scale, h->Z, h->Z2, h->Mc, beta, Rt, h->Vt, h->sv);
+        const int nfree = null_space(p, kr, nz, S, lds, h->rank_tol * scale, h->Z, h->Z2, h->Mc, beta, Rt, h->Vt, h->sv);
         if (nfree < 0) return WBC_FAILED;
         if (nfree == 0) break;
         memcpy(h->Z, h->Z2, sizeof(double) * (size_t)p * (size_t)nfree);
