@@ -19,6 +19,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pinocchio as pin
@@ -135,6 +136,35 @@ def robot_case(name: str, floating_base: bool | None = None) -> Case:
     fb = spec.model.floating_base
     pm = oracle.catalog_model(spec)
     return Case(f"{name}-{'floating' if fb else 'fixed'}", spec.model, pm, spec, spec.urdf)
+
+
+class ChainJoint(NamedTuple):
+    """One joint of :func:`chain_urdf` and the link it carries (SI units)."""
+
+    name: str
+    kind: str  # "revolute" or "prismatic"
+    link: str
+    mass: float
+    com_z: float  # the link's centre of mass above the joint
+    inertia: tuple[float, float, float]  # principal moments about the centre of mass
+    axis: str  # "x y z"
+    limit: float  # the position range is ±limit (effort 50, velocity 5)
+
+
+def chain_urdf(name: str, joints: Sequence[ChainJoint]) -> str:
+    """A URDF chain: a 2 kg link ``base``, then each of ``joints`` carrying its link from the previous one."""
+    base = '<mass value="2"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/>'
+    parts, parent = [f'<link name="base"><inertial>{base}</inertial></link>'], "base"
+    for j in joints:
+        ixx, iyy, izz = j.inertia
+        parts.append(
+            f'<link name="{j.link}"><inertial><origin xyz="0 0 {j.com_z}"/><mass value="{j.mass}"/>'
+            f'<inertia ixx="{ixx}" iyy="{iyy}" izz="{izz}" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+            f'<joint name="{j.name}" type="{j.kind}"><parent link="{parent}"/><child link="{j.link}"/>'
+            f'<axis xyz="{j.axis}"/><limit effort="50" velocity="5" lower="{-j.limit}" upper="{j.limit}"/></joint>'
+        )
+        parent = j.link
+    return f'<robot name="{name}">' + "\n".join(parts) + "</robot>"
 
 
 @functools.cache

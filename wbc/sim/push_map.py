@@ -35,6 +35,7 @@ import numpy as np
 
 from .. import sweep
 from ..errors import InputError
+from ..figures import save_figure
 from ..sweep import Cell, SweepResult
 
 if TYPE_CHECKING:
@@ -430,11 +431,7 @@ def plot_standing(pm: PushMap, path: Path | str) -> Path:
     fig.suptitle(
         f"{pm.robot}: largest pelvis push survived {kind},\nby direction (0° forward, 90° left), N", fontsize=11
     )
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, Path(path))
 
 
 def plot_walking(pm: PushMap, path: Path | str) -> Path:
@@ -475,8 +472,4 @@ def plot_walking(pm: PushMap, path: Path | str) -> Path:
     if unique:
         ax.legend(unique.values(), unique.keys(), fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, Path(path))

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import sweep
+from ..figures import save_figure
 from .push_map import WalkingPushes, walking_cell, walking_cells
 
 if TYPE_CHECKING:
@@ -145,8 +146,4 @@ def plot_push_vs_phase(results: dict[str, Any], path: Path | str) -> Path:
     ax.set_title(f"{results['robot']} ({mass:.0f} kg) walking: pelvis push vs gait phase")
     ax.legend(fontsize=8, loc="upper right")
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, Path(path))
