@@ -20,13 +20,18 @@ __all__ = ["FrameTask", "PositionTask", "OrientationTask"]
 
 
 class _FrameTaskBase(Task):
-    """A task on one frame; its default name is ``<kind>_<frame>``, e.g. ``"frame_left_sole_link"``."""
+    """A task on one frame; its default name is ``<kind>_<frame>``, e.g. ``"frame_left_sole_link"``.
+    A kind gives its rows (the task's ``dim``) and ``target_size`` as class attributes."""
 
-    def __init__(self, frame: str, dim: int, weight: Gain, kp: Gain, kd: Gain | None, name: str | None) -> None:
+    rows: int
+
+    def __init__(
+        self, frame: str, weight: Gain = 1.0, kp: Gain = 0.0, kd: Gain | None = None, name: str | None = None
+    ) -> None:
         if not isinstance(frame, str) or not frame:
             raise InputError(f"{type(self).__name__}: frame must be a frame name, got {frame!r}")
         self.frame = frame
-        super().__init__(dim, weight, kp, kd, name)
+        super().__init__(self.rows, weight, kp, kd, name)
 
     def default_name(self) -> str:
         return f"{super().default_name()}_{self.frame}"
@@ -66,15 +71,8 @@ class FrameTask(_FrameTaskBase):
     origin) and angular, world axes.
     """
 
-    def __init__(
-        self, frame: str, weight: Gain = 1.0, kp: Gain = 0.0, kd: Gain | None = None, name: str | None = None
-    ) -> None:
-        super().__init__(frame, 6, weight, kp, kd, name)
-
-    @property
-    def target_size(self) -> int:
-        return 12
-
+    rows = 6
+    target_size = 12  # position (3) and rotation columns (9)
     target_name = "placement"
 
     def set_target(self, placement, velocity=None, acceleration=None) -> None:
@@ -150,11 +148,10 @@ class PositionTask(_FrameTaskBase):
         if off.shape != (3,) or not np.all(np.isfinite(off)):
             raise InputError(f"PositionTask({frame!r}): offset must be 3 finite numbers, got {offset!r}")
         self.offset = tuple(float(x) for x in off)
-        super().__init__(frame, 3, weight, kp, kd, name)
+        super().__init__(frame, weight, kp, kd, name)
 
-    @property
-    def target_size(self) -> int:
-        return 3
+    rows = 3
+    target_size = 3
 
     def _constraint(self):
         return PointConstraint(self.frame, self.offset)
@@ -181,15 +178,8 @@ class PositionTask(_FrameTaskBase):
 class OrientationTask(_FrameTaskBase):
     """3D orientation of ``frame``: error ``log(R_ref Rᵀ)``, angular velocity in world axes."""
 
-    def __init__(
-        self, frame: str, weight: Gain = 1.0, kp: Gain = 0.0, kd: Gain | None = None, name: str | None = None
-    ) -> None:
-        super().__init__(frame, 3, weight, kp, kd, name)
-
-    @property
-    def target_size(self) -> int:
-        return 9
-
+    rows = 3
+    target_size = 9  # rotation columns
     target_name = "rotation"
 
     def set_target(self, rotation, velocity=None, acceleration=None) -> None:

@@ -88,6 +88,24 @@ def run_demo(script: str, args: list[str], out, timeout: float) -> tuple[dict, s
     return json.loads((Path(out) / "summary.json").read_text()), done
 
 
+def lockstep(first, second, spec, steps: int, seed: int, push: tuple[int, float], single: bool = False):
+    """Step two controllers of ``spec``'s robot on one state sequence, from ``spec.q0`` at rest
+    (``single``: both first lift their second contact): yields ``(i, q, v, first's command, second's)``;
+    the state then follows the second's q̈ for 1 ms, kicked at step ``push[0]`` by a random velocity
+    (standard deviation ``push[1]``, m/s or rad/s, drawn with ``seed``)."""
+    if single:
+        for ctrl in (first, second):
+            ctrl.deactivate_contact(ctrl.contacts[1].name)
+    model = spec.model
+    q, v = spec.q0.copy(), np.zeros(model.nv)
+    rng = np.random.default_rng(seed)
+    for i in range(steps):
+        a, b = first.step(q, v), second.step(q, v)
+        yield i, q, v, a, b
+        v = v + 1e-3 * b.qdd + (push[1] * rng.standard_normal(model.nv) if i == push[0] else 0.0)
+        q = wbc.integrate(model, q, v, 1e-3)
+
+
 def assert_close(actual, expected, tol: float = TOL_PIN, what: str = "") -> None:
     """``|actual - expected| <= tol * max(1, max|expected|)`` entry-wise, with a readable failure."""
     a = np.asarray(actual, dtype=float)
