@@ -39,14 +39,15 @@ class _FrameTaskBase(Task):
     def check(self, model: Model) -> None:
         model.frame_id(self.frame)
 
-    def _rotation(self, value) -> np.ndarray:
+    def _matrix(self, value, shape: tuple[int, int], expected: str) -> np.ndarray:
+        """``value`` as a float array of ``shape``, else an InputError naming the task and saying ``expected``."""
         try:
-            R = np.asarray(value, float)
+            M = np.asarray(value, float)
         except (TypeError, ValueError):
-            raise InputError(f"task {self.name!r}: expected a rotation matrix (3, 3), got {value!r}") from None
-        if R.shape != (3, 3):
-            raise InputError(f"task {self.name!r}: expected a rotation matrix (3, 3), got shape {R.shape}")
-        return R
+            raise InputError(f"task {self.name!r}: {expected}, got {value!r}") from None
+        if M.shape != shape:
+            raise InputError(f"task {self.name!r}: {expected}, got shape {M.shape}")
+        return M
 
     def _check_rotation(self, check: _RotationCheck) -> None:
         if not check.is_rotation():
@@ -98,12 +99,7 @@ class FrameTask(_FrameTaskBase):
         return staging
 
     def _convert_target(self, target) -> np.ndarray:
-        try:
-            T = np.asarray(target, float)
-        except (TypeError, ValueError):
-            raise InputError(f"task {self.name!r}: placement must be a (4, 4) transform, got {target!r}") from None
-        if T.shape != (4, 4):
-            raise InputError(f"task {self.name!r}: placement must be a (4, 4) transform, got shape {T.shape}")
+        T = self._matrix(target, (4, 4), "placement must be a (4, 4) transform")
         return np.concatenate([T[0:3, 3], T[0:3, 0:3].reshape(-1, order="F")])
 
     def _check_target(self, target: np.ndarray) -> None:
@@ -201,7 +197,7 @@ class OrientationTask(_FrameTaskBase):
         return staging
 
     def _convert_target(self, target) -> np.ndarray:
-        return self._rotation(target).reshape(-1, order="F")
+        return self._matrix(target, (3, 3), "expected a rotation matrix (3, 3)").reshape(-1, order="F")
 
     def _check_target(self, target: np.ndarray) -> None:
         self._check_rotation(self._views[1])
