@@ -12,18 +12,16 @@ figures) and ``DIR/push_vs_phase.png``. Cells are bisections over MuJoCo walks (
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 from pathlib import Path
 
+from wbc.command_line import docstring_parser
 from wbc.sim.walking_push import DEFAULT_PUSHES, plot_push_vs_phase, walking_push_sweep
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = docstring_parser(__doc__)
     parser.add_argument("--robot", default="g1", choices=("talos", "g1"))
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--engine", default="local")
