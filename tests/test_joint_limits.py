@@ -362,7 +362,7 @@ def test_posture_target_within_limits_keeps_a_standing_step_off_the_bounds():
 
 @pytest.mark.parametrize("limit", [wbc.JointPositionLimit, wbc.JointVelocityLimit])
 def test_both_joint_limits_refuse_a_non_positive_control_period_by_name(limit):
-    """The parameters shared by the two joint limits (wbc.control.limits.joint_selection.JointLimit):
+    """The parameters shared by the two joint limits (wbc.control.limits.joint_limit.JointLimit):
     the control period is checked for both (the velocity limit used to write 0 s into its kernel)."""
     from wbc.control.contributor import Runtime
 

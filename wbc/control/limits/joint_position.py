@@ -78,14 +78,8 @@ from ...model.clusters import ClusterModel
 from ...model.model import Joint, JointType, Model
 from ..pieces import AccelerationBounds, Group, Inequality, Kind
 from . import ball_cone
-from .joint_selection import (
-    JointLimit,
-    JointLimitParameters,
-    joint_velocities,
-    positive_per_joint,
-    select_joints,
-    state_indices,
-)
+from .joint_limit import JointLimit
+from .joint_selection import JointLimitParameters, joint_velocities, positive_per_joint, select_joints, state_indices
 from .joint_velocity import DEFAULT_BRAKING, DEFAULT_VELOCITY_MARGIN, velocity_bounds
 
 if TYPE_CHECKING:

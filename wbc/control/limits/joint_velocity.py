@@ -24,14 +24,8 @@ from ...errors import InputError
 from ...model.clusters import ClusterModel
 from ...model.model import Joint, Model
 from ..pieces import AccelerationBounds, Group, Kind
-from .joint_selection import (
-    JointLimit,
-    JointLimitParameters,
-    joint_velocities,
-    positive_per_joint,
-    select_joints,
-    state_indices,
-)
+from .joint_limit import JointLimit
+from .joint_selection import JointLimitParameters, joint_velocities, positive_per_joint, select_joints, state_indices
 
 if TYPE_CHECKING:
     from ..step_context import StepContext
