@@ -775,7 +775,8 @@ class MujocoSim:
     Attributes:
         model: the wbc model. spec: the ``mujoco.MjSpec``. mjmodel, mjdata: MuJoCo's model and
         data (raw access; writing ``mjdata.qpos`` / ``qvel`` directly bypasses the conversions).
-        contact_boxes: the soles. options: the :class:`SimOptions` the scene was built with.
+        contact_boxes: the soles. options: the :class:`SimOptions` the scene was built with (None
+        for a user's file, :meth:`from_mjcf`).
     """
 
     def __init__(
@@ -797,10 +798,11 @@ class MujocoSim:
         self.model = model
         self.cluster_model = model if isinstance(model, ClusterModel) else None
         self.tree: Model = model.tree if isinstance(model, ClusterModel) else model
-        self.options = SimOptions(
+        options = SimOptions(
             self.contact_spheres, timestep, floor, position_limits, torque_limits, contact, loops, scene
         )
-        self.spec = build_spec(model, self.contact_boxes, self.options)
+        self.options: SimOptions | None = options
+        self.spec = build_spec(model, self.contact_boxes, options)
         try:
             mjmodel = self.spec.compile()
         except ValueError as e:
@@ -846,7 +848,7 @@ class MujocoSim:
         model = load_mjcf(source) if model is None else model
         scene = user_scene(source, model)
         self = cls.__new__(cls)
-        self.contact_boxes, self.contact_spheres = (), ()
+        self.contact_boxes, self.contact_spheres, self.options = (), (), None
         self.model = model
         self.cluster_model = model if isinstance(model, ClusterModel) else None
         self.tree = model.tree if isinstance(model, ClusterModel) else model
