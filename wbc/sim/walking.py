@@ -210,6 +210,9 @@ MAX_CROSS = 1.5
 CROSS_REACH = 0.4
 #: ... after a weight transfer this short (s: pushed toward the stance foot, it is loaded already) ...
 CROSS_TRANSFER = 0.05
+#: ... swinging at least this long (s: Talos's crossing foot planned for 0.3 s lagged its reference
+#: by up to 0.2 m and landed 0.21 s late, pushed 540 N sideways) ...
+CROSS_MIN_SWING = 0.4
 #: ... planned for a centre of pressure this far inside the stance sole (m: a foot pushed to its edge
 #: rolls; the step lands farther out instead) ...
 CROSS_ZMP_MARGIN = 0.045
@@ -330,7 +333,7 @@ class Walker:
             flat floor. Landed feet are held on the surface under them (its height and normal).
         crossover: recovery steps may cross over in front of the stance foot (``max_cross`` of
             :data:`MAX_CROSS` stance widths; forward reach :data:`CROSS_REACH`; weight transfer
-            :data:`CROSS_TRANSFER`; swings landing at :data:`CROSS_TOUCHDOWN_SPEED`), with the legs kept
+            :data:`CROSS_TRANSFER`; swings of at least :data:`CROSS_MIN_SWING` landing at :data:`CROSS_TOUCHDOWN_SPEED`), with the legs kept
             :data:`LEG_MARGIN` apart by a :class:`wbc.SelfCollisionLimit` on their collision
             capsules (:func:`leg_collision_pairs`).
         recovery_tolerance: take a recovery step whose plan leaves at most this much of the DCM
@@ -420,16 +423,22 @@ class Walker:
             crouch=gait.crouch,
         )
         self.limits = loco.StepLimits(**gait.limits)
-        transfer, zmp_margin = 0.1, 0.02
+        transfer, zmp_margin, min_cross_swing = 0.1, 0.02, 0.0
         if crossover:  # wider reach, a quicker lift-off, and feet that strike the ground on time
             self.limits = self.limits.scaled(max_cross=MAX_CROSS * self.limits.width, max_forward=CROSS_REACH)
             self.params = dataclasses.replace(self.params, touchdown_velocity=CROSS_TOUCHDOWN_SPEED)
-            transfer, zmp_margin = CROSS_TRANSFER, CROSS_ZMP_MARGIN
+            transfer, zmp_margin, min_cross_swing = CROSS_TRANSFER, CROSS_ZMP_MARGIN, CROSS_MIN_SWING
             dcm_tolerance = min(dcm_tolerance, CROSS_DCM_TOLERANCE)
         self.rise = self.params.double_support if rise is None else rise
         self.stabilizer = loco.DCMStabilizer(k_dcm=gait.k_dcm if k_dcm is None else k_dcm, margin=0.01)
         self.planner = loco.CaptureStepPlanner(
-            self.params, self.shape, self.limits, dcm_tolerance=dcm_tolerance, transfer=transfer, zmp_margin=zmp_margin
+            self.params,
+            self.shape,
+            self.limits,
+            dcm_tolerance=dcm_tolerance,
+            transfer=transfer,
+            zmp_margin=zmp_margin,
+            min_cross_swing=min_cross_swing,
         )
         self.adjust = adjust
         self.clip_zmp = clip_zmp
