@@ -381,7 +381,7 @@ class CaptureStepPlanner:
                     t_lift = step.touchdown + p.double_support
                     template.append(TimedStep(closing, t_lift, t_lift + p.single_support))
                 candidates.append((template, np.zeros(2), float(T)))
-                if self.limits.max_cross > 0 and T >= self.min_cross_swing - 1e-12:
+                if self.limits.max_cross > 0 and self.min_cross_swing - 1e-12 <= T:
                     # the same step crossing over, ahead of the stance foot
                     candidates.append((template, np.zeros(2), float(T), True))
         best = self._best(t, feet, candidates, zmp0, omega, xi)
@@ -432,7 +432,7 @@ class CaptureStepPlanner:
         touchdowns.update(
             float(step.liftoff + T)
             for T in self.swing_durations
-            if step.liftoff + T >= t + self.min_remaining and T >= shortest - 1e-12
+            if step.liftoff + T >= t + self.min_remaining and shortest - 1e-12 <= T
         )
         candidates: list[tuple] = []
         for touchdown in sorted(touchdowns):

@@ -333,9 +333,9 @@ class Walker:
             flat floor. Landed feet are held on the surface under them (its height and normal).
         crossover: recovery steps may cross over in front of the stance foot (``max_cross`` of
             :data:`MAX_CROSS` stance widths; forward reach :data:`CROSS_REACH`; weight transfer
-            :data:`CROSS_TRANSFER`; swings of at least :data:`CROSS_MIN_SWING` landing at :data:`CROSS_TOUCHDOWN_SPEED`), with the legs kept
-            :data:`LEG_MARGIN` apart by a :class:`wbc.SelfCollisionLimit` on their collision
-            capsules (:func:`leg_collision_pairs`).
+            :data:`CROSS_TRANSFER`; swings of at least :data:`CROSS_MIN_SWING` landing at
+            :data:`CROSS_TOUCHDOWN_SPEED`), with the legs kept :data:`LEG_MARGIN` apart by a
+            :class:`wbc.SelfCollisionLimit` on their collision capsules (:func:`leg_collision_pairs`).
         recovery_tolerance: take a recovery step whose plan leaves at most this much of the DCM
             uncaptured, m (:class:`wbc.locomotion.GaitSequencer`).
         faults: model errors, sensor noise, latency, actuator limits (:mod:`wbc.sim.faults`): the
