@@ -221,13 +221,14 @@ CROSS_ZMP_MARGIN = 0.045
 CROSS_DCM_TOLERANCE = 0.02
 #: ... the swing ending with this downward speed (m/s), so that a lagging foot still strikes on time ...
 CROSS_TOUCHDOWN_SPEED = 0.2
-#: ... and the legs' collision capsules kept this far apart (m) while a foot is off or leaving the
-#: ground ...
+#: ... and the legs' collision capsules kept this far apart (m) while a foot is off the ground ...
 LEG_MARGIN = 0.01
-#: ... and this far while both stand (m): planted feet do not cross, and the barrier at
-#: :data:`LEG_MARGIN` made the QP infeasible while a lateral push moved the pelvis (the legs'
-#: capsules 1.8 cm apart approaching: measured at 540 N, from 0.06 s into the push) and its
-#: fallback softened the contacts, unloading both feet (to 6 and 8 N) before the crossing step.
+#: ... and this far while both feet are on it (m; a foot releasing its load included): planted feet
+#: do not cross, and the barrier at :data:`LEG_MARGIN` made the QP infeasible while a lateral push
+#: moved the pelvis (the legs' capsules 1.8 cm apart approaching: measured at 540 N, from 0.06 s into
+#: the push) and its fallback softened the contacts, unloading both feet (to 6 and 8 N) before the
+#: crossing step; switched on at the release instead of the lift-off, it still did (1.4 cm apart,
+#: 11 ms into the release, with the crossing step of :data:`CROSS_MIN_SWING`).
 STANCE_LEG_MARGIN = 0.0
 #: The legs' links checked against each other: the last this many joints of each leg (thigh, shin,
 #: ankle, foot) ...
@@ -605,7 +606,8 @@ class Walker:
             s = self.sensing(t)
             out = seq.update(s, DT)
             if self.legs_limit is not None:  # see STANCE_LEG_MARGIN
-                self.legs_limit.set(margin=LEG_MARGIN if seq.walking else STANCE_LEG_MARGIN)
+                swinging = any(p is FootPhase.SWING for p in seq.phase.values())
+                self.legs_limit.set(margin=LEG_MARGIN if swinging else STANCE_LEG_MARGIN)
             if i % 10 == 0:
                 for f, frame in self.frame.items():
                     if seq.phase[f] is not FootPhase.SWING:
