@@ -24,10 +24,11 @@ A layout gets the units that apply to it (``WholeBodyController._make_plan``): a
 whose equalities are the contacts' own rows gets 1 (or 2 and 3), 4 and 6; a layout with priority
 levels 2, 5 and 6; any other weighted one 2, the Minimizer and 6.
 
-The working set (4): the rows violated at the minimizer, and the rows active at the previous binding
-step's answer, grown by the rows violated at each answer until none is. The answer of the QP in the
-actuators over a superset of the binding rows that satisfies every row is the full QP's (a convex QP's
-minimizer over a superset of the feasible set that is feasible).
+The working set (4, :meth:`~wbc.control.shortcut.CompiledShortcut.binding`): the rows violated at the
+minimizer, and the rows active at the previous binding step's answer, grown by the rows violated at
+each answer until none is. The answer of the QP in the actuators over a superset of the binding rows
+that satisfies every row is the full QP's (a convex QP's minimizer over a superset of the feasible set
+that is feasible).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from .command import Command, CommandWriter
 from .fallback import FallbackPolicy
 from .hierarchy import LexicographicSolver
 from .outputs import StepOutputs
-from .shortcut import BAD_INPUT, FAILED, FEASIBLE, INFEASIBLE, KERNEL_FAILED, NOT_VECTORS, CompiledShortcut
+from .shortcut import BAD_INPUT, FEASIBLE, INFEASIBLE, KERNEL_FAILED, NOT_VECTORS, CompiledShortcut
 from .solvers import QPSolver
 
 __all__ = [
@@ -227,44 +228,20 @@ class WorkingSet(Strategy):
         if step.code != INFEASIBLE:
             return None
         t0 = _clock()
-        u = self.solve()
-        if u is None:
-            return None
         fast = self.fast
-        if fast.attached:
-            if fast.command(u) != FEASIBLE:
-                return None
+        if fast.binding(self.solver.least_distance, self.tolerance, self.active, self.max_rounds) != FEASIBLE:
+            return None
+        if fast.attached:  # its command is in the block (CompiledShortcut.binding)
             out = fast.out
             out[-2], out[-1] = fast.data.t_kernel, 0.0
             return self.writer.from_block(out, step.t_start, step.shortcut_us + (_clock() - t0) * 1e6)
-        return self.writer.from_x(u.copy(), step.t_start, step.kernel)
+        return self.writer.from_x(fast.u.copy(), step.t_start, step.kernel)
 
     def solve(self) -> np.ndarray | None:
         """The QP's solution ``u`` (n,) (a view of the shortcut's), or None (the solver failed, or the
         set stopped growing while a row still fails: the full QP then runs)."""
-        fast, working, active = self.fast, self.fast.working, self.active
-        d, Cu = fast.d, fast.Cu
-        np.greater(Cu, d, out=working)
-        working |= active
-        for _ in range(self.max_rounds):
-            r = fast.reduce(self.tolerance)
-            rows = fast.rows[:r]
-            answer = self.solver.least_distance(fast.M[:r], fast.h[:r], fast.y0, active[rows])
-            if answer is None:
-                return None
-            y, on = answer
-            code = fast.expand(y)
-            if code == FAILED:
-                return None
-            violated = Cu > d
-            if not (violated & ~working).any():
-                if code != FEASIBLE:
-                    return None
-                active[:] = False
-                active[rows[on]] = True
-                return fast.u
-            working |= violated
-        return None
+        code = self.fast.binding(self.solver.least_distance, self.tolerance, self.active, self.max_rounds)
+        return self.fast.u if code == FEASIBLE else None
 
 
 class Hierarchy(Strategy):
