@@ -29,3 +29,17 @@ def test_the_tracer_counts_returns_to_a_module_left():
 
     entries = modules_entered(twice)
     assert entries.count("wbc.control.controller") == 3 and entries.count("wbc.control.schedule") >= 2
+
+
+def test_a_step_during_a_force_ramp_enters_each_module_once():
+    """A foot's release ramp (the schedule advancing at every step: one call, ``ContactSchedule.tick``;
+    the activation set read without asking each contact): each module once."""
+    ctrl, q, v = scenario("standing")
+    for _ in range(3):
+        ctrl.step(q, v)
+    name = ctrl.contacts[0].name
+    ctrl.deactivate_contact(name, ramp=0.05)
+    ctrl.step(q, v)  # the first step of the ramp also hands the schedule the new plan's forces
+    entries = modules_entered(lambda: ctrl.step(q, v))
+    assert ctrl.contact_state(name).ramp is not None  # still ramping
+    assert len(entries) == len(set(entries)), " › ".join(entries)

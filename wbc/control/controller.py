@@ -186,6 +186,7 @@ class WholeBodyController(NotCopyable):
         self._runtime = Runtime(self.dt, self.time, self._schedule)
         self._tasks: list[Task] = []
         self._placements: Kernel | None = None  # q -> the contact frames' placements
+        self._check_state: Callable[[], int] | None = None  # the input checks in C (a one-call plan's)
         self._measured = np.zeros((0, 12))  # its output: one contact's placement a row (a view)
         self._structure: Structure | None = None
         self._tolerance = 0.0  # the shortcut's tolerance traced into the kernel's d
@@ -338,15 +339,19 @@ class WholeBodyController(NotCopyable):
         """The plans of every activation set (of the current one when there are many)."""
         self._plans, self._plan, self._plan_version = {}, None, -1
         self._state.enabled = self.check_inputs
+        self._check_state = None  # the input checks in C (of a plan that runs in one call), or None
         if len(self._switchable) <= PLAN_EVERY_SET_UP_TO:
             keys = list(product((True, False), repeat=len(self._switchable)))
         else:
             keys = [self._activation()]
         for key in keys:
-            self._plans[key] = self._make_plan(key)
+            plan = self._plans[key] = self._make_plan(key)
+            if plan.one_call and self._check_state is None:
+                assert plan.shortcut is not None
+                self._check_state = plan.shortcut.check_state
         self._warm_up()
         schedule = self._schedule
-        if self._by_schedule and not schedule.pending and schedule.idle(self.time):  # the first step's plan
+        if self._by_schedule and not schedule.awaiting_placement:  # the first step's plan
             self._plan, self._plan_version = self._plans.get(self._activation()), schedule.version
 
     def _warm_up(self) -> None:
@@ -464,52 +469,56 @@ class WholeBodyController(NotCopyable):
         """
         with self._lock:
             t_start = _clock()
-            schedule = self._schedule
-            plan = self._plan
-            self._runtime.time = self.time
-            if plan is None or not (schedule.idle(self.time) and schedule.version == self._plan_version):
-                plan = self._advance(q, v)
+            if self.kernel is None:
+                self._compile()
+            plan = self._advance(q, v)
             command = plan.run(q, v, t_start)
             self.time += self.dt
             return command
 
     def _advance(self, q, v) -> StepPlan:
-        """The clock moved with something in progress (a ramp, a placement to measure, a switch): the
-        schedule advances, this step's plan is chosen, and pending placements are measured at ``q``."""
-        if self.kernel is None:
-            self._compile()
+        """The schedule's clock moves to this step's (one call: :meth:`ContactSchedule.tick`, given the
+        placements measured at ``q`` when a contact awaits one); this step's plan: the last one unless
+        something was in progress or a contact switched."""
         schedule = self._schedule
-        schedule.advance(self.time)
-        key = self._activation()
+        self._runtime.time = self.time
+        measured = self._measure(q, v) if schedule.awaiting_placement else None
+        idle = schedule.tick(self.time, measured)
+        plan = self._plan
+        if plan is None or not idle or schedule.version != self._plan_version:
+            plan = self._choose()
+        return plan
+
+    def _choose(self) -> StepPlan:
+        """This step's plan (of the activation set now; made if it was not prepared), kept for the next
+        steps while the schedule stays idle at its version."""
+        schedule = self._schedule
+        key = schedule.activation if self._by_schedule else self._activation()
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plans[key] = self._make_plan(key)
-        if schedule.pending:  # contacts just activated without a placement: where they are now
-            self._place(q, v, plan)
         self._plan = plan
-        self._plan_version = schedule.version if self._by_schedule and not schedule.pending else -1
+        self._plan_version = schedule.version if self._by_schedule and not schedule.awaiting_placement else -1
         return plan
 
-    def _place(self, q, v, plan: StepPlan) -> None:
-        """Place the contacts pending a placement where their frames are at ``q`` (the state checked
-        first; in C when the plan runs in one call): one call of the placements kernel, recorded with
-        one write (:meth:`ContactSchedule.place_measured`). A placement that is not finite is measured
-        again next step."""
-        state = self._state
-        fast = plan.shortcut if plan.one_call else None
-        if fast is not None and type(q) is type(v) is np.ndarray and q.dtype == v.dtype == np.float64:
+    def _measure(self, q, v) -> np.ndarray:
+        """Where the contact frames are at ``q`` (the state checked first: in C when a plan runs in one
+        call), one call of the placements kernel: (n_contacts, 12), one row per contact (a view,
+        :meth:`ContactSchedule.place_measured`). Compiled routines only (no Python of another module)."""
+        state, check = self._state, self._check_state
+        if check is not None and type(q) is type(v) is np.ndarray and q.dtype == v.dtype == np.float64:
             try:
                 np.concatenate((q, v), out=state.buffer)
-                checked = fast.check_state() == FEASIBLE
+                checked = check() == FEASIBLE
             except ValueError:  # a wrong size or shape
                 checked = False
             if not checked:
                 state.load(q, v)  # raises, naming the culprit
         else:
             state.load(q, v)
-        assert self._placements is not None  # pending contacts exist, so the kernel has them
-        self._placements.run()
-        self._schedule.place_measured(self._measured)
+        assert self._placements is not None  # active contacts exist, so the kernel has them
+        self._placements.evaluate()
+        return self._measured
 
     # ----------------------------------------------------------------------------- inspection
     def evaluate(self, q, v) -> StepOutputs:
@@ -534,6 +543,8 @@ class WholeBodyController(NotCopyable):
         """
         with self._lock:
             self._runtime.time = self.time
+            if self.kernel is None:
+                self._compile()
             plan = self._advance(q, v)
             return plan.layout.problem(self.evaluate(q, v), self.regularization)
 

@@ -100,6 +100,8 @@ class CompiledShortcut:
             contacts' normal forces, kernel µs, shortcut µs]`` (overwritten by the next).
         step: after :meth:`attach`, with ``q`` and ``v`` in the kernel's inputs: the checks, the kernel
             and the shortcut in one C call; returns a :class:`~wbc.control.shortcut_library.Code`.
+        check_state: after :meth:`attach`, the input checks of :attr:`step` alone on the kernel's ``q``
+            and ``v`` buffers: ``BAD_INPUT``, or ``FEASIBLE`` (they pass, or checks are off).
         step_objects: after :meth:`attach`, ``step_objects(q, v)``: the same, reading ``q`` and ``v``
             (ndarrays, C-contiguous float64 vectors of the state's sizes) in C; any other objects:
             ``NOT_VECTORS``, nothing done. None when the library was built without CPython's headers.
@@ -212,12 +214,13 @@ class CompiledShortcut:
         self.attached = False
         self.out = np.zeros(0)
         self.step: Callable[[], int] = self._not_attached
+        self.check_state: Callable[[], int] = self._not_attached
         self.step_objects: Callable[[Any, Any], int] | None = None
         self.gathered = self._gathers.partial
 
     @staticmethod
     def _not_attached() -> int:
-        raise CompileError("CompiledShortcut.step needs attach() first")
+        raise CompileError("CompiledShortcut.step and check_state need attach() first")
 
     def __call__(self, regularization: float) -> int:
         """Run on the kernel's current outputs: ``FEASIBLE`` (``u`` solves the QP), ``INFEASIBLE``
@@ -307,15 +310,11 @@ class CompiledShortcut:
         ):
             setattr(data, name, value)
         self.step = functools.partial(self._library.step, self._ref)
+        self.check_state = functools.partial(self._library.check_state, self._ref)
         if self._library.step_objects is not None:
             self.step_objects = functools.partial(self._library.step_objects, self._ref)
         self.attached = True
         return True
-
-    def check_state(self) -> int:
-        """After :meth:`attach`: the input checks of :attr:`step` alone on the kernel's ``q`` and ``v``
-        buffers: ``BAD_INPUT``, or ``FEASIBLE`` (they pass, or checks are off)."""
-        return self._library.check_state(self._ref)
 
     def command(self, u: np.ndarray) -> int:
         """After :meth:`attach`: the command of ``u`` (n,) (a binding step's answer) into :attr:`out`,
