@@ -325,7 +325,9 @@ class WholeBodyController(NotCopyable):
         self._placements = placements
         self.kernel, self._structure = kernel, structure
         self._outputs = step_outputs(kernel)
-        self._state = State(functools.partial(self._context.check_state, self.model), state)  # no cycle
+        self._unit_parts = [(start, stop) for start, stop, _, _ in checks.unit_parts(tree)]  # of unit norm
+        check = functools.partial(self._context.check_state, self.model)  # no cycle
+        self._state = State(check, state, nq, self._unit_parts)
         self._switchable = [c for c in contributors if type(c).is_active is not Contributor.is_active]
         self._switch_index = [contributors.index(c) for c in self._switchable]
         # the activation set follows the schedule's version when only contacts (as defined) switch
@@ -427,7 +429,7 @@ class WholeBodyController(NotCopyable):
         if fast is not None and self._attach(layout, fast, writer):
             units.append(OneCall(fast, self._state, writer))  # it runs the kernel (or raises)
         else:
-            units.append(Evaluation(self._state, self.kernel.run))
+            units.append(Evaluation(self._state, self.kernel.evaluate))
         if fast is not None:
             if not fast.attached:
                 units.append(Shortcut(fast, reg, writer))
@@ -444,18 +446,10 @@ class WholeBodyController(NotCopyable):
         normal force linear in its variables; a compiled kernel)."""
         assert self.kernel is not None
         n = fast.u.size
-        normal = np.zeros((len(self.contacts), n))
-        rng = np.random.default_rng(0)
-        for k, c in enumerate(self.contacts):
-            w = np.array([c.normal_force(e) for e in np.eye(c.dim)], dtype=float)
-            for f in rng.standard_normal((2, c.dim)):  # linear (all the library's contacts are)?
-                if not abs(c.normal_force(f) - w @ f) <= 1e-9 * (1.0 + np.abs(w).sum() * np.abs(f).max()):
-                    return False
-            if c.name in layout.variables:  # an inactive contact's normal force is zero
-                normal[k, layout.variables[c.name]] = w
-        tree = self.model.tree if isinstance(self.model, ClusterModel) else self.model
-        parts = [(start, stop) for start, stop, _, _ in checks.unit_parts(tree)]
-        if not fast.attach(self.kernel, self.regularization, parts, self.check_inputs, normal):
+        if writer.normal_rows is None:  # a contact's normal force is not linear in its variables
+            return False
+        normal = writer.normal_rows[:, layout.columns]  # an inactive contact's columns are not there: zero
+        if not fast.attach(self.kernel, self.regularization, self._unit_parts, self.check_inputs, normal):
             return False
         outputs = self._outputs
         writer.block_layout(n, outputs.a0.size, outputs.errors.size, len(self.contacts))

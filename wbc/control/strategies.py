@@ -35,12 +35,13 @@ from __future__ import annotations
 
 import abc
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..errors import InputError
+from ..model.checks import UNIT_TOLERANCE
 from .builder import Layout
 from .command import Command, CommandWriter
 from .fallback import FallbackPolicy
@@ -97,17 +98,40 @@ class Step:
 class State:
     """The checked state's way into the kernel: ``check(q, v)`` returns the state as float64 vectors
     (or raises :class:`~wbc.errors.InputError` naming the culprit), ``buffer`` (nq + nv,) is the
-    storage the kernel's ``q`` and ``v`` inputs are bound to (``q`` then ``v``)."""
+    storage the kernel's ``q`` and ``v`` inputs are bound to (``q`` then ``v``); ``unit_parts``:
+    ``(start, stop)`` of each part of ``q`` of unit norm."""
 
-    def __init__(self, check: Callable[[Any, Any], tuple[np.ndarray, np.ndarray]], buffer: np.ndarray) -> None:
+    def __init__(
+        self,
+        check: Callable[[Any, Any], tuple[np.ndarray, np.ndarray]],
+        buffer: np.ndarray,
+        nq: int,
+        unit_parts: Sequence[tuple[int, int]] = (),
+    ) -> None:
         self.check, self.buffer = check, buffer
         self.enabled = True
+        self._shapes = ((nq,), (buffer.size - nq,))
+        self._parts = tuple(unit_parts)
 
     def load(self, q: Any, v: Any) -> None:
         """Check (when enabled) and copy ``q``, ``v`` into the kernel's inputs."""
-        if self.enabled:
-            q, v = self.check(q, v)
+        if self.enabled and not self._fits(q, v):
+            q, v = self.check(q, v)  # converts, or raises naming the culprit
         np.concatenate((q, v), out=self.buffer)
+
+    def _fits(self, q: Any, v: Any) -> bool:
+        """The control loop's case, checked without the model: float64 vectors of the state's sizes,
+        finite, each unit part of norm 1 (as :func:`wbc.model.checks.configuration`); anything else
+        goes through ``check``."""
+        if not (type(q) is type(v) is np.ndarray and q.dtype == v.dtype == np.float64):
+            return False
+        if (q.shape, v.shape) != self._shapes or not (np.isfinite(q).all() and np.isfinite(v).all()):
+            return False
+        for start, stop in self._parts:
+            part = q[start:stop]
+            if abs(float(np.sqrt(part @ part)) - 1.0) > UNIT_TOLERANCE:
+                return False
+        return True
 
 
 class Strategy(abc.ABC):
