@@ -49,14 +49,23 @@ def test_a_step_during_a_force_ramp_enters_each_module_once():
     assert len(entries) == len(set(entries)), " › ".join(entries)
 
 
+def _numpy_levels():
+    """Two priority levels answered in numpy (the levels' one-call step disabled: the hierarchy)."""
+    ctrl, q, v = scenario("two_levels")
+    ctrl._attach = lambda layout, fast, writer: False  # type: ignore[method-assign]
+    ctrl._prepare_plans()
+    return ctrl, q, v
+
+
 def test_a_two_level_step_records_the_normal_forces_without_a_call_per_contact():
     """Two priority levels (the hierarchy's answer through ``CommandWriter.from_x``): the contacts'
     normal forces are one product, followed by the schedule as the one-call block's are (no call per
     contact), and each contact's last normal force is its command's."""
-    ctrl, q, v = scenario("two_levels")
+    ctrl, q, v = _numpy_levels()
     for _ in range(3):
         ctrl.step(q, v)
     entries = modules_entered(lambda: ctrl.step(q, v))
+    assert "wbc.control.hierarchy" in entries
     assert entries.count("wbc.control.schedule") == 1, " › ".join(entries)
     assert not any(".contacts" in e for e in entries)
     cmd = ctrl.step(q, v)
@@ -70,7 +79,7 @@ def test_the_numpy_paths_state_check_refuses_what_the_full_check_refuses():
     """Two priority levels (the state checked in Python, without entering the model's modules in the
     common case): a non-finite entry, a quaternion off unit norm, a wrong size or a masked array are
     refused naming ``q`` or ``v``; a list is converted; the command equals that of the array."""
-    ctrl, q, v = scenario("two_levels")
+    ctrl, q, v = _numpy_levels()
     bad_quaternion = q.copy()
     bad_quaternion[3:7] *= 1.01
     nan_v = v.copy()

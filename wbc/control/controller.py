@@ -349,8 +349,7 @@ class WholeBodyController(NotCopyable):
             keys = [self._activation()]
         for key in keys:
             plan = self._plans[key] = self._make_plan(key)
-            if plan.one_call and self._check_state is None:
-                assert plan.shortcut is not None
+            if plan.one_call and plan.shortcut is not None and self._check_state is None:
                 self._check_state = plan.shortcut.check_state
         self._warm_up()
         schedule = self._schedule
