@@ -55,9 +55,11 @@ CONTACT_MODELS = {"wrench": wbc.SurfaceContact, "corners": wbc.SurfaceCornersCon
 
 
 def build(
-    solver: str, contact_model: str, limits: bool = False, levels: int = 0
+    solver: str, contact_model: str, limits: bool = False, levels: int = 0, lean: float = 0.0
 ) -> tuple[wbc.WholeBodyController, robots.RobotSpec, tasks.CoMTask, tasks.PostureTask]:
-    """The anchors' standing controller on Talos.
+    """The anchors' standing controller on Talos, its targets set, then compiled (last: a robot's loop
+    sets up, compiles, then reads its sensors and steps; numeric work after ``compile()`` would evict
+    the kernel from the caches and the first step would measure that).
 
     Args:
         limits: also keep every joint inside its position and velocity limits (the controller's
@@ -65,6 +67,7 @@ def build(
         levels: 0: the anchors' tasks (CoM and posture, weighted). 1, 2 or 3: CoM, pelvis orientation
             (weight 1, kp 20) and posture in 1 weighted level, in 2 levels (CoM | orientation and
             posture) or in 3 (CoM | orientation | posture): the same problem, strictly ordered.
+        lean: the CoM target this far to the left of the initial CoM, m.
     """
     spec = robots.load("talos")
     model = spec.model
@@ -82,12 +85,12 @@ def build(
     ctrl = wbc.WholeBodyController(
         model, task_list, contacts, solver=solver, limits=None if limits else [wbc.TorqueLimit()]
     )
-    ctrl.compile()
-    com.set_target(wbc.center_of_mass(model, spec.q0))
+    com.set_target(wbc.center_of_mass(model, spec.q0) + np.array([0.0, lean, 0.0]))
     # with joint limits, the posture target is kept off the position bounds (the grippers rest at their
     # URDF limit in half_sitting: a target there makes the bound bind at every step)
     position_limits = [x for x in ctrl.limits if isinstance(x, wbc.JointPositionLimit)]
     posture.set_target(position_limits[0].inside(spec.q0) if position_limits else spec.q0)
+    ctrl.compile()
     return ctrl, spec, com, posture
 
 
@@ -132,14 +135,11 @@ def run(
         robot: ``"talos"`` (the anchors' controller) or ``"panda"`` (:func:`build_panda`, with ``levels``).
     """
     if robot == "panda":
-        ctrl, spec, com_task = build_panda(solver, levels) + (None,)
+        ctrl, spec = build_panda(solver, levels)
     else:
-        ctrl, spec, com_task, _ = build(solver, contact_model, limits, levels)
+        ctrl, spec, _, _ = build(solver, contact_model, limits, levels, lean)
     model, dt = spec.model, 1e-3
-    q, v = spec.q0.copy(), np.zeros(model.nv)
-    com0 = wbc.center_of_mass(model, q)
-    if lean and com_task is not None:
-        com_task.set_target(com0 + np.array([0.0, lean, 0.0]))
+    q, v = spec.q0.copy(), np.zeros(model.nv)  # nothing between compile() and the first step
     t_step, t_kernel, t_qp = np.zeros(steps), np.zeros(steps), np.zeros(steps)
     preempted = np.zeros(steps, dtype=bool)
     collected = np.zeros(steps, dtype=bool)
@@ -168,7 +168,7 @@ def run(
             q = wbc.integrate(model, q, v_mean, dt)
             switches = _switches()
     assert cmd is not None
-    com = wbc.center_of_mass(model, q)
+    com, com0 = wbc.center_of_mass(model, q), wbc.center_of_mass(model, spec.q0)
     normal = sum(c.normal_force(cmd.forces[c.name]) for c in ctrl.contacts)
     t_us = t_step * 1e6
     return {
@@ -226,10 +226,10 @@ def build_panda(solver: str, levels: int) -> tuple[wbc.WholeBodyController, robo
     posture = tasks.PostureTask(model, weight=1e-3, kp=10.0)
     posture.set_priority(1 if levels >= 2 else 0)
     ctrl = wbc.WholeBodyController(model, [hand, posture], solver=solver)
-    ctrl.compile()
     hand.set_target(wbc.frame_placement(model, spec.q0, spec.hands[0]))
     position_limits = [x for x in ctrl.limits if isinstance(x, wbc.JointPositionLimit)]
     posture.set_target(position_limits[0].inside(spec.q0) if position_limits else spec.q0)
+    ctrl.compile()  # last (see build)
     return ctrl, spec
 
 

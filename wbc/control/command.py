@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -21,7 +21,7 @@ from .outputs import StepOutputs
 from .pieces import Group
 from .schedule import ContactSchedule
 
-__all__ = ["Command", "CommandWriter", "LastCommand"]
+__all__ = ["Command", "CommandWriter", "LastCommand", "linear_normal_rows"]
 
 _NO_CONFLICT: tuple[Group, ...] = ()
 _clock = time.perf_counter
@@ -69,6 +69,30 @@ class LastCommand:
         self.tau: np.ndarray | None = None
 
 
+def linear_normal_rows(contacts: Sequence, variables: Mapping[str, slice], n: int) -> np.ndarray | None:
+    """(n_contacts, n) each contact's normal force as a linear function of the variables (its columns
+    ``variables[name]`` of ``n``), or None when some contact's normal force is not linear in its force
+    variables (all the library's contacts are: checked at two random forces each)."""
+    rows = np.zeros((len(contacts), n))
+    rng = np.random.default_rng(0)
+    for k, c in enumerate(contacts):
+        w = np.array([c.normal_force(e) for e in np.eye(c.dim)], dtype=float)
+        for f in rng.standard_normal((2, c.dim)):
+            if not abs(c.normal_force(f) - w @ f) <= 1e-9 * (1.0 + np.abs(w).sum() * np.abs(f).max()):
+                return None
+        rows[k, variables[c.name]] = w
+    return rows
+
+
+class _NormalForces:
+    """The normal forces of a :meth:`CommandWriter.from_x` answer (``block``), which the schedule follows."""
+
+    __slots__ = ("block",)
+
+    def __init__(self, n_contacts: int) -> None:
+        self.block = np.zeros(n_contacts)
+
+
 class CommandWriter:
     """Writes the :class:`Command` of one layout's answers.
 
@@ -98,6 +122,11 @@ class CommandWriter:
         self._contacts = [(c, structure.variables[c.name], schedule.state(c.name)) for c in contacts]
         self._block: tuple | None = None
         self.block: np.ndarray | None = None  # the last one-call command's block (the schedule reads it)
+        #: (n_contacts, n_u) the contacts' normal forces as linear functions of ``u`` (None: not linear)
+        self.normal_rows = linear_normal_rows(contacts, structure.variables.slices, n_u)
+        # from_x's normal forces, followed by the schedule like the block's (no call per contact)
+        self._x_normals = _NormalForces(len(self._contacts))
+        self._x_normal_at = [k if c.name in layout.variables else None for k, (c, _, _) in enumerate(self._contacts)]
 
     def block_layout(self, n: int, nv: int, n_errors: int, n_contacts: int) -> None:
         """Where the one-call step's block holds each part (``n`` variables, ``nv`` velocities, the task
@@ -171,12 +200,17 @@ class CommandWriter:
             if not np.isfinite(qdd).all():
                 failure, qdd = Failure.NON_FINITE, np.zeros(a0.size)
             failure = failure or Failure.SOLVER
-        forces = {}
-        for contact, columns, state in self._contacts:
-            f = u_full[columns]
-            forces[contact.name] = f
-            if state.active:
-                self.schedule.record(contact.name, contact.normal_force(f))
+        forces = {contact.name: u_full[columns] for contact, columns, _ in self._contacts}
+        rows, schedule = self.normal_rows, self.schedule
+        if rows is not None:  # recorded as the block's are: the schedule follows them
+            normals = self._x_normals
+            np.dot(rows, u_full, out=normals.block)
+            if schedule.following is not normals:
+                schedule.follow(normals, self._x_normal_at)
+        else:
+            for contact, columns, state in self._contacts:
+                if state.active:
+                    schedule.record(contact.name, contact.normal_force(u_full[columns]))
         errors_all = outputs.errors
         errors = {name: errors_all[rows].copy() for name, rows in self._error_rows}
         t_end = _clock()

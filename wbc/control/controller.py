@@ -187,6 +187,7 @@ class WholeBodyController(NotCopyable):
         self._runtime = Runtime(self.dt, self.time, self._schedule)
         self._tasks: list[Task] = []
         self._placements: Kernel | None = None  # q -> the contact frames' placements
+        self._check_state: Callable[[], int] | None = None  # the input checks in C (a one-call plan's)
         self._measured = np.zeros((0, 12))  # its output: one contact's placement a row (a view)
         self._structure: Structure | None = None
         self._tolerance = 0.0  # the shortcut's tolerance traced into the kernel's d
@@ -325,7 +326,9 @@ class WholeBodyController(NotCopyable):
         self._placements = placements
         self.kernel, self._structure = kernel, structure
         self._outputs = step_outputs(kernel)
-        self._state = State(functools.partial(self._context.check_state, self.model), state)  # no cycle
+        self._unit_parts = [(start, stop) for start, stop, _, _ in checks.unit_parts(tree)]  # of unit norm
+        check = functools.partial(self._context.check_state, self.model)  # no cycle
+        self._state = State(check, state, nq, self._unit_parts)
         self._switchable = [c for c in contributors if type(c).is_active is not Contributor.is_active]
         self._switch_index = [contributors.index(c) for c in self._switchable]
         # the activation set follows the schedule's version when only contacts (as defined) switch
@@ -339,15 +342,18 @@ class WholeBodyController(NotCopyable):
         """The plans of every activation set (of the current one when there are many)."""
         self._plans, self._plan, self._plan_version = {}, None, -1
         self._state.enabled = self.check_inputs
+        self._check_state = None  # the input checks in C (of a plan that runs in one call), or None
         if len(self._switchable) <= PLAN_EVERY_SET_UP_TO:
             keys = list(product((True, False), repeat=len(self._switchable)))
         else:
             keys = [self._activation()]
         for key in keys:
-            self._plans[key] = self._make_plan(key)
+            plan = self._plans[key] = self._make_plan(key)
+            if plan.one_call and plan.shortcut is not None and self._check_state is None:
+                self._check_state = plan.shortcut.check_state
         self._warm_up()
         schedule = self._schedule
-        if self._by_schedule and not schedule.pending and schedule.idle(self.time):  # the first step's plan
+        if self._by_schedule and not schedule.awaiting_placement:  # the first step's plan
             self._plan, self._plan_version = self._plans.get(self._activation()), schedule.version
 
     def _warm_up(self) -> None:
@@ -426,7 +432,7 @@ class WholeBodyController(NotCopyable):
         elif levels is not None and self._attach(layout, levels, writer):
             units.append(OneCall(levels, self._state, writer))  # the levels in C; a binding level: Hierarchy
         else:
-            units.append(Evaluation(self._state, self.kernel.run))
+            units.append(Evaluation(self._state, self.kernel.evaluate))
         if fast is not None:
             if not fast.attached:
                 units.append(Shortcut(fast, reg, writer))
@@ -443,18 +449,10 @@ class WholeBodyController(NotCopyable):
         normal force linear in its variables; a compiled kernel)."""
         assert self.kernel is not None
         n = fast.u.size
-        normal = np.zeros((len(self.contacts), n))
-        rng = np.random.default_rng(0)
-        for k, c in enumerate(self.contacts):
-            w = np.array([c.normal_force(e) for e in np.eye(c.dim)], dtype=float)
-            for f in rng.standard_normal((2, c.dim)):  # linear (all the library's contacts are)?
-                if not abs(c.normal_force(f) - w @ f) <= 1e-9 * (1.0 + np.abs(w).sum() * np.abs(f).max()):
-                    return False
-            if c.name in layout.variables:  # an inactive contact's normal force is zero
-                normal[k, layout.variables[c.name]] = w
-        tree = self.model.tree if isinstance(self.model, ClusterModel) else self.model
-        parts = [(start, stop) for start, stop, _, _ in checks.unit_parts(tree)]
-        if not fast.attach(self.kernel, self.regularization, parts, self.check_inputs, normal):
+        if writer.normal_rows is None:  # a contact's normal force is not linear in its variables
+            return False
+        normal = writer.normal_rows[:, layout.columns]  # an inactive contact's columns are not there: zero
+        if not fast.attach(self.kernel, self.regularization, self._unit_parts, self.check_inputs, normal):
             return False
         outputs = self._outputs
         writer.block_layout(n, outputs.a0.size, outputs.errors.size, len(self.contacts))
@@ -468,52 +466,56 @@ class WholeBodyController(NotCopyable):
         """
         with self._lock:
             t_start = _clock()
-            schedule = self._schedule
-            plan = self._plan
-            self._runtime.time = self.time
-            if plan is None or not (schedule.idle(self.time) and schedule.version == self._plan_version):
-                plan = self._advance(q, v)
+            if self.kernel is None:
+                self._compile()
+            plan = self._advance(q, v)
             command = plan.run(q, v, t_start)
             self.time += self.dt
             return command
 
     def _advance(self, q, v) -> StepPlan:
-        """The clock moved with something in progress (a ramp, a placement to measure, a switch): the
-        schedule advances, this step's plan is chosen, and pending placements are measured at ``q``."""
-        if self.kernel is None:
-            self._compile()
+        """The schedule's clock moves to this step's (one call: :meth:`ContactSchedule.tick`, given the
+        placements measured at ``q`` when a contact awaits one); this step's plan: the last one unless
+        something was in progress or a contact switched."""
         schedule = self._schedule
-        schedule.advance(self.time)
-        key = self._activation()
+        self._runtime.time = self.time
+        measured = self._measure(q, v) if schedule.awaiting_placement else None
+        idle = schedule.tick(self.time, measured)
+        plan = self._plan
+        if plan is None or not idle or schedule.version != self._plan_version:
+            plan = self._choose()
+        return plan
+
+    def _choose(self) -> StepPlan:
+        """This step's plan (of the activation set now; made if it was not prepared), kept for the next
+        steps while the schedule stays idle at its version."""
+        schedule = self._schedule
+        key = schedule.activation if self._by_schedule else self._activation()
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plans[key] = self._make_plan(key)
-        if schedule.pending:  # contacts just activated without a placement: where they are now
-            self._place(q, v, plan)
         self._plan = plan
-        self._plan_version = schedule.version if self._by_schedule and not schedule.pending else -1
+        self._plan_version = schedule.version if self._by_schedule and not schedule.awaiting_placement else -1
         return plan
 
-    def _place(self, q, v, plan: StepPlan) -> None:
-        """Place the contacts pending a placement where their frames are at ``q`` (the state checked
-        first; in C when the plan runs in one call): one call of the placements kernel, recorded with
-        one write (:meth:`ContactSchedule.place_measured`). A placement that is not finite is measured
-        again next step."""
-        state = self._state
-        fast = plan.shortcut if plan.one_call else None
-        if fast is not None and type(q) is type(v) is np.ndarray and q.dtype == v.dtype == np.float64:
+    def _measure(self, q, v) -> np.ndarray:
+        """Where the contact frames are at ``q`` (the state checked first: in C when a plan runs in one
+        call), one call of the placements kernel: (n_contacts, 12), one row per contact (a view,
+        :meth:`ContactSchedule.place_measured`). Compiled routines only (no Python of another module)."""
+        state, check = self._state, self._check_state
+        if check is not None and type(q) is type(v) is np.ndarray and q.dtype == v.dtype == np.float64:
             try:
                 np.concatenate((q, v), out=state.buffer)
-                checked = fast.check_state() == FEASIBLE
+                checked = check() == FEASIBLE
             except ValueError:  # a wrong size or shape
                 checked = False
             if not checked:
                 state.load(q, v)  # raises, naming the culprit
         else:
             state.load(q, v)
-        assert self._placements is not None  # pending contacts exist, so the kernel has them
-        self._placements.run()
-        self._schedule.place_measured(self._measured)
+        assert self._placements is not None  # active contacts exist, so the kernel has them
+        self._placements.evaluate()
+        return self._measured
 
     # ----------------------------------------------------------------------------- inspection
     def evaluate(self, q, v) -> StepOutputs:
@@ -538,6 +540,8 @@ class WholeBodyController(NotCopyable):
         """
         with self._lock:
             self._runtime.time = self.time
+            if self.kernel is None:
+                self._compile()
             plan = self._advance(q, v)
             return plan.layout.problem(self.evaluate(q, v), self.regularization)
 

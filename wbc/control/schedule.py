@@ -154,8 +154,13 @@ class ContactSchedule:
             self._states[c.name] = s
         self._time = 0.0
         self._any_ramp = False
-        self._any_pending = any(s.active for s in self._states.values())
+        #: whether some active contact may await a placement (exact after :meth:`tick`): the step then
+        #: measures the contact frames' placements first and hands them to :meth:`tick`
+        self.awaiting_placement = any(s.active for s in self._states.values())
         self.version = 0  # incremented whenever a contact is activated or released
+        #: every contact's ``active``, in contact order (the step's activation set, read without a call)
+        self.activation: tuple[bool, ...] = ()
+        self._switched(0)
         #: the source whose ``block`` holds the last command's normal forces (read when needed), or None
         self.following: Any = None
         self._normal_at: list[int | None] = []
@@ -173,7 +178,7 @@ class ContactSchedule:
         :meth:`restore`."""
         self._flush()
         states = {name: s.copy() for name, s in self._states.items()}
-        return ScheduleSnapshot(states, self._time, self._any_ramp, self._any_pending, self.version)
+        return ScheduleSnapshot(states, self._time, self._any_ramp, self.awaiting_placement, self.version)
 
     def restore(self, snapshot: ScheduleSnapshot) -> None:
         """Put back what :meth:`snapshot` saved (into the same parameter arrays: the kernel reads them in
@@ -185,9 +190,14 @@ class ContactSchedule:
             for field in dataclasses.fields(ContactState):
                 if field.name != "parameters":
                     setattr(s, field.name, getattr(saved, field.name))
-        self._time, self._any_ramp, self._any_pending = snapshot.time, snapshot.any_ramp, snapshot.any_pending
-        self.version = snapshot.version
+        self._time, self._any_ramp, self.awaiting_placement = snapshot.time, snapshot.any_ramp, snapshot.any_pending
+        self._switched(snapshot.version - self.version)
         self.following = None
+
+    def _switched(self, change: int = 1) -> None:
+        """A contact was activated or released: the version moves by ``change``, :attr:`activation` follows."""
+        self.version += change
+        self.activation = tuple([s.active for s in self._states.values()])
 
     def forget(self) -> None:
         """Stop following a source without reading it (its commands were not applied)."""
@@ -203,13 +213,18 @@ class ContactSchedule:
                     if i is not None:
                         s.last_normal_force = float(block[i])
 
-    def idle(self, t: float) -> bool:
-        """Move the clock to ``t`` (s) when nothing is in progress (no ramp, no placement to measure):
-        True; else False, and :meth:`advance` is to be called."""
-        if self._any_ramp or self._any_pending:
-            return False
-        self._time = t
-        return True
+    def tick(self, t: float, measured: np.ndarray | None = None) -> bool:
+        """The step's one call: move the clock to ``t`` (s); True when nothing was in progress (no ramp,
+        no placement awaited). Else False: ramps progress (:meth:`advance`) and the contacts awaiting a
+        placement are placed where ``measured`` puts them (:meth:`place_measured`; ``measured`` is given
+        when :attr:`awaiting_placement`)."""
+        if not (self._any_ramp or self.awaiting_placement):
+            self._time = t
+            return True
+        self.advance(t)
+        if measured is not None and self.awaiting_placement:
+            self.place_measured(measured)
+        return False
 
     def state(self, name: str) -> ContactState:
         """The state of contact ``name``; :class:`InputError` naming the known contacts if unknown."""
@@ -251,13 +266,13 @@ class ContactSchedule:
         if placement is not None:
             s.parameters[PLACEMENT] = _placement(name, placement)
         s.active, s.ramp, s.rise, s.placed = True, None, None, placement is not None
-        self.version += 1
+        self._switched()
         s.bounds[:] = (s.min_normal_force, s.max_normal_force)
         if ramp > 0:
             s.rise = (self._time, float(ramp), float(f1))
             s.bounds[:] = (0.0, 0.0)
             self._any_ramp = True
-        self._any_pending = self._any_pending or not s.placed
+        self.awaiting_placement = self.awaiting_placement or not s.placed
 
     def deactivate(self, name: str, ramp: float = 0.0, start_force: float | None = None) -> None:
         """Release contact ``name``, after ramping its maximum normal force to zero over ``ramp`` s.
@@ -275,7 +290,7 @@ class ContactSchedule:
         if ramp == 0.0:
             s.active, s.ramp = False, None
             s.bounds[:] = (s.min_normal_force, s.max_normal_force)
-            self.version += 1
+            self._switched()
             return
         f0 = start_force if start_force is not None else s.max_normal_force
         if not math.isfinite(f0):
@@ -294,10 +309,10 @@ class ContactSchedule:
     @property
     def pending(self) -> list[str]:
         """The active contacts whose placement is to be measured at this step (usually none)."""
-        if not self._any_pending:
+        if not self.awaiting_placement:
             return []
         names = [name for name, s in self._states.items() if s.active and not s.placed]
-        self._any_pending = bool(names)
+        self.awaiting_placement = bool(names)
         return names
 
     def place(self, name: str, position: np.ndarray, rotation: np.ndarray) -> None:
@@ -323,12 +338,13 @@ class ContactSchedule:
             self._table[:, PLACEMENT] = measured
             for s in states:
                 s.placed = True
-            self._any_pending = False
+            self.awaiting_placement = False
             return
         for s, row in zip(states, measured):
             if s.active and not s.placed and np.isfinite(row).all():
                 s.parameters[PLACEMENT] = row
                 s.placed = True
+        self.awaiting_placement = any([s.active and not s.placed for s in states])
 
     def advance(self, t: float) -> None:
         """Move the clock to ``t`` (s): ramps progress, finished releases release their contact,
@@ -347,7 +363,7 @@ class ContactSchedule:
             t0, duration, f0 = s.ramp or (0.0, 0.0, 0.0)
             if t >= t0 + duration:
                 s.active, s.ramp = False, None
-                self.version += 1
+                self._switched()
                 s.bounds[:] = (s.min_normal_force, s.max_normal_force)
             else:
                 s.bounds[1] = max(0.0, f0 * (1.0 - (t - t0) / duration))

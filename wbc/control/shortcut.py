@@ -19,9 +19,10 @@ A :class:`CompiledShortcut` serves the step three ways:
   (:attr:`~CompiledShortcut.step_objects`) checks ``q`` and ``v``, runs the kernel, makes the gathers
   (in C), runs the shortcut, and writes the command (``u``, ``q̈ = a₀ + B̂u``, the task errors, the
   contacts' normal forces, the C-side timings) into one block (:attr:`~CompiledShortcut.out`);
-* :meth:`~CompiledShortcut.reduce` / :meth:`~CompiledShortcut.expand`: when an inequality binds, the
-  QP in the actuators on a set of rows in least-distance form, from the shortcut's factor, and its
-  answer back to ``u`` (the working-set strategy, :mod:`wbc.control.strategies`).
+* :meth:`~CompiledShortcut.binding`: when an inequality binds, the QP in the actuators on a growing
+  working set of rows in least-distance form (:meth:`~CompiledShortcut.reduce`, from the shortcut's
+  factor; the backend's least-distance solve; :meth:`~CompiledShortcut.expand`, its answer back to
+  ``u``), and its command (the working-set strategy, :mod:`wbc.control.strategies`).
 
 The numpy functions :func:`~wbc.control.qp.least_squares_by_elimination` and
 :meth:`~wbc.control.builder.Layout.feasible` are its reference in the tests, not a second path.
@@ -99,6 +100,8 @@ class CompiledShortcut:
             contacts' normal forces, kernel µs, shortcut µs]`` (overwritten by the next).
         step: after :meth:`attach`, with ``q`` and ``v`` in the kernel's inputs: the checks, the kernel
             and the shortcut in one C call; returns a :class:`~wbc.control.shortcut_library.Code`.
+        check_state: after :meth:`attach`, the input checks of :attr:`step` alone on the kernel's ``q``
+            and ``v`` buffers: ``BAD_INPUT``, or ``FEASIBLE`` (they pass, or checks are off).
         step_objects: after :meth:`attach`, ``step_objects(q, v)``: the same, reading ``q`` and ``v``
             (ndarrays, C-contiguous float64 vectors of the state's sizes) in C; any other objects:
             ``NOT_VECTORS``, nothing done. None when the library was built without CPython's headers.
@@ -211,12 +214,13 @@ class CompiledShortcut:
         self.attached = False
         self.out = np.zeros(0)
         self.step: Callable[[], int] = self._not_attached
+        self.check_state: Callable[[], int] = self._not_attached
         self.step_objects: Callable[[Any, Any], int] | None = None
         self.gathered = self._gathers.partial
 
     @staticmethod
     def _not_attached() -> int:
-        raise CompileError("CompiledShortcut.step needs attach() first")
+        raise CompileError("CompiledShortcut.step and check_state need attach() first")
 
     def __call__(self, regularization: float) -> int:
         """Run on the kernel's current outputs: ``FEASIBLE`` (``u`` solves the QP), ``INFEASIBLE``
@@ -306,15 +310,11 @@ class CompiledShortcut:
         ):
             setattr(data, name, value)
         self.step = functools.partial(self._library.step, self._ref)
+        self.check_state = functools.partial(self._library.check_state, self._ref)
         if self._library.step_objects is not None:
             self.step_objects = functools.partial(self._library.step_objects, self._ref)
         self.attached = True
         return True
-
-    def check_state(self) -> int:
-        """After :meth:`attach`: the input checks of :attr:`step` alone on the kernel's ``q`` and ``v``
-        buffers: ``BAD_INPUT``, or ``FEASIBLE`` (they pass, or checks are off)."""
-        return self._library.check_state(self._ref)
 
     def command(self, u: np.ndarray) -> int:
         """After :meth:`attach`: the command of ``u`` (n,) (a binding step's answer) into :attr:`out`,
@@ -342,6 +342,57 @@ class CompiledShortcut:
         ``INFEASIBLE`` or ``FAILED`` (not finite)."""
         np.copyto(self._y, y)
         return self._expand()
+
+    def binding(
+        self,
+        least_distance: Callable[..., tuple[np.ndarray, np.ndarray] | None],
+        tolerance: float,
+        active: np.ndarray,
+        max_rounds: int = 10,
+    ) -> int:
+        """After a call that found a row of ``C u ≤ d`` broken: the QP in the actuators on a growing
+        working set of rows (:meth:`reduce`, ``least_distance``, :meth:`expand`), its answer in
+        :attr:`u` and, when attached, its command in :attr:`out` (as :meth:`command`).
+
+        The working set starts as the rows violated at the minimizer and the rows in ``active`` (those
+        active at the previous binding step's answer, a warm start) and grows by the rows violated at
+        each answer until none is: the minimizer over a superset of the binding rows that satisfies
+        every row is the QP's. Everything a binding step does after the kernel happens here, so that
+        the step enters this module once (the solver once per round: usually one).
+
+        Args:
+            least_distance: the backend's :meth:`~wbc.control.solvers.QPSolver.least_distance`.
+            tolerance: the one traced into the kernel's ``d``.
+            active: (n_c,) bool, updated in place to the rows active at the answer.
+            max_rounds: bound on the rounds of growing the set.
+
+        Returns:
+            ``FEASIBLE`` (the answer), or ``FAILED``: the solver failed, ``q̈`` is not finite, or the set
+            stopped growing while a row still fails (the full QP then runs).
+        """
+        working, d, Cu = self.working, self.d, self.Cu
+        np.greater(Cu, d, out=working)
+        working |= active
+        for _ in range(max_rounds):
+            r = self._reduce(tolerance)
+            rows = self.rows[:r]
+            answer = least_distance(self.M[:r], self.h[:r], self.y0, active[rows])
+            if answer is None:
+                return FAILED
+            y, on = answer
+            np.copyto(self._y, y)
+            code = self._expand()
+            if code == FAILED:
+                return FAILED
+            violated = Cu > d
+            if not (violated & ~working).any():
+                if code != FEASIBLE:
+                    return FAILED
+                active[:] = False
+                active[rows[on]] = True
+                return self._library.command(self._ref) if self.attached else FEASIBLE
+            working |= violated
+        return FAILED
 
 
 class Gathers:

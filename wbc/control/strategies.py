@@ -26,29 +26,31 @@ levels 1 (its levels in C: :class:`~wbc.control.compiled_hierarchy.CompiledHiera
 equalities are the contacts' own rows or none) or 2, then 5 and 6; any other weighted one 2, the
 Minimizer and 6.
 
-The working set (4): the rows violated at the minimizer, and the rows active at the previous binding
-step's answer, grown by the rows violated at each answer until none is. The answer of the QP in the
-actuators over a superset of the binding rows that satisfies every row is the full QP's (a convex QP's
-minimizer over a superset of the feasible set that is feasible).
+The working set (4, :meth:`~wbc.control.shortcut.CompiledShortcut.binding`): the rows violated at the
+minimizer, and the rows active at the previous binding step's answer, grown by the rows violated at
+each answer until none is. The answer of the QP in the actuators over a superset of the binding rows
+that satisfies every row is the full QP's (a convex QP's minimizer over a superset of the feasible set
+that is feasible).
 """
 
 from __future__ import annotations
 
 import abc
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..errors import InputError
+from ..model.checks import UNIT_TOLERANCE
 from .builder import Layout
 from .command import Command, CommandWriter
 from .compiled_hierarchy import CompiledHierarchy
 from .fallback import FallbackPolicy
 from .hierarchy import LexicographicSolver
 from .outputs import StepOutputs
-from .shortcut import BAD_INPUT, FAILED, FEASIBLE, INFEASIBLE, KERNEL_FAILED, NOT_VECTORS, CompiledShortcut
+from .shortcut import BAD_INPUT, FEASIBLE, INFEASIBLE, KERNEL_FAILED, NOT_VECTORS, CompiledShortcut
 from .solvers import QPSolver
 
 __all__ = [
@@ -99,17 +101,40 @@ class Step:
 class State:
     """The checked state's way into the kernel: ``check(q, v)`` returns the state as float64 vectors
     (or raises :class:`~wbc.errors.InputError` naming the culprit), ``buffer`` (nq + nv,) is the
-    storage the kernel's ``q`` and ``v`` inputs are bound to (``q`` then ``v``)."""
+    storage the kernel's ``q`` and ``v`` inputs are bound to (``q`` then ``v``); ``unit_parts``:
+    ``(start, stop)`` of each part of ``q`` of unit norm."""
 
-    def __init__(self, check: Callable[[Any, Any], tuple[np.ndarray, np.ndarray]], buffer: np.ndarray) -> None:
+    def __init__(
+        self,
+        check: Callable[[Any, Any], tuple[np.ndarray, np.ndarray]],
+        buffer: np.ndarray,
+        nq: int,
+        unit_parts: Sequence[tuple[int, int]] = (),
+    ) -> None:
         self.check, self.buffer = check, buffer
         self.enabled = True
+        self._shapes = ((nq,), (buffer.size - nq,))
+        self._parts = tuple(unit_parts)
 
     def load(self, q: Any, v: Any) -> None:
         """Check (when enabled) and copy ``q``, ``v`` into the kernel's inputs."""
-        if self.enabled:
-            q, v = self.check(q, v)
+        if self.enabled and not self._fits(q, v):
+            q, v = self.check(q, v)  # converts, or raises naming the culprit
         np.concatenate((q, v), out=self.buffer)
+
+    def _fits(self, q: Any, v: Any) -> bool:
+        """The control loop's case, checked without the model: float64 vectors of the state's sizes,
+        finite, each unit part of norm 1 (as :func:`wbc.model.checks.configuration`); anything else
+        goes through ``check``."""
+        if not (type(q) is type(v) is np.ndarray and q.dtype == v.dtype == np.float64):
+            return False
+        if (q.shape, v.shape) != self._shapes or not (np.isfinite(q).all() and np.isfinite(v).all()):
+            return False
+        for start, stop in self._parts:
+            part = q[start:stop]
+            if abs(float(np.sqrt(part @ part)) - 1.0) > UNIT_TOLERANCE:
+                return False
+        return True
 
 
 class Strategy(abc.ABC):
@@ -230,44 +255,20 @@ class WorkingSet(Strategy):
         if step.code != INFEASIBLE:
             return None
         t0 = _clock()
-        u = self.solve()
-        if u is None:
-            return None
         fast = self.fast
-        if fast.attached:
-            if fast.command(u) != FEASIBLE:
-                return None
+        if fast.binding(self.solver.least_distance, self.tolerance, self.active, self.max_rounds) != FEASIBLE:
+            return None
+        if fast.attached:  # its command is in the block (CompiledShortcut.binding)
             out = fast.out
             out[-2], out[-1] = fast.data.t_kernel, 0.0
             return self.writer.from_block(out, step.t_start, step.shortcut_us + (_clock() - t0) * 1e6)
-        return self.writer.from_x(u.copy(), step.t_start, step.kernel)
+        return self.writer.from_x(fast.u.copy(), step.t_start, step.kernel)
 
     def solve(self) -> np.ndarray | None:
         """The QP's solution ``u`` (n,) (a view of the shortcut's), or None (the solver failed, or the
         set stopped growing while a row still fails: the full QP then runs)."""
-        fast, working, active = self.fast, self.fast.working, self.active
-        d, Cu = fast.d, fast.Cu
-        np.greater(Cu, d, out=working)
-        working |= active
-        for _ in range(self.max_rounds):
-            r = fast.reduce(self.tolerance)
-            rows = fast.rows[:r]
-            answer = self.solver.least_distance(fast.M[:r], fast.h[:r], fast.y0, active[rows])
-            if answer is None:
-                return None
-            y, on = answer
-            code = fast.expand(y)
-            if code == FAILED:
-                return None
-            violated = Cu > d
-            if not (violated & ~working).any():
-                if code != FEASIBLE:
-                    return None
-                active[:] = False
-                active[rows[on]] = True
-                return fast.u
-            working |= violated
-        return None
+        code = self.fast.binding(self.solver.least_distance, self.tolerance, self.active, self.max_rounds)
+        return self.fast.u if code == FEASIBLE else None
 
 
 class Hierarchy(Strategy):

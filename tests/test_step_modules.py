@@ -1,0 +1,97 @@
+"""A control step is a straight pipeline: it enters each wbc module once (``benchmarks.step_modules``)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from benchmarks.step_modules import modules_entered, scenario, trace
+from wbc.errors import InputError
+
+
+@pytest.mark.parametrize("name", ["standing", "binding", "single_support"])
+def test_a_steady_step_enters_each_module_once(name):
+    """Standing (the minimizer), binding (the CoP bounds: the working-set QP) and single support (a
+    lifted foot: gathered rows, binding): no unit calls back into a module the step already left."""
+    entries = trace(name)
+    assert entries[0] == "wbc.control.controller"
+    assert len(entries) == len(set(entries)), " › ".join(entries)
+    if name != "standing":  # the QP was solved: the working set's modules are on the path
+        assert "wbc.control.shortcut" in entries and "wbc.control.solvers" in entries
+
+
+def test_the_tracer_counts_returns_to_a_module_left():
+    """The tracer sees a module entered twice (not a test that cannot fail)."""
+    ctrl, q, v = scenario("standing")
+
+    def twice():
+        ctrl.step(q, v)
+        ctrl.contact_active(ctrl.contacts[0].name)
+        ctrl.step(q, v)
+
+    entries = modules_entered(twice)
+    assert entries.count("wbc.control.controller") == 3 and entries.count("wbc.control.schedule") >= 2
+
+
+def test_a_step_during_a_force_ramp_enters_each_module_once():
+    """A foot's release ramp (the schedule advancing at every step: one call, ``ContactSchedule.tick``;
+    the activation set read without asking each contact): each module once."""
+    ctrl, q, v = scenario("standing")
+    for _ in range(3):
+        ctrl.step(q, v)
+    name = ctrl.contacts[0].name
+    ctrl.deactivate_contact(name, ramp=0.05)
+    ctrl.step(q, v)  # the first step of the ramp also hands the schedule the new plan's forces
+    entries = modules_entered(lambda: ctrl.step(q, v))
+    assert ctrl.contact_state(name).ramp is not None  # still ramping
+    assert len(entries) == len(set(entries)), " › ".join(entries)
+
+
+def _numpy_levels():
+    """Two priority levels answered in numpy (the levels' one-call step disabled: the hierarchy)."""
+    ctrl, q, v = scenario("two_levels")
+    ctrl._attach = lambda layout, fast, writer: False  # type: ignore[method-assign]
+    ctrl._prepare_plans()
+    return ctrl, q, v
+
+
+def test_a_two_level_step_records_the_normal_forces_without_a_call_per_contact():
+    """Two priority levels (the hierarchy's answer through ``CommandWriter.from_x``): the contacts'
+    normal forces are one product, followed by the schedule as the one-call block's are (no call per
+    contact), and each contact's last normal force is its command's."""
+    ctrl, q, v = _numpy_levels()
+    for _ in range(3):
+        ctrl.step(q, v)
+    entries = modules_entered(lambda: ctrl.step(q, v))
+    assert "wbc.control.hierarchy" in entries
+    assert entries.count("wbc.control.schedule") == 1, " › ".join(entries)
+    assert not any(".contacts" in e for e in entries)
+    cmd = ctrl.step(q, v)
+    for c in ctrl.contacts:
+        expected = c.normal_force(cmd.forces[c.name])
+        assert expected > 100.0  # standing on both feet
+        assert ctrl.contact_state(c.name).last_normal_force == pytest.approx(expected, rel=1e-12)
+
+
+def test_the_numpy_paths_state_check_refuses_what_the_full_check_refuses():
+    """Two priority levels (the state checked in Python, without entering the model's modules in the
+    common case): a non-finite entry, a quaternion off unit norm, a wrong size or a masked array are
+    refused naming ``q`` or ``v``; a list is converted; the command equals that of the array."""
+    ctrl, q, v = _numpy_levels()
+    bad_quaternion = q.copy()
+    bad_quaternion[3:7] *= 1.01
+    nan_v = v.copy()
+    nan_v[4] = np.nan
+    for qq, vv, culprit in (
+        (bad_quaternion, v, "q: the quaternion"),
+        (q, nan_v, "v has non-finite entries at indices [4]"),
+        (q[:-1], v, "q must have shape"),
+        (np.ma.masked_array(q), v, "q is a numpy masked array"),
+    ):
+        with pytest.raises(InputError, match=re.escape(culprit)):
+            ctrl.step(qq, vv)
+    a = ctrl.step(list(q), list(v))
+    ctrl.time = 0.0
+    assert np.array_equal(ctrl.step(q, v).u, a.u)
