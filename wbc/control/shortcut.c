@@ -6,8 +6,12 @@
  * Layout.feasible are its numpy references in the tests). Compiled once per machine through the
  * project's kernel cache (wbc.control.shortcut_library) and called through ctypes with one pointer;
  * the library exports the struct's size, its fields' offsets and the return codes (wbc_abi_*), which
- * the Python side checks against its own declaration when it loads the library. The dense products and factorizations call the BLAS and LAPACK SciPy ships
- * (their addresses come from scipy.linalg.cython_blas / cython_lapack, passed in the struct); the
+ * the Python side checks against its own declaration when it loads the library. The dense products
+ * and the actuators' factorization call the BLAS and LAPACK SciPy ships (their addresses come from
+ * scipy.linalg.cython_blas / cython_lapack, passed in the struct); the Delassus matrix's factor and
+ * the triangular solves are loops here (at these sizes, a dozen forces and a few dozen actuators,
+ * LAPACK's calls cost more than the arithmetic: on Talos standing 1.9 -> 1.4 us for X, 0.74 -> 0.50
+ * us for x, while LAPACK's dpotrf stays faster than a loop on H, 1.2 against 1.6 us); the
  * kernel is the CasADi-generated C function of the controller's compiled library (its address and
  * its argument arrays are passed in the struct too).
  *
@@ -54,8 +58,6 @@ typedef void dgemv_t(const char *, const int *, const int *, const double *, con
 typedef void dsyrk_t(const char *, const char *, const int *, const int *, const double *, const double *,
                      const int *, const double *, double *, const int *);
 typedef void dpotrf_t(const char *, const int *, double *, const int *, int *);
-typedef void dpotrs_t(const char *, const int *, const int *, const double *, const int *, double *, const int *,
-                      int *);
 typedef int kernel_t(const double **, double **, long long *, double *, int);
 
 typedef struct {
@@ -106,7 +108,6 @@ typedef struct {
     dgemv_t *dgemv;
     dsyrk_t *dsyrk;
     dpotrf_t *dpotrf;
-    dpotrs_t *dpotrs;
     double t_kernel, t_qp; /* out (wbc_step): microseconds in the checks and the kernel, in the rest */
     const double *Cdense;  /* (nc, p+m) row-major: C's constant rows (zero on the traced rows) */
     const int64_t *traced_at; /* (nc,) each row's row in G, or -1 */
@@ -160,6 +161,76 @@ static void small_gemv(int rows, int cols, const double *A, int lda, const doubl
         const double xj = x[j];
         const double *Aj = A + (long)j * lda;
         for (int i = 0; i < rows; ++i) y[i] += Aj[i] * xj;
+    }
+}
+
+/* The lower Cholesky factor of the n x n matrix A (column-major, leading dimension lda; only the lower
+ * triangle read) in place: 0, or j + 1 when the j-th pivot is not positive (LAPACK's dpotrf
+ * convention). Right-looking: each column, once final, updates the later columns, which are
+ * independent of one another (the updates overlap instead of waiting on one another: at these sizes,
+ * a few dozen, latency rather than arithmetic bounds the factorization, and LAPACK's calls cost more). */
+static int cholesky(int n, double *A, int lda) {
+    for (int j = 0; j < n; ++j) {
+        double *Aj = A + (long)j * lda;
+        const double pivot = Aj[j];
+        if (!(pivot > 0.0)) return j + 1;
+        const double diag = sqrt(pivot), inverse = 1.0 / diag;
+        Aj[j] = diag;
+        for (int i = j + 1; i < n; ++i) Aj[i] *= inverse;
+        for (int c = j + 1; c < n; ++c) {
+            double *Ac = A + (long)c * lda;
+            const double a = Aj[c];
+            for (int i = c; i < n; ++i) Ac[i] -= a * Aj[i];
+        }
+    }
+    return 0;
+}
+
+/* x = (L L^T)^-1 x for the factor L of cholesky (n x n, lda): both substitutions column by column
+ * (the back one reads L's rows), short dependency chains. */
+static void cholesky_solve(int n, const double *L, int lda, double *x) {
+    for (int j = 0; j < n; ++j) { /* L z = x */
+        const double *Lj = L + (long)j * lda;
+        const double z = x[j] / Lj[j];
+        x[j] = z;
+        for (int i = j + 1; i < n; ++i) x[i] -= Lj[i] * z;
+    }
+    for (int j = n - 1; j >= 0; --j) { /* L^T x = z */
+        const double y = x[j] / L[j + (long)j * lda];
+        x[j] = y;
+        for (int i = 0; i < j; ++i) x[i] -= L[j + (long)i * lda] * y;
+    }
+}
+
+/* B = (L L^T)^-1 B for the factor L of cholesky (n x n, lda) and B (n, nrhs) column-major (ldb),
+ * through W (nrhs, n), B transposed: every update is then a contiguous row of nrhs entries. */
+static void cholesky_solve_many(int n, const double *L, int lda, int nrhs, double *B, int ldb, double *W) {
+    for (int j = 0; j < n; ++j) {
+        for (int r = 0; r < nrhs; ++r) W[r + (long)j * nrhs] = B[j + (long)r * ldb];
+    }
+    for (int j = 0; j < n; ++j) { /* L Z = B */
+        const double *Lj = L + (long)j * lda;
+        double *Wj = W + (long)j * nrhs;
+        const double inverse = 1.0 / Lj[j];
+        for (int r = 0; r < nrhs; ++r) Wj[r] *= inverse;
+        for (int i = j + 1; i < n; ++i) {
+            double *Wi = W + (long)i * nrhs;
+            const double a = Lj[i];
+            for (int r = 0; r < nrhs; ++r) Wi[r] -= a * Wj[r];
+        }
+    }
+    for (int j = n - 1; j >= 0; --j) { /* L^T X = Z */
+        double *Wj = W + (long)j * nrhs;
+        const double inverse = 1.0 / L[j + (long)j * lda];
+        for (int r = 0; r < nrhs; ++r) Wj[r] *= inverse;
+        for (int i = 0; i < j; ++i) {
+            double *Wi = W + (long)i * nrhs;
+            const double a = L[j + (long)i * lda];
+            for (int r = 0; r < nrhs; ++r) Wi[r] -= a * Wj[r];
+        }
+    }
+    for (int r = 0; r < nrhs; ++r) {
+        for (int j = 0; j < n; ++j) B[j + (long)r * ldb] = W[r + (long)j * nrhs];
     }
 }
 
@@ -233,12 +304,11 @@ int wbc_shortcut(wbc_shortcut_data *s) {
     for (j = 0; j < m; ++j) {
         for (i = 0; i < m; ++i) L[i + j * m] = Aeq[i + (long)(p + j) * m];
     }
-    s->dpotrf("L", &m, L, &m, &info);
-    if (info) return WBC_FAILED;
+    if (cholesky(m, L, m)) return WBC_FAILED;
     memcpy(X, Aeq, sizeof(double) * (size_t)m * (size_t)p);
     memcpy(X + (long)p * m, s->beq, sizeof(double) * (size_t)m);
-    s->dpotrs("L", &m, &p1, L, &m, X, &m, &info);
-    if (info) return WBC_FAILED;
+    double work[(long)m * p1 > 0 ? (long)m * p1 : 1];
+    cholesky_solve_many(m, L, m, p1, X, m, work);
     /* 2. S = [[A_x, b] - A_f X; sqrt(r_f) X] (rows of Bhat among the costs: A_x assembled in S, A_f
      * in A_full, which A points to) */
     if (s->na) {
@@ -250,22 +320,25 @@ int wbc_shortcut(wbc_shortcut_data *s) {
     memcpy(S + (long)p * km, s->b, sizeof(double) * (size_t)k);
     for (j = 0; j < p; ++j) s->rx[j] = s->reg * sumsq(S + (long)j * km, k) + 1e-12; /* A_x's columns */
     s->dgemm("N", "N", &k, &p1, &m, &d_minus, A + (long)p * k, &k, X, &m, &d_one, S, &km);
-    for (l = 0; l < m; ++l) s->rf[l] = s->reg * sumsq(A + (long)(p + l) * k, k) + 1e-12;
+    double root[m > 0 ? m : 1]; /* sqrt(r_f), once per force */
+    for (l = 0; l < m; ++l) {
+        s->rf[l] = s->reg * sumsq(A + (long)(p + l) * k, k) + 1e-12;
+        root[l] = sqrt(s->rf[l]);
+    }
     for (j = 0; j < p1; ++j) {
         double *Sj = S + (long)j * km + k;
         const double *Xj = X + (long)j * m;
-        for (l = 0; l < m; ++l) Sj[l] = sqrt(s->rf[l]) * Xj[l];
+        for (l = 0; l < m; ++l) Sj[l] = root[l] * Xj[l];
     }
     /* 3. H = S_x^T S_x + diag(r_x) (lower), g = S_x^T S_b */
     s->dsyrk("L", "T", &p, &km, &d_one, S, &km, &d_zero, H, &p);
     s->dgemv("T", &km, &p, &d_one, S, &km, S + (long)p * km, &one, &d_zero, H + (long)p * p, &one);
     for (j = 0; j < p; ++j) H[j + (long)j * p] += s->rx[j];
     /* 4. x = H^-1 g (the factor overwrites H's lower triangle), f = X_b - X_x x */
-    s->dpotrf("L", &p, H, &p, &info);
+    s->dpotrf("L", &p, H, &p, &info); /* LAPACK's blocked factor: faster than the loops from p ~ 20 on */
     if (info) return WBC_FAILED;
     memcpy(u, H + (long)p * p, sizeof(double) * (size_t)p);
-    s->dpotrs("L", &p, &one, H, &p, u, &p, &info);
-    if (info) return WBC_FAILED;
+    cholesky_solve(p, H, p, u);
     memcpy(u + p, X + (long)p * m, sizeof(double) * (size_t)m);
     for (l = 0; l < m; ++l) u[p + l] = -u[p + l];
     small_gemv(m, p, X, m, u, 1.0, u + p);
@@ -475,7 +548,7 @@ static const wbc_abi_entry_t wbc_fields[] = {
     WBC_FIELD(res),      WBC_FIELD(iw),     WBC_FIELD(w),         WBC_FIELD(q),         WBC_FIELD(v),
     WBC_FIELD(nq),       WBC_FIELD(n_unit), WBC_FIELD(check),     WBC_FIELD(unit_tol),  WBC_FIELD(unit),
     WBC_FIELD(a0),       WBC_FIELD(Bhat),   WBC_FIELD(errors),    WBC_FIELD(normal),    WBC_FIELD(out),
-    WBC_FIELD(dgemm),    WBC_FIELD(dgemv),  WBC_FIELD(dsyrk),     WBC_FIELD(dpotrf),    WBC_FIELD(dpotrs),
+    WBC_FIELD(dgemm),    WBC_FIELD(dgemv),  WBC_FIELD(dsyrk),     WBC_FIELD(dpotrf),
     WBC_FIELD(t_kernel), WBC_FIELD(t_qp),   WBC_FIELD(Cdense),    WBC_FIELD(traced_at), WBC_FIELD(vector_type),
     WBC_FIELD(ngather),  WBC_FIELD(gather_len), WBC_FIELD(gather_src), WBC_FIELD(gather_idx), WBC_FIELD(gather_dst),
     WBC_FIELD(nh),       WBC_FIELD(h_rows), WBC_FIELD(h_index),   WBC_FIELD(h_sign),    WBC_FIELD(h_at),

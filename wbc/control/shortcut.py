@@ -43,6 +43,7 @@ from .builder import Layout
 from .outputs import StepOutputs
 from .shortcut_library import (
     _INTS,
+    ROUTINES,
     Code,
     Library,
     ShortcutData,
@@ -199,7 +200,7 @@ class CompiledShortcut:
             ("h_index", self._h_index), ("h_sign", self._h_sign), ("h_at", self._h_where), ("Bu", self._Bu),
         ):  # fmt: skip
             setattr(data, name, array.ctypes.data)
-        for name, address in zip(("dgemm", "dgemv", "dsyrk", "dpotrf", "dpotrs"), routine_addresses()):
+        for name, address in zip(ROUTINES, routine_addresses()):
             setattr(data, name, address)
         data.vector_type = id(np.ndarray)  # only exact ndarrays are read in C (not masked arrays)
         self.data = self._data = data  # read by the strategies: t_kernel, t_qp
