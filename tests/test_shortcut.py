@@ -277,10 +277,12 @@ def test_fused_step_refuses_bad_states_by_name():
     assert np.isfinite(cmd.tau).all()
 
 
-def test_warm_started_binding_steps_equal_the_full_qp():
+def test_warm_started_binding_steps_equal_the_full_qp(monkeypatch):
     """Talos leaning toward a CoM target 5 cm to the side with joint limits on: the grippers (at their
     URDF limit) and the stance bind at every step; each step's answer, warm-started from the previous
-    step's active rows, is the full QP's (to 1e-6), and the warm start is in use."""
+    step's active rows, is the full QP's (to 1e-6), the warm start is in use, and every binding step is
+    answered by the QP in C (the solver's working set, its fallback, never runs)."""
+    monkeypatch.setattr(WorkingSet, "solve", lambda self: pytest.fail("the C binding QP failed"))
     ctrl, spec, com = _talos(limits=True)
     model = spec.model
     q, v = spec.q0.copy(), np.zeros(model.nv)
@@ -553,3 +555,63 @@ def test_placements_measured_leave_given_and_unmeasurable_contacts_alone():
     schedule.place_measured(measured)
     assert schedule.pending == [] and np.array_equal(schedule.parameters("c")[4:16], measured[2])
     assert np.array_equal(schedule.parameters("b")[4:16], measured[1])
+
+
+def _binding_reference(fast, tolerance):
+    """The binding step's QP over every row of ``C u ≤ d`` by daqp (reduce + least_distance + expand)."""
+    fast.working[:] = True
+    r = fast.reduce(tolerance)
+    answer = DaqpSolver().least_distance(fast.M[:r].copy(), fast.h[:r].copy(), fast.y0.copy())
+    assert answer is not None
+    assert fast.expand(answer[0]) == FEASIBLE
+    return fast.u.copy(), fast.rows[:r][answer[1]]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_binding_qp_in_c_equals_daqp(seed):
+    """Random binding problems (constant, bound, traced and B̂ rows; rows strictly feasible at a random
+    point that satisfies the equalities, many broken at the minimizer): the QP in C (dual active set)
+    equals daqp's answer over every row (to 1e-12, more as the Hessian's condition number grows: both
+    are exact, rounding differs), satisfies ``C u ≤ d``, its active rows hold with
+    equality as daqp's do, and started warm from them it gives the same answer."""
+    rng = np.random.default_rng(100 + seed)
+    k, p, m = int(rng.integers(8, 40)), int(rng.integers(4, 33)), int(rng.integers(1, 13))
+    nc = int(rng.integers(10, 80))
+    outputs, layout = _random_problem(rng, k, p, m, nc, 0 if seed % 2 else 5, 0 if seed % 3 == 0 else 8)
+    fast = CompiledShortcut(shortcut_library(), layout, outputs)
+    d, C = outputs.d, _dense_C(layout, outputs)
+    d[:] = 1.0
+    assert fast(1e-6) in (FEASIBLE, INFEASIBLE)
+    x = fast.u[:p] + rng.standard_normal(p) * np.abs(fast.u).max()  # a point on the equalities
+    inside = np.concatenate([x, fast.X[:, p] - fast.X[:, :p] @ x])
+    Ci = C @ inside
+    tolerance = 1e-6  # the controller's (the active rows hold to rounding in u: ~1e-8 on these)
+    d[:] = Ci + rng.uniform(0.01, 0.3, nc) * (1.0 + np.abs(Ci)) + tolerance
+    assert fast(1e-6) == INFEASIBLE
+    fast.binding_active[:] = False
+    assert fast.binding(tolerance) == FEASIBLE
+    u, active = fast.u.copy(), np.flatnonzero(fast.binding_active)
+    assert (fast.Cu <= d).all()
+    expected, expected_active = _binding_reference(fast, tolerance)
+    scale = np.abs(expected).max()
+    condition = np.linalg.cond(np.tril(fast.H[:, :p])) ** 2  # of the actuators' Hessian (its factor in H)
+    assert np.abs(u - expected).max() <= (1e-12 + 1e-16 * condition) * scale  # two exact methods
+    tight = np.abs(fast.Cu - (d - tolerance)) <= 1e-7 * (1.0 + np.abs(d))  # at the answer
+    assert active.size and tight[active].all() and tight[expected_active].all()
+    assert fast(1e-6) == INFEASIBLE  # the same problem again, warm: the same answer
+    assert fast.binding(tolerance) == FEASIBLE
+    assert np.abs(fast.u - u).max() <= (1e-12 + 1e-16 * condition) * scale
+
+
+def test_binding_qp_in_c_reports_contradicting_rows():
+    """Two rows that cannot both hold (``c u ≤ -1`` and ``-c u ≤ -1``): INFEASIBLE, never an answer."""
+    rng = np.random.default_rng(5)
+    outputs, layout = _random_problem(rng, 12, 6, 3, 4, 0)
+    row = rng.standard_normal(9)
+    layout._C[:2] = [row, -row]
+    layout._C[2:] = 0.0
+    fast = CompiledShortcut(shortcut_library(), layout, outputs)
+    outputs.d[:] = [-1.0, -1.0, 1.0, 1.0]
+    assert fast(1e-6) == INFEASIBLE
+    assert fast.binding(1e-9) == INFEASIBLE
+    assert not fast.binding_active.any()

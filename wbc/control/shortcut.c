@@ -427,48 +427,43 @@ int wbc_step(wbc_shortcut_data *s) {
     return code;
 }
 
-/* The binding step's QP on the working rows, in the least-distance form daqp solves best: with
- * H = L L^T (the factor wbc_shortcut left in H) and y = L^T x, minimize 1/2 |y|^2 - y0^T y subject to
- * M y <= h over the rows of C u <= d marked in `working` (written to `rows`; their count returned),
- * where y0 = L^-1 g, M_r = (L^-1 G_r^T)^T, G_r = c_x - c_f X_x, h_r = d_r - tol - c_f X_b (c the row
- * of C). M is (nr, p) row-major. */
-int wbc_reduce(wbc_shortcut_data *s, const unsigned char *working, int64_t *rows, double *M, double *h, double *y0,
-               double tol) {
+/* Row `row` of C u <= d in the least-distance form of the binding step's QP (wbc_reduce): M_r (p,)
+ * and h_r (returned), from the factor H = L L^T that wbc_shortcut left in H and X. */
+static double reduce_row(const wbc_shortcut_data *s, int64_t row, double tol, double *Mr) {
     const int p = s->p, m = s->m, n = s->p + s->m;
     const double *H = s->H, *X = s->X;
-    int nr = 0;
-    for (int64_t i = 0; i < s->nc; ++i) {
-        if (working[i]) rows[nr++] = i;
+    const int64_t t = s->traced_at[row], hb = s->h_at[row];
+    double c[n];
+    if (t >= 0) {
+        for (int j = 0; j < n; ++j) c[j] = s->G[t + (long)j * s->nt];
+    } else if (hb >= 0) {
+        const double sign = s->h_sign[hb];
+        const int64_t i = s->h_index[hb];
+        for (int j = 0; j < n; ++j) c[j] = sign * s->Bhat[i + (long)j * s->nv];
+    } else {
+        for (int j = 0; j < n; ++j) c[j] = s->Cdense[row * n + j];
     }
-    for (int r = 0; r < nr; ++r) {
-        const int64_t row = rows[r], t = s->traced_at[row], hb = s->h_at[row];
-        double *Mr = M + (long)r * p;
-        double c[n];
-        if (t >= 0) {
-            for (int j = 0; j < n; ++j) c[j] = s->G[t + (long)j * s->nt];
-        } else if (hb >= 0) {
-            const double sign = s->h_sign[hb];
-            const int64_t i = s->h_index[hb];
-            for (int j = 0; j < n; ++j) c[j] = sign * s->Bhat[i + (long)j * s->nv];
-        } else {
-            for (int j = 0; j < n; ++j) c[j] = s->Cdense[row * n + j];
-        }
-        double hr = s->d[row] - tol;
-        for (int l = 0; l < m; ++l) hr -= c[p + l] * X[(long)p * m + l];
-        h[r] = hr;
-        for (int j = 0; j < p; ++j) {
-            double gj = c[j];
-            const double *Xj = X + (long)j * m;
-            for (int l = 0; l < m; ++l) gj -= c[p + l] * Xj[l];
-            Mr[j] = gj;
-        }
-        for (int j = 0; j < p; ++j) { /* forward solve L z = G_r^T */
-            const double *Lj = H + (long)j * p;
-            const double z = Mr[j] / Lj[j];
-            Mr[j] = z;
-            for (int i = j + 1; i < p; ++i) Mr[i] -= Lj[i] * z;
-        }
+    double hr = s->d[row] - tol;
+    for (int l = 0; l < m; ++l) hr -= c[p + l] * X[(long)p * m + l];
+    for (int j = 0; j < p; ++j) {
+        double gj = c[j];
+        const double *Xj = X + (long)j * m;
+        for (int l = 0; l < m; ++l) gj -= c[p + l] * Xj[l];
+        Mr[j] = gj;
     }
+    for (int j = 0; j < p; ++j) { /* forward solve L z = G_r^T */
+        const double *Lj = H + (long)j * p;
+        const double z = Mr[j] / Lj[j];
+        Mr[j] = z;
+        for (int i = j + 1; i < p; ++i) Mr[i] -= Lj[i] * z;
+    }
+    return hr;
+}
+
+/* y0 = L^-1 g (p,): the least-distance problem's unconstrained minimizer. */
+static void reduce_target(const wbc_shortcut_data *s, double *y0) {
+    const int p = s->p;
+    const double *H = s->H;
     for (int j = 0; j < p; ++j) y0[j] = H[j + (long)p * p];
     for (int j = 0; j < p; ++j) {
         const double *Lj = H + (long)j * p;
@@ -476,11 +471,10 @@ int wbc_reduce(wbc_shortcut_data *s, const unsigned char *working, int64_t *rows
         y0[j] = z;
         for (int i = j + 1; i < p; ++i) y0[i] -= Lj[i] * z;
     }
-    return nr;
 }
 
-/* From the least-distance answer y: x = L^-T y, f = X_b - X_x x into s->u, then C u <= d (as check). */
-int wbc_expand(wbc_shortcut_data *s, const double *y) {
+/* u from a least-distance answer y: x = L^-T y, f = X_b - X_x x into s->u; 0 when u is not finite. */
+static int expand_u(wbc_shortcut_data *s, const double *y) {
     const int p = s->p, m = s->m, n = s->p + s->m;
     const double *H = s->H, *X = s->X;
     double *u = s->u;
@@ -497,9 +491,186 @@ int wbc_expand(wbc_shortcut_data *s, const double *y) {
         u[p + l] = f;
     }
     for (int i = 0; i < n; ++i) {
-        if (!isfinite(u[i])) return WBC_FAILED;
+        if (!isfinite(u[i])) return 0;
     }
+    return 1;
+}
+
+/* The binding step's QP on the working rows, in the least-distance form daqp solves best: with
+ * H = L L^T (the factor wbc_shortcut left in H) and y = L^T x, minimize 1/2 |y|^2 - y0^T y subject to
+ * M y <= h over the rows of C u <= d marked in `working` (written to `rows`; their count returned),
+ * where y0 = L^-1 g, M_r = (L^-1 G_r^T)^T, G_r = c_x - c_f X_x, h_r = d_r - tol - c_f X_b (c the row
+ * of C). M is (nr, p) row-major. */
+int wbc_reduce(wbc_shortcut_data *s, const unsigned char *working, int64_t *rows, double *M, double *h, double *y0,
+               double tol) {
+    const int p = s->p;
+    int nr = 0;
+    for (int64_t i = 0; i < s->nc; ++i) {
+        if (working[i]) rows[nr++] = i;
+    }
+    for (int r = 0; r < nr; ++r) h[r] = reduce_row(s, rows[r], tol, M + (long)r * p);
+    reduce_target(s, y0);
+    return nr;
+}
+
+/* From the least-distance answer y: x = L^-T y, f = X_b - X_x x into s->u, then C u <= d (as check). */
+int wbc_expand(wbc_shortcut_data *s, const double *y) {
+    if (!expand_u(s, y)) return WBC_FAILED;
     return check(s);
+}
+
+/* The active rows' Gram matrix G = M_A M_A^T (na x na, leading dimension ld, full) factored into F
+ * (lower): 0 when it is not positive definite. */
+static int gram_factor(int na, const double *G, double *F, int ld) {
+    for (int j = 0; j < na; ++j) memcpy(F + (long)j * ld, G + (long)j * ld, sizeof(double) * (size_t)na);
+    return cholesky(na, F, ld) == 0;
+}
+
+/* The binding step's QP in C: min 1/2 |y|^2 - y0^T y s.t. M y <= h over every row of C u <= d, by the
+ * dual active-set method of Goldfarb and Idnani (identity Hessian: the least-distance form of
+ * wbc_reduce), with the rows' reductions made only for the rows it adds (the most violated row at
+ * each primal step, C u computed in full by check). Warm start: the rows flagged in `active` (those
+ * active at the previous binding step's answer), when their equality-constrained minimizer has
+ * nonnegative multipliers (a dual-feasible start); else from y0.
+ *
+ * Work: rows (p,) int64, M (p, p) row-major (the active rows'), work (6 p + 2 p^2) doubles.
+ * Returns WBC_FEASIBLE with u in s->u, C u in s->Cu and `active` (nc bytes) set to the answer's
+ * active rows; WBC_INFEASIBLE when the rows admit no solution, or WBC_FAILED (iterations exhausted, a
+ * singular Gram matrix, not finite): the caller then solves it otherwise. A row is added when
+ * C u > d - tol / 2 (d includes tol): the answer satisfies C u <= d. */
+int wbc_binding(wbc_shortcut_data *s, unsigned char *active, int64_t *rows, double *M, double *work, double tol,
+                int max_iter) {
+    const int p = s->p, nc = s->nc;
+    double *y0 = work, *y = y0 + p, *h = y + p, *lam = h + p, *r = lam + p, *w = r + p;
+    double *G = w + p, *F = G + (long)p * p;
+    double Mq[p > 0 ? p : 1];
+    const double inf = 1.0 / 0.0;
+    int na = 0, iter = 0;
+    reduce_target(s, y0);
+    memcpy(y, y0, sizeof(double) * (size_t)p);
+    /* warm start */
+    for (int64_t i = 0; i < nc && na < p; ++i) {
+        if (active[i]) {
+            rows[na] = i;
+            h[na] = reduce_row(s, i, tol, M + (long)na * p);
+            ++na;
+        }
+    }
+    if (na) {
+        for (int a = 0; a < na; ++a) {
+            for (int b = 0; b <= a; ++b) {
+                double g = 0.0;
+                for (int j = 0; j < p; ++j) g += M[(long)a * p + j] * M[(long)b * p + j];
+                G[a + (long)b * p] = G[b + (long)a * p] = g;
+            }
+            double e = -h[a];
+            for (int j = 0; j < p; ++j) e += M[(long)a * p + j] * y0[j];
+            lam[a] = e; /* G lam = M_A y0 - h_A */
+        }
+        int ok = gram_factor(na, G, F, p);
+        if (ok) {
+            cholesky_solve(na, F, p, lam);
+            for (int a = 0; a < na; ++a) ok &= lam[a] >= 0.0;
+        }
+        if (ok) {
+            for (int a = 0; a < na; ++a) {
+                for (int j = 0; j < p; ++j) y[j] -= lam[a] * M[(long)a * p + j];
+            }
+        } else {
+            na = 0;
+            memcpy(y, y0, sizeof(double) * (size_t)p);
+        }
+    }
+    for (;;) {
+        if (!expand_u(s, y)) return WBC_FAILED;
+        check(s);
+        int64_t q = -1;
+        double worst = 0.5 * tol;
+        for (int64_t i = 0; i < nc; ++i) {
+            const double excess = s->Cu[i] - s->d[i] + tol;
+            if (excess > worst) {
+                int in = 0;
+                for (int a = 0; a < na; ++a) in |= rows[a] == i;
+                if (!in) {
+                    worst = excess;
+                    q = i;
+                }
+            }
+        }
+        if (q < 0) break;
+        const double hq = reduce_row(s, q, tol, Mq);
+        double nq = 0.0, lq = 0.0;
+        for (int j = 0; j < p; ++j) nq += Mq[j] * Mq[j];
+        for (;;) {
+            if (++iter > max_iter) return WBC_FAILED;
+            /* r = G^-1 M_A Mq^T, w = Mq^T - M_A^T r (Mq's part outside the active rows' span) */
+            for (int a = 0; a < na; ++a) {
+                double g = 0.0;
+                for (int j = 0; j < p; ++j) g += M[(long)a * p + j] * Mq[j];
+                r[a] = g;
+            }
+            if (na) {
+                if (!gram_factor(na, G, F, p)) return WBC_FAILED;
+                double v[na];
+                memcpy(v, r, sizeof(double) * (size_t)na);
+                cholesky_solve(na, F, p, r);
+                for (int a = 0; a < na; ++a) G[a + (long)na * p] = G[na + (long)a * p] = v[a]; /* kept if q is added */
+            }
+            G[na + (long)na * p] = nq;
+            memcpy(w, Mq, sizeof(double) * (size_t)p);
+            for (int a = 0; a < na; ++a) {
+                for (int j = 0; j < p; ++j) w[j] -= r[a] * M[(long)a * p + j];
+            }
+            double ww = 0.0, excess = -hq;
+            for (int j = 0; j < p; ++j) {
+                ww += w[j] * w[j];
+                excess += Mq[j] * y[j];
+            }
+            const double t2 = ww > 1e-12 * nq ? fmax(excess, 0.0) / ww : inf;
+            double t1 = inf;
+            int drop = -1;
+            for (int a = 0; a < na; ++a) {
+                if (r[a] > 0.0 && lam[a] / r[a] < t1) {
+                    t1 = lam[a] / r[a];
+                    drop = a;
+                }
+            }
+            const double t = fmin(t1, t2);
+            if (t == inf) return WBC_INFEASIBLE;
+            if (t2 < inf) {
+                for (int j = 0; j < p; ++j) y[j] -= t * w[j];
+            }
+            for (int a = 0; a < na; ++a) lam[a] -= t * r[a];
+            lq += t;
+            if (t2 <= t1) { /* q joins the active rows (its Gram row was written above) */
+                rows[na] = q;
+                h[na] = hq;
+                lam[na] = lq;
+                memcpy(M + (long)na * p, Mq, sizeof(double) * (size_t)p);
+                ++na;
+                break;
+            }
+            /* row `drop` leaves: shift the later ones down */
+            for (int a = drop; a + 1 < na; ++a) {
+                rows[a] = rows[a + 1];
+                h[a] = h[a + 1];
+                lam[a] = lam[a + 1];
+                memcpy(M + (long)a * p, M + (long)(a + 1) * p, sizeof(double) * (size_t)p);
+            }
+            for (int b = 0; b < na; ++b) { /* G without row and column `drop` */
+                for (int a = drop; a + 1 < na; ++a) G[a + (long)b * p] = G[a + 1 + (long)b * p];
+            }
+            for (int b = drop; b + 1 < na; ++b) memcpy(G + (long)b * p, G + (long)(b + 1) * p, sizeof(double) * (size_t)p);
+            --na;
+            if (++iter > max_iter) return WBC_FAILED;
+        }
+    }
+    const int code = check(s);
+    if (code == WBC_FEASIBLE) {
+        memset(active, 0, (size_t)nc);
+        for (int a = 0; a < na; ++a) active[rows[a]] = 1;
+    }
+    return code;
 }
 
 #ifdef WBC_WITH_PYTHON

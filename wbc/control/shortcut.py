@@ -19,9 +19,12 @@ A :class:`CompiledShortcut` serves the step three ways:
   (:attr:`~CompiledShortcut.step_objects`) checks ``q`` and ``v``, runs the kernel, makes the gathers
   (in C), runs the shortcut, and writes the command (``u``, ``q̈ = a₀ + B̂u``, the task errors, the
   contacts' normal forces, the C-side timings) into one block (:attr:`~CompiledShortcut.out`);
-* :meth:`~CompiledShortcut.reduce` / :meth:`~CompiledShortcut.expand`: when an inequality binds, the
-  QP in the actuators on a set of rows in least-distance form, from the shortcut's factor, and its
-  answer back to ``u`` (the working-set strategy, :mod:`wbc.control.strategies`).
+* :meth:`~CompiledShortcut.binding`: when an inequality binds, the QP in the actuators in
+  least-distance form, from the shortcut's factor, solved in C (a dual active-set method over every
+  row, warm-started from the previous binding step's active rows);
+* :meth:`~CompiledShortcut.reduce` / :meth:`~CompiledShortcut.expand`: the same QP on a set of rows
+  handed to a solver, and its answer back to ``u`` (the working-set strategy's fallback,
+  :mod:`wbc.control.strategies`).
 
 The numpy functions :func:`~wbc.control.qp.least_squares_by_elimination` and
 :meth:`~wbc.control.builder.Layout.feasible` are its reference in the tests, not a second path.
@@ -209,6 +212,17 @@ class CompiledShortcut:
         arrays = (self.working, self.rows, self.M, self.h, self.y0)
         self._reduce = functools.partial(library.reduce, self._ref, *(a.ctypes.data for a in arrays))
         self._expand = functools.partial(library.expand, self._ref, self._y.ctypes.data)
+        # the binding step's QP in C (binding): its work buffers, bound once too
+        self._active_rows = np.zeros(max(1, p), dtype=np.int64)
+        self._active_M = np.zeros((max(1, p), max(1, p)))
+        self._binding_work = np.zeros(6 * max(1, p) + 2 * max(1, p) ** 2)
+        self.binding_active = np.zeros(nc, dtype=bool)  # the rows active at the last binding answer
+        self._binding = functools.partial(
+            library.binding,
+            self._ref,
+            *(a.ctypes.data for a in (self.binding_active, self._active_rows, self._active_M, self._binding_work)),
+        )
+        self._binding_iterations = 4 * (nc + p) + 10
         self.attached = False
         self.out = np.zeros(0)
         self.step: Callable[[], int] = self._not_attached
@@ -336,6 +350,17 @@ class CompiledShortcut:
         :attr:`M` ``[:r]``, :attr:`h` ``[:r]`` and :attr:`y0` the problem. (Bound to the C routine in
         ``__init__``: no Python frame per call.)"""
         return self._reduce(tolerance)
+
+    def binding(self, tolerance: float) -> int:
+        """After a call that found ``u`` finite but a row of ``C u ≤ d`` broken: the QP over every row in
+        C (``min ½‖y‖² − y0ᵀy`` s.t. ``M y ≤ h``, :meth:`reduce`'s form, each row reduced only when it
+        becomes active), by Goldfarb and Idnani's dual active-set method, warm-started from
+        :attr:`binding_active` (the rows active at the previous binding answer; updated on success).
+
+        Returns ``FEASIBLE`` (``u`` the QP's solution, ``C u ≤ d`` checked into :attr:`Cu`),
+        ``INFEASIBLE`` (the rows admit no solution) or ``FAILED`` (iterations exhausted, dependent
+        rows, not finite): then solve it otherwise (:meth:`reduce` and a solver)."""
+        return self._binding(tolerance, self._binding_iterations)
 
     def expand(self, y: np.ndarray) -> int:
         """``u`` from a least-distance answer ``y`` (p,) of :meth:`reduce` (``x = L⁻ᵀy``, the forces

@@ -101,7 +101,8 @@ class Library(NamedTuple):
     ``step`` alone, on the kernel's ``q`` and ``v`` buffers), ``reduce`` and ``expand`` (a binding
     step's QP on working rows in least-distance form, and its answer back to ``u``), and
     ``step_objects`` (``step`` reading ``q`` and ``v`` from Python objects; None without CPython's
-    headers); ``path``, the library's file."""
+    headers), ``binding`` (a binding step's QP over every row of ``C u ≤ d``, solved in C by a dual
+    active-set method, warm-started); ``path``, the library's file."""
 
     shortcut: Callable[..., int]
     step: Callable[..., int]
@@ -110,6 +111,7 @@ class Library(NamedTuple):
     reduce: Callable[..., int]
     expand: Callable[..., int]
     step_objects: Callable[..., int] | None
+    binding: Callable[..., int]
     path: Path
 
 
@@ -156,7 +158,7 @@ def _load(path: Path) -> Library:
     try:
         library = ctypes.CDLL(str(path))
         _check_abi(library, path)
-        names = ("shortcut", "step", "command", "check_state", "reduce", "expand")
+        names = ("shortcut", "step", "command", "check_state", "reduce", "expand", "binding")
         functions = [getattr(library, f"wbc_{name}") for name in names]
     except (OSError, AttributeError) as e:
         raise CompileError(f"{path}: cannot load the shortcut's routines from it: {e}") from None
@@ -165,6 +167,7 @@ def _load(path: Path) -> Library:
         function.restype = ctypes.c_int
     functions[4].argtypes = [_P, _P, _P, _P, _P, _P, ctypes.c_double]
     functions[5].argtypes = [_P, _P]
+    functions[6].argtypes = [_P, _P, _P, _P, _P, ctypes.c_double, ctypes.c_int]
     step_objects = None
     try:  # with the GIL held: it reads q and v through the buffer protocol
         step_objects = ctypes.PyDLL(str(path)).wbc_step_objects
@@ -174,8 +177,8 @@ def _load(path: Path) -> Library:
         pass
     except OSError as e:
         raise CompileError(f"{path}: cannot load it as a Python extension: {e}") from None
-    shortcut, step, command, check_state, reduce, expand = functions
-    return Library(shortcut, step, command, check_state, reduce, expand, step_objects, path)
+    shortcut, step, command, check_state, reduce, expand, binding = functions
+    return Library(shortcut, step, command, check_state, reduce, expand, step_objects, binding, path)
 
 
 @functools.cache

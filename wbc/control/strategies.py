@@ -24,8 +24,11 @@ A layout gets the units that apply to it (``WholeBodyController._make_plan``): a
 whose equalities are the contacts' own rows gets 1 (or 2 and 3), 4 and 6; a layout with priority
 levels 2, 5 and 6; any other weighted one 2, the Minimizer and 6.
 
-The working set (4): the rows violated at the minimizer, and the rows active at the previous binding
-step's answer, grown by the rows violated at each answer until none is. The answer of the QP in the
+The working set (4): first in C (:meth:`~wbc.control.shortcut.CompiledShortcut.binding`: Goldfarb and
+Idnani's dual active-set method over every row, each row reduced when it becomes active, warm-started
+from the previous binding step's active rows); when that fails, the rows violated at the minimizer and
+the rows active at the previous binding step's answer, grown by the rows violated at each answer
+until none is, each round solved by the solver. The answer of the QP in the
 actuators over a superset of the binding rows that satisfies every row is the full QP's (a convex QP's
 minimizer over a superset of the feasible set that is feasible).
 """
@@ -218,7 +221,7 @@ class WorkingSet(Strategy):
     ) -> None:
         self.fast, self.solver, self.tolerance, self.writer = fast, solver, tolerance, writer
         self.max_rounds = max_rounds
-        self.active = np.zeros(fast.Cu.size, dtype=bool)  # rows active at the last binding step's answer
+        self.active = fast.binding_active  # rows active at the last binding step's answer (both ways)
 
     def forget(self) -> None:
         self.active[:] = False
@@ -227,10 +230,10 @@ class WorkingSet(Strategy):
         if step.code != INFEASIBLE:
             return None
         t0 = _clock()
-        u = self.solve()
+        fast = self.fast
+        u = fast.u if fast.binding(self.tolerance) == FEASIBLE else self.solve()
         if u is None:
             return None
-        fast = self.fast
         if fast.attached:
             if fast.command(u) != FEASIBLE:
                 return None
