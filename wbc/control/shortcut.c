@@ -139,6 +139,16 @@ typedef struct {
     double *A_full;         /* (k, p+m) the assembled cost matrix */
     int a_blocks;           /* 1: at_rows, a_rows and a_index are each consecutive (one copy, one scaled copy) */
     double *rx;             /* (p,) work: the actuators' regularization */
+    /* the binding step's QP in C (wbc_binding) */
+    unsigned char *binding_active; /* (nc,) in: the rows active at the previous binding answer (warm
+                                    * start); out, after WBC_FEASIBLE: the answer's */
+    int64_t *binding_rows;  /* (p,) work: the active rows */
+    double *binding_M;      /* (p, p) work: their reduced rows, row-major */
+    double *binding_work;   /* (6 p + 2 p^2) work */
+    int binding_iterations; /* bound on its iterations */
+    int binding_step;       /* 1: wbc_step solves a binding step's QP too (when its minimizer breaks a row) */
+    double binding_tol;     /* wbc_step's tolerance for it (the one traced into d) */
+    int binding_code;       /* out (wbc_step): -1 (not tried), or wbc_binding's code */
 } wbc_shortcut_data;
 
 static double sumsq(const double *x, int n) {
@@ -408,25 +418,6 @@ static void gather(const wbc_shortcut_data *s) {
     }
 }
 
-int wbc_step(wbc_shortcut_data *s) {
-    const int n = s->p + s->m, nv = s->nv;
-    double t0 = now_us();
-    if (wbc_check_state(s) != WBC_FEASIBLE) return WBC_BAD_INPUT;
-    if (s->kernel(s->arg, s->res, s->iw, s->w, 0)) return WBC_KERNEL_FAILED;
-    double t1 = now_us();
-    s->t_kernel = t1 - t0;
-    gather(s);
-    int code = wbc_shortcut(s);
-    if (code == WBC_FEASIBLE) code = command(s);
-    s->t_qp = now_us() - t1;
-    if (code == WBC_FEASIBLE) {
-        double *tail = s->out + n + nv + s->ne + s->ncontact;
-        tail[0] = s->t_kernel;
-        tail[1] = s->t_qp;
-    }
-    return code;
-}
-
 /* Row `row` of C u <= d in the least-distance form of the binding step's QP (wbc_reduce): M_r (p,)
  * and h_r (returned), from the factor H = L L^T that wbc_shortcut left in H and X. */
 static double reduce_row(const wbc_shortcut_data *s, int64_t row, double tol, double *Mr) {
@@ -533,14 +524,17 @@ static int gram_factor(int na, const double *G, double *F, int ld) {
  * active at the previous binding step's answer), when their equality-constrained minimizer has
  * nonnegative multipliers (a dual-feasible start); else from y0.
  *
- * Work: rows (p,) int64, M (p, p) row-major (the active rows'), work (6 p + 2 p^2) doubles.
- * Returns WBC_FEASIBLE with u in s->u, C u in s->Cu and `active` (nc bytes) set to the answer's
- * active rows; WBC_INFEASIBLE when the rows admit no solution, or WBC_FAILED (iterations exhausted, a
- * singular Gram matrix, not finite): the caller then solves it otherwise. A row is added when
+ * Work: the struct's binding_* buffers (binding_active holds the warm start).
+ * Returns WBC_FEASIBLE with u in s->u, C u in s->Cu and binding_active set to the answer's active
+ * rows; WBC_INFEASIBLE when the rows admit no solution (a violated row that no step can satisfy), or
+ * WBC_FAILED (iterations exhausted, a singular Gram matrix, not finite, or an active row broken by
+ * rounding at the answer): the caller then solves it otherwise. A row is added when
  * C u > d - tol / 2 (d includes tol): the answer satisfies C u <= d. */
-int wbc_binding(wbc_shortcut_data *s, unsigned char *active, int64_t *rows, double *M, double *work, double tol,
-                int max_iter) {
-    const int p = s->p, nc = s->nc;
+int wbc_binding(wbc_shortcut_data *s, double tol) {
+    const int p = s->p, nc = s->nc, max_iter = s->binding_iterations;
+    unsigned char *active = s->binding_active;
+    int64_t *rows = s->binding_rows;
+    double *M = s->binding_M, *work = s->binding_work;
     double *y0 = work, *y = y0 + p, *h = y + p, *lam = h + p, *r = lam + p, *w = r + p;
     double *G = w + p, *F = G + (long)p * p;
     double Mq[p > 0 ? p : 1];
@@ -614,9 +608,11 @@ int wbc_binding(wbc_shortcut_data *s, unsigned char *active, int64_t *rows, doub
                 double v[na];
                 memcpy(v, r, sizeof(double) * (size_t)na);
                 cholesky_solve(na, F, p, r);
-                for (int a = 0; a < na; ++a) G[a + (long)na * p] = G[na + (long)a * p] = v[a]; /* kept if q is added */
+                if (na < p) { /* q's Gram row and column, kept if q is added */
+                    for (int a = 0; a < na; ++a) G[a + (long)na * p] = G[na + (long)a * p] = v[a];
+                }
             }
-            G[na + (long)na * p] = nq;
+            if (na < p) G[na + (long)na * p] = nq;
             memcpy(w, Mq, sizeof(double) * (size_t)p);
             for (int a = 0; a < na; ++a) {
                 for (int j = 0; j < p; ++j) w[j] -= r[a] * M[(long)a * p + j];
@@ -626,7 +622,8 @@ int wbc_binding(wbc_shortcut_data *s, unsigned char *active, int64_t *rows, doub
                 ww += w[j] * w[j];
                 excess += Mq[j] * y[j];
             }
-            const double t2 = ww > 1e-12 * nq ? fmax(excess, 0.0) / ww : inf;
+            /* q depends on the active rows (at most p rows are independent): no primal step */
+            const double t2 = na < p && ww > 1e-12 * nq ? fmax(excess, 0.0) / ww : inf;
             double t1 = inf;
             int drop = -1;
             for (int a = 0; a < na; ++a) {
@@ -665,10 +662,32 @@ int wbc_binding(wbc_shortcut_data *s, unsigned char *active, int64_t *rows, doub
             if (++iter > max_iter) return WBC_FAILED;
         }
     }
-    const int code = check(s);
+    if (check(s) != WBC_FEASIBLE) return WBC_FAILED; /* an active row off by rounding (ill-conditioned H) */
+    memset(active, 0, (size_t)nc);
+    for (int a = 0; a < na; ++a) active[rows[a]] = 1;
+    return WBC_FEASIBLE;
+}
+
+int wbc_step(wbc_shortcut_data *s) {
+    const int n = s->p + s->m, nv = s->nv;
+    double t0 = now_us();
+    if (wbc_check_state(s) != WBC_FEASIBLE) return WBC_BAD_INPUT;
+    if (s->kernel(s->arg, s->res, s->iw, s->w, 0)) return WBC_KERNEL_FAILED;
+    double t1 = now_us();
+    s->t_kernel = t1 - t0;
+    gather(s);
+    int code = wbc_shortcut(s);
+    s->binding_code = -1;
+    if (code == WBC_INFEASIBLE && s->binding_step) { /* a row binds: the QP, in C too */
+        s->binding_code = wbc_binding(s, s->binding_tol);
+        if (s->binding_code == WBC_FEASIBLE) code = WBC_FEASIBLE; /* else the caller solves it otherwise */
+    }
+    if (code == WBC_FEASIBLE) code = command(s);
+    s->t_qp = now_us() - t1;
     if (code == WBC_FEASIBLE) {
-        memset(active, 0, (size_t)nc);
-        for (int a = 0; a < na; ++a) active[rows[a]] = 1;
+        double *tail = s->out + n + nv + s->ne + s->ncontact;
+        tail[0] = s->t_kernel;
+        tail[1] = s->t_qp;
     }
     return code;
 }
@@ -725,7 +744,9 @@ static const wbc_abi_entry_t wbc_fields[] = {
     WBC_FIELD(nh),       WBC_FIELD(h_rows), WBC_FIELD(h_index),   WBC_FIELD(h_sign),    WBC_FIELD(h_at),
     WBC_FIELD(Bu),       WBC_FIELD(na),     WBC_FIELD(nat),       WBC_FIELD(A_traced),  WBC_FIELD(at_rows),
     WBC_FIELD(a_rows),   WBC_FIELD(a_index), WBC_FIELD(a_scale),  WBC_FIELD(A_full),    WBC_FIELD(a_blocks),
-    WBC_FIELD(rx),
+    WBC_FIELD(rx),       WBC_FIELD(binding_active), WBC_FIELD(binding_rows), WBC_FIELD(binding_M),
+    WBC_FIELD(binding_work), WBC_FIELD(binding_iterations), WBC_FIELD(binding_step), WBC_FIELD(binding_tol),
+    WBC_FIELD(binding_code),
 };
 #define WBC_CODE(name) {#name, WBC_##name}
 static const wbc_abi_entry_t wbc_codes[] = {

@@ -212,17 +212,21 @@ class CompiledShortcut:
         arrays = (self.working, self.rows, self.M, self.h, self.y0)
         self._reduce = functools.partial(library.reduce, self._ref, *(a.ctypes.data for a in arrays))
         self._expand = functools.partial(library.expand, self._ref, self._y.ctypes.data)
-        # the binding step's QP in C (binding): its work buffers, bound once too
-        self._active_rows = np.zeros(max(1, p), dtype=np.int64)
-        self._active_M = np.zeros((max(1, p), max(1, p)))
-        self._binding_work = np.zeros(6 * max(1, p) + 2 * max(1, p) ** 2)
+        # the binding step's QP in C (binding): its work buffers
         self.binding_active = np.zeros(nc, dtype=bool)  # the rows active at the last binding answer
-        self._binding = functools.partial(
-            library.binding,
-            self._ref,
-            *(a.ctypes.data for a in (self.binding_active, self._active_rows, self._active_M, self._binding_work)),
+        self._binding_buffers = (
+            np.zeros(max(1, p), dtype=np.int64),
+            np.zeros((max(1, p), max(1, p))),
+            np.zeros(6 * max(1, p) + 2 * max(1, p) ** 2),
         )
-        self._binding_iterations = 4 * (nc + p) + 10
+        for name, array in zip(
+            ("binding_active", "binding_rows", "binding_M", "binding_work"),
+            (self.binding_active, *self._binding_buffers),
+        ):
+            setattr(data, name, array.ctypes.data)
+        data.binding_iterations = 4 * (nc + p) + 10
+        data.binding_code = -1
+        self._binding = functools.partial(library.binding, self._ref)
         self.attached = False
         self.out = np.zeros(0)
         self.step: Callable[[], int] = self._not_attached
@@ -359,8 +363,22 @@ class CompiledShortcut:
 
         Returns ``FEASIBLE`` (``u`` the QP's solution, ``C u ≤ d`` checked into :attr:`Cu`),
         ``INFEASIBLE`` (the rows admit no solution) or ``FAILED`` (iterations exhausted, dependent
-        rows, not finite): then solve it otherwise (:meth:`reduce` and a solver)."""
-        return self._binding(tolerance, self._binding_iterations)
+        rows, not finite, an active row broken by rounding): then solve it otherwise (:meth:`reduce`
+        and a solver)."""
+        return self._binding(tolerance)
+
+    def bind_in_step(self, tolerance: float) -> None:
+        """After :meth:`attach`: :attr:`step` also solves a binding step's QP (:meth:`binding`, with
+        ``tolerance``) when the minimizer breaks a row, and writes its command; when that QP fails,
+        :attr:`step` returns ``INFEASIBLE`` as before, with :attr:`binding_tried` set."""
+        self._data.binding_tol = tolerance
+        self._data.binding_step = 1
+
+    @property
+    def binding_tried(self) -> bool:
+        """Whether the last :attr:`step` tried :meth:`binding` (and it failed, when it returned
+        ``INFEASIBLE``)."""
+        return self._data.binding_code != -1
 
     def expand(self, y: np.ndarray) -> int:
         """``u`` from a least-distance answer ``y`` (p,) of :meth:`reduce` (``x = L⁻ᵀy``, the forces

@@ -91,6 +91,11 @@ class ShortcutData(ctypes.Structure):
         *[(name, _P) for name in ("A_traced", "at_rows", "a_rows", "a_index", "a_scale", "A_full")],
         ("a_blocks", ctypes.c_int),
         ("rx", _P),
+        *[(name, _P) for name in ("binding_active", "binding_rows", "binding_M", "binding_work")],
+        ("binding_iterations", ctypes.c_int),
+        ("binding_step", ctypes.c_int),
+        ("binding_tol", ctypes.c_double),
+        ("binding_code", ctypes.c_int),
     ]
 
 
@@ -167,7 +172,7 @@ def _load(path: Path) -> Library:
         function.restype = ctypes.c_int
     functions[4].argtypes = [_P, _P, _P, _P, _P, _P, ctypes.c_double]
     functions[5].argtypes = [_P, _P]
-    functions[6].argtypes = [_P, _P, _P, _P, _P, ctypes.c_double, ctypes.c_int]
+    functions[6].argtypes = [_P, ctypes.c_double]
     step_objects = None
     try:  # with the GIL held: it reads q and v through the buffer protocol
         step_objects = ctypes.PyDLL(str(path)).wbc_step_objects

@@ -222,6 +222,8 @@ class WorkingSet(Strategy):
         self.fast, self.solver, self.tolerance, self.writer = fast, solver, tolerance, writer
         self.max_rounds = max_rounds
         self.active = fast.binding_active  # rows active at the last binding step's answer (both ways)
+        if fast.attached:  # the one-call step solves binding steps in C too
+            fast.bind_in_step(tolerance)
 
     def forget(self) -> None:
         self.active[:] = False
@@ -231,7 +233,8 @@ class WorkingSet(Strategy):
             return None
         t0 = _clock()
         fast = self.fast
-        u = fast.u if fast.binding(self.tolerance) == FEASIBLE else self.solve()
+        tried = fast.attached and fast.binding_tried  # by the one-call step, in C: it failed
+        u = fast.u if not tried and fast.binding(self.tolerance) == FEASIBLE else self.solve()
         if u is None:
             return None
         if fast.attached:
