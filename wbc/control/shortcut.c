@@ -718,6 +718,25 @@ int wbc_step_objects(wbc_shortcut_data *s, PyObject *q, PyObject *v) {
     }
     return wbc_step(s);
 }
+
+/* wbc_step_objects as a CPython builtin (METH_FASTCALL: no ctypes conversions, ~0.6 us less a step):
+ * self is a tuple whose first item is the struct's address (the others keep what it points into
+ * alive); step(q, v) returns the code as an int. */
+static PyObject *wbc_step_builtin(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "step(q, v) takes two arguments");
+        return NULL;
+    }
+    wbc_shortcut_data *s = (wbc_shortcut_data *)PyLong_AsVoidPtr(PyTuple_GET_ITEM(self, 0));
+    if (s == NULL) return NULL;
+    return PyLong_FromLong(wbc_step_objects(s, args[0], args[1]));
+}
+
+static PyMethodDef wbc_step_definition = {"step", (PyCFunction)(void (*)(void))wbc_step_builtin, METH_FASTCALL,
+                                          "The one-call step on q and v (a return code)."};
+
+/* The method definition of wbc_step_builtin (static: it outlives every function made from it). */
+void *wbc_step_method(void) { return &wbc_step_definition; }
 #endif
 
 /* The ABI the Python side checks when it loads the library: the struct's size, then two tables of

@@ -34,11 +34,13 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import sysconfig
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
+from ..codegen.builtins import new_builtin
 from ..codegen.kernel import Kernel
 from ..errors import CompileError
 from ..model.checks import UNIT_TOLERANCE
@@ -325,7 +327,10 @@ class CompiledShortcut:
         ):
             setattr(data, name, value)
         self.step = functools.partial(self._library.step, self._ref)
-        if self._library.step_objects is not None:
+        if self._library.step_method and not sysconfig.get_config_var("Py_GIL_DISABLED"):
+            # a builtin (one C call, no ctypes conversions); self keeps the struct and its buffers alive
+            self.step_objects = new_builtin(self._library.step_method, (self._ref, self))
+        elif self._library.step_objects is not None:
             self.step_objects = functools.partial(self._library.step_objects, self._ref)
         self.attached = True
         return True
