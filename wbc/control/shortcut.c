@@ -529,7 +529,8 @@ static int gram_factor(int na, const double *G, double *F, int ld) {
  * rows; WBC_INFEASIBLE when the rows admit no solution (a violated row that no step can satisfy), or
  * WBC_FAILED (iterations exhausted, a singular Gram matrix, not finite, or an active row broken by
  * rounding at the answer): the caller then solves it otherwise. A row is added when
- * C u > d - tol / 2 (d includes tol): the answer satisfies C u <= d. */
+ * C u > h + tol / 1000 (d = h + tol): the answer satisfies C u <= h + tol / 1000 on the rows it did
+ * not make active, and C u = h to rounding on those it did. */
 int wbc_binding(wbc_shortcut_data *s, double tol) {
     const int p = s->p, nc = s->nc, max_iter = s->binding_iterations;
     unsigned char *active = s->binding_active;
@@ -579,7 +580,7 @@ int wbc_binding(wbc_shortcut_data *s, double tol) {
         if (!expand_u(s, y)) return WBC_FAILED;
         check(s);
         int64_t q = -1;
-        double worst = 0.5 * tol;
+        double worst = 1e-3 * tol; /* rows held to h + tol/1000 (d = h + tol is only the acceptance) */
         for (int64_t i = 0; i < nc; ++i) {
             const double excess = s->Cu[i] - s->d[i] + tol;
             if (excess > worst) {
