@@ -370,13 +370,19 @@ def _limits_main(args) -> int:
 def _finish(args, lines: list[dict], summary: dict) -> int:
     """Print the runs' lines and the summary (JSON lines with ``--json``)."""
     lines.append(summary)
+    if not _printed_as_json(args, lines, "step_us_median"):
+        print(json.dumps(summary))
+    return 0
+
+
+def _printed_as_json(args, lines: list[dict], key: str) -> bool:
+    """Print every line as JSON with ``--json`` (returns True), else the lines holding ``key`` as a table."""
     if args.json:
         for line in lines:
             print(json.dumps(line))
-        return 0
-    _print_lines([x for x in lines if "step_us_median" in x])
-    print(json.dumps(summary))
-    return 0
+    else:
+        _print_lines([x for x in lines if key in x])
+    return bool(args.json)
 
 
 def _levels_main(args) -> int:
@@ -514,11 +520,8 @@ def _tail_main(args) -> int:
             record["round"] = k
             record["gc_enabled"] = gc.isenabled()
             lines.append(record)
-    if args.json:
-        for line in lines:
-            print(json.dumps(line))
+    if _printed_as_json(args, lines, "failures"):
         return 0
-    _print_lines([x for x in lines if "failures" in x])
     keep = ("scenario", "preempted", "gc_steps")
     for line in lines:
         print(json.dumps({k: line[k] for k in line if "step_us" in k or "p999" in k or k in keep}))

@@ -31,7 +31,9 @@ above ~0.1, rerun before trusting a ratio near 1. The table shows it as ``noise`
 How to read it: ``ratio = wbc_us / pinocchio_us`` (below 1: wbc is faster). Only ratios are
 meaningful across machines; the µs are what this machine did while this run lasted. ``ops`` is
 the kernel's CasADi instruction count (``n_instructions``), the operation count the PV-OSIMr paper
-compares algorithms by. The ``aba_kernel_build`` line reports, for Talos' ABA, the trace time, a
+compares algorithms by; ``code_kb`` the size of its shared library and ``flags`` the compiler
+flags it was built with (RNEA and CRBA are *hot*: ``-O2``, the others ``-Og``; see
+:data:`wbc.codegen.HOT_FLAGS`). The ``aba_kernel_build`` line reports, for Talos' ABA, the trace time, a
 cold compile into a fresh temporary cache directory (``compile_s``, wall time of
 ``compile_function``), and a second ``compile_function`` on that directory (``cache_hit_s``, wall
 time, which still regenerates and hashes the C source, and ``load_s``, the library load alone).
@@ -63,6 +65,7 @@ from benchmarks import pinocchio_adapter as oracle
 from benchmarks.harness import Record, choice_list, interleaved_blocks, relative_spread
 from wbc import robots
 from wbc.codegen import Kernel, compile_function
+from wbc.codegen.cache import flags_of
 
 __all__ = ["main", "run_benchmark", "QUANTITIES"]
 
@@ -97,6 +100,8 @@ class Case(NamedTuple):
     robot: str
     quantity: str
     ops: int
+    code_kb: float
+    flags: str
     wbc_call: Callable[[], object]
     wbc_run: Callable[[], object]
     pinocchio: dict[str, Callable[[], object]]
@@ -185,8 +190,10 @@ def _kernel_args(quantity: str, state: State) -> tuple[np.ndarray, ...]:
     }[quantity]
 
 
-def build_cases(spec: robots.RobotSpec, kernels: dict[str, Kernel], state: State) -> list[Case]:
-    """One :class:`Case` per quantity for ``spec``, its kernels already compiled."""
+def build_cases(
+    spec: robots.RobotSpec, functions: dict[str, Any], kernels: dict[str, Kernel], state: State
+) -> list[Case]:
+    """One :class:`Case` per quantity for ``spec``, its traced ``functions`` already compiled into ``kernels``."""
     pm = oracle.catalog_model(spec)
     pd = pm.createData()
     frame_ids = [pm.getFrameId(f) for f in jacobian_frames(spec)]
@@ -200,6 +207,8 @@ def build_cases(spec: robots.RobotSpec, kernels: dict[str, Kernel], state: State
                 robot=spec.name,
                 quantity=quantity,
                 ops=kernel.n_instructions,
+                code_kb=round(kernel.library.stat().st_size / 1024, 1) if kernel.library is not None else 0.0,
+                flags=" ".join(flags_of(functions[quantity])),
                 wbc_call=wbc_call,
                 wbc_run=kernel.run,
                 pinocchio=_pinocchio_calls(quantity, pm, pd, state, frame_ids),
@@ -254,6 +263,8 @@ def measure(case: Case, rounds: int, calls: int) -> Record:
         "pinocchio_us": round(pin_us, 3),
         "ratio": round(wbc_us / pin_us, 3),
         "ops": case.ops,
+        "code_kb": case.code_kb,
+        "flags": case.flags,
         "wbc_run_us": round(medians["wbc_run"], 3),
         "pinocchio_call": best,
         "pinocchio_candidates_us": {n: round(t, 3) for n, t in candidates.items()},
@@ -311,7 +322,8 @@ def run_benchmark(
         log(f"{name}: compiling kernels (cached under {wbc.codegen.cache_dir()})")
         kernels = compile_kernels(functions)
         state = random_state(spec.model, np.random.default_rng(20240531))
-        for case in build_cases(spec, kernels, state):
+        traced = {quantity: fn for quantity, (fn, _) in functions.items()}
+        for case in build_cases(spec, traced, kernels, state):
             check_agreement(case)
             log(f"{name}: timing {case.quantity}")
             records.append(measure(case, rounds, calls))
@@ -321,7 +333,19 @@ def run_benchmark(
 
 def format_table(records: Sequence[Record]) -> str:
     """The timing records as an aligned table, then the kernel-build paragraph."""
-    header = ("robot", "quantity", "wbc µs", "wbc run() µs", "Pinocchio µs", "ratio", "noise", "ops", "Pinocchio call")
+    header = (
+        "robot",
+        "quantity",
+        "wbc µs",
+        "wbc run() µs",
+        "Pinocchio µs",
+        "ratio",
+        "noise",
+        "ops",
+        "code kB",
+        "flags",
+        "Pinocchio call",
+    )
     rows = [
         (
             r["robot"],
@@ -332,13 +356,15 @@ def format_table(records: Sequence[Record]) -> str:
             f"{r['ratio']:.2f}",
             f"{r['ratio_spread']:.0%}",
             str(r["ops"]),
+            f"{r['code_kb']:.0f}",
+            r["flags"].split()[0],
             r["pinocchio_call"],
         )
         for r in records
         if "wbc_us" in r
     ]
     widths = [max(len(h), *(len(row[k]) for row in rows)) if rows else len(h) for k, h in enumerate(header)]
-    numeric = {2, 3, 4, 5, 6, 7}
+    numeric = {2, 3, 4, 5, 6, 7, 8}
 
     def line(cells: Sequence[str]) -> str:
         return "  ".join(c.rjust(w) if k in numeric else c.ljust(w) for k, (c, w) in enumerate(zip(cells, widths)))

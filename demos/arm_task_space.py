@@ -17,7 +17,6 @@ of both against their limits) and ``summary.json`` to ``--out``, and prints the 
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -25,11 +24,10 @@ import numpy as np
 
 import wbc
 from wbc import robots
+from wbc.command_line import docstring_parser, needs_sim
 
-try:
+with needs_sim("the arm demo"):
     from wbc.sim.arm import EE, OSC, QP, Circle, rms, simulate
-except ImportError as exc:  # pragma: no cover
-    raise SystemExit(f"{exc}\nthe arm demo needs MuJoCo: pip install 'wbc[sim]'") from None
 
 
 def plot(runs: dict, model: wbc.Model, out: Path) -> list[str]:
@@ -72,7 +70,7 @@ def plot(runs: dict, model: wbc.Model, out: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = docstring_parser(__doc__)
     parser.add_argument("--out", type=Path, default=Path("out") / "arm_task_space")
     parser.add_argument("--duration", type=float, default=4.0, help="simulated time, s")
     parser.add_argument("--no-plots", action="store_true")

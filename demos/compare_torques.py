@@ -10,7 +10,6 @@ with each available QP solver. Writes ``torque_differences.png`` (max |Δτ| per
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 import wbc
+from wbc.command_line import docstring_parser
 from wbc.sim.balance import SCENARIO_DEFAULTS, Balance, Push, Scenario
 
 REFERENCE = ("iim", wbc.Solver.DAQP.value)
@@ -62,7 +62,7 @@ def replay(robot: str, sc: Scenario, states: list, method: str, solver: str) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = docstring_parser(__doc__)
     parser.add_argument("--robot", default="talos", choices=("g1", "talos"))
     parser.add_argument("--duration", type=float, default=3.0, help="simulated time, s")
     parser.add_argument(

@@ -45,10 +45,11 @@ from pathlib import Path
 
 import numpy as np
 
+from wbc.command_line import needs_sim
 from wbc.figures import mark_spans
 from wbc.viz import Replay
 
-try:
+with needs_sim("the balance demo"):
     from wbc.sim.balance import (
         DIRECTIONS,
         Balance,
@@ -61,8 +62,6 @@ try:
         soak,
     )
     from wbc.sim.mjcf_robot import add_arguments, from_arguments
-except ImportError as exc:  # pragma: no cover - needs the 'sim' extra
-    raise SystemExit(f"{exc}\nthe balance demo needs MuJoCo: pip install 'wbc[sim]' (make demo installs it)") from None
 
 #: The humanoids this demo runs.
 ROBOTS = ("g1", "talos")

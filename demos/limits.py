@@ -20,7 +20,6 @@ prints the summary (worst limit violation, minimum distance, non-optimal steps).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -29,12 +28,11 @@ import numpy as np
 
 import wbc
 from wbc import robots
+from wbc.command_line import docstring_parser, needs_sim
 from wbc.figures import save_figure
 
-try:
+with needs_sim("this demo"):
     from wbc.sim.limit_scenario import ELBOW, KNEE, TARGETS, run, summarize
-except ImportError as exc:  # pragma: no cover - needs the 'sim' extra
-    raise SystemExit(f"{exc}\nthis demo needs MuJoCo: pip install 'wbc[sim]'") from None
 
 
 def plot(runs: dict[str, dict], model: wbc.Model, out: Path) -> list[Path]:
@@ -89,7 +87,7 @@ def plot(runs: dict[str, dict], model: wbc.Model, out: Path) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = docstring_parser(__doc__)
     parser.add_argument("--out", default="out/limits", help="output directory")
     parser.add_argument("--duration", type=float, default=4.0, help="simulated seconds per run")
     args = parser.parse_args(argv)

@@ -19,16 +19,16 @@ and only the missing cells are computed. ``--quick`` is a small grid (4 directio
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
+from wbc.command_line import docstring_parser
 from wbc.sim import push_map as pmap
 from wbc.sweep.command_line import add_sweep_arguments, sweep_options
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = docstring_parser(__doc__)
     add_sweep_arguments(parser)
     parser.add_argument("--quick", action="store_true", help="a small grid")
     parser.add_argument("--recover", action="store_true", help="standing, allow recovery steps")

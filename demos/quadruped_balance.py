@@ -26,13 +26,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from wbc.command_line import needs_sim
 from wbc.figures import mark_spans
 
-try:
+with needs_sim("the balance demo"):
     from wbc.sim.balance import MU, Balance, friction_use, save_run, scenario_from_arguments, scenario_parser
     from wbc.sim.mjcf_robot import add_arguments, from_arguments
-except ImportError as exc:  # pragma: no cover - needs the 'sim' extra
-    raise SystemExit(f"{exc}\nthe balance demo needs MuJoCo: pip install 'wbc[sim]'") from None
 
 #: The quadrupeds this demo runs.
 ROBOTS = ("anymal_c", "go2", "solo12")

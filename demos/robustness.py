@@ -26,6 +26,7 @@ import dataclasses
 import json
 import sys
 
+from wbc.command_line import docstring_parser
 from wbc.sim import robustness as rb
 from wbc.sweep.command_line import add_sweep_arguments, sweep_options
 
@@ -40,7 +41,7 @@ def _pair(text: str) -> tuple[rb.FaultKind, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = docstring_parser(__doc__)
     add_sweep_arguments(parser)
     parser.add_argument(
         "--faults",

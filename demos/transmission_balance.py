@@ -29,7 +29,6 @@ their command line and the Fig. 14 analogue.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -37,14 +36,13 @@ from pathlib import Path
 import numpy as np
 
 from wbc.algorithms.clusters.torque_accuracy import PAPER_FIG14, sinusoid_torques
+from wbc.command_line import docstring_parser, needs_sim
 from wbc.figures import save_figure
 from wbc.robots import clustered
 
-try:
+with needs_sim("the transmission demo"):
     from wbc.sim.balance import Scenario
     from wbc.sim.transmission_balance import MODELS, Plant, push_sweep, run, scenario, summarize
-except ImportError as exc:  # pragma: no cover - needs the 'sim' extra
-    raise SystemExit(f"{exc}\nthe transmission demo needs MuJoCo: pip install 'wbc[sim]'") from None
 
 
 # ----------------------------------------------------------------------------------------- Fig. 14
@@ -241,11 +239,7 @@ def plot_fig14(f14: dict, path: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=__doc__.split("\n\n", 1)[1],
-    )
+    parser = docstring_parser(__doc__)
     parser.add_argument("--out", type=Path, default=Path("out") / "transmissions", help="output directory")
     parser.add_argument("--duration", type=float, default=9.0, help="simulated time, s")
     parser.add_argument("--push-sweep", action="store_true", help="also find the largest lateral push each survives")

@@ -12,17 +12,16 @@ figures) and ``DIR/push_vs_phase.png``. Cells are bisections over MuJoCo walks (
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import json
 from pathlib import Path
 
-from wbc.sim.walking_push import WalkingPushSettings, plot_push_vs_phase, walking_push_sweep
+from wbc.command_line import docstring_parser
+from wbc.sim.walking_push import DEFAULT_PUSHES, plot_push_vs_phase, walking_push_sweep
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = docstring_parser(__doc__)
     parser.add_argument("--robot", default="g1", choices=("talos", "g1"))
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--engine", default="local")
@@ -33,14 +32,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="default out/walking_push_<robot>")
     args = parser.parse_args(argv)
     phases = 4 if args.quick else args.phases
-    settings = WalkingPushSettings(
+    pushes = dataclasses.replace(
+        DEFAULT_PUSHES,
         phases=tuple(k / phases for k in range(phases)),
         iterations=4 if args.quick else 5,
         adjust=not args.no_adjust,
     )
     out = args.out or Path("out") / f"walking_push_{args.robot}"
     out.mkdir(parents=True, exist_ok=True)
-    results = walking_push_sweep(args.robot, settings, engine=args.engine, workers=args.workers, store=args.store)
+    results = walking_push_sweep(args.robot, pushes, engine=args.engine, workers=args.workers, store=args.store)
     (out / "walking_push.json").write_text(json.dumps(results, indent=2) + "\n")
     plot_push_vs_phase(results, out / "push_vs_phase.png")
     print(json.dumps({"weakest": results["weakest"], "published": results["published"]}, indent=2))

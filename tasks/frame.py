@@ -20,13 +20,18 @@ __all__ = ["FrameTask", "PositionTask", "OrientationTask"]
 
 
 class _FrameTaskBase(Task):
-    """A task on one frame; its default name is ``<kind>_<frame>``, e.g. ``"frame_left_sole_link"``."""
+    """A task on one frame; its default name is ``<kind>_<frame>``, e.g. ``"frame_left_sole_link"``.
+    A kind gives its rows (the task's ``dim``) and ``target_size`` as class attributes."""
 
-    def __init__(self, frame: str, dim: int, weight: Gain, kp: Gain, kd: Gain | None, name: str | None) -> None:
+    rows: int
+
+    def __init__(
+        self, frame: str, weight: Gain = 1.0, kp: Gain = 0.0, kd: Gain | None = None, name: str | None = None
+    ) -> None:
         if not isinstance(frame, str) or not frame:
             raise InputError(f"{type(self).__name__}: frame must be a frame name, got {frame!r}")
         self.frame = frame
-        super().__init__(dim, weight, kp, kd, name)
+        super().__init__(self.rows, weight, kp, kd, name)
 
     def default_name(self) -> str:
         return f"{super().default_name()}_{self.frame}"
@@ -34,14 +39,15 @@ class _FrameTaskBase(Task):
     def check(self, model: Model) -> None:
         model.frame_id(self.frame)
 
-    def _rotation(self, value) -> np.ndarray:
+    def _matrix(self, value, shape: tuple[int, int], expected: str) -> np.ndarray:
+        """``value`` as a float array of ``shape``, else an InputError naming the task and saying ``expected``."""
         try:
-            R = np.asarray(value, float)
+            M = np.asarray(value, float)
         except (TypeError, ValueError):
-            raise InputError(f"task {self.name!r}: expected a rotation matrix (3, 3), got {value!r}") from None
-        if R.shape != (3, 3):
-            raise InputError(f"task {self.name!r}: expected a rotation matrix (3, 3), got shape {R.shape}")
-        return R
+            raise InputError(f"task {self.name!r}: {expected}, got {value!r}") from None
+        if M.shape != shape:
+            raise InputError(f"task {self.name!r}: {expected}, got shape {M.shape}")
+        return M
 
     def _check_rotation(self, check: _RotationCheck) -> None:
         if not check.is_rotation():
@@ -66,15 +72,8 @@ class FrameTask(_FrameTaskBase):
     origin) and angular, world axes.
     """
 
-    def __init__(
-        self, frame: str, weight: Gain = 1.0, kp: Gain = 0.0, kd: Gain | None = None, name: str | None = None
-    ) -> None:
-        super().__init__(frame, 6, weight, kp, kd, name)
-
-    @property
-    def target_size(self) -> int:
-        return 12
-
+    rows = 6
+    target_size = 12  # position (3) and rotation columns (9)
     target_name = "placement"
 
     def set_target(self, placement, velocity=None, acceleration=None) -> None:
@@ -100,12 +99,7 @@ class FrameTask(_FrameTaskBase):
         return staging
 
     def _convert_target(self, target) -> np.ndarray:
-        try:
-            T = np.asarray(target, float)
-        except (TypeError, ValueError):
-            raise InputError(f"task {self.name!r}: placement must be a (4, 4) transform, got {target!r}") from None
-        if T.shape != (4, 4):
-            raise InputError(f"task {self.name!r}: placement must be a (4, 4) transform, got shape {T.shape}")
+        T = self._matrix(target, (4, 4), "placement must be a (4, 4) transform")
         return np.concatenate([T[0:3, 3], T[0:3, 0:3].reshape(-1, order="F")])
 
     def _check_target(self, target: np.ndarray) -> None:
@@ -150,11 +144,10 @@ class PositionTask(_FrameTaskBase):
         if off.shape != (3,) or not np.all(np.isfinite(off)):
             raise InputError(f"PositionTask({frame!r}): offset must be 3 finite numbers, got {offset!r}")
         self.offset = tuple(float(x) for x in off)
-        super().__init__(frame, 3, weight, kp, kd, name)
+        super().__init__(frame, weight, kp, kd, name)
 
-    @property
-    def target_size(self) -> int:
-        return 3
+    rows = 3
+    target_size = 3
 
     def _constraint(self):
         return PointConstraint(self.frame, self.offset)
@@ -181,15 +174,8 @@ class PositionTask(_FrameTaskBase):
 class OrientationTask(_FrameTaskBase):
     """3D orientation of ``frame``: error ``log(R_ref Rᵀ)``, angular velocity in world axes."""
 
-    def __init__(
-        self, frame: str, weight: Gain = 1.0, kp: Gain = 0.0, kd: Gain | None = None, name: str | None = None
-    ) -> None:
-        super().__init__(frame, 3, weight, kp, kd, name)
-
-    @property
-    def target_size(self) -> int:
-        return 9
-
+    rows = 3
+    target_size = 9  # rotation columns
     target_name = "rotation"
 
     def set_target(self, rotation, velocity=None, acceleration=None) -> None:
@@ -211,7 +197,7 @@ class OrientationTask(_FrameTaskBase):
         return staging
 
     def _convert_target(self, target) -> np.ndarray:
-        return self._rotation(target).reshape(-1, order="F")
+        return self._matrix(target, (3, 3), "expected a rotation matrix (3, 3)").reshape(-1, order="F")
 
     def _check_target(self, target: np.ndarray) -> None:
         self._check_rotation(self._views[1])

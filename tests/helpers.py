@@ -19,6 +19,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pinocchio as pin
@@ -87,6 +88,24 @@ def run_demo(script: str, args: list[str], out, timeout: float) -> tuple[dict, s
     return json.loads((Path(out) / "summary.json").read_text()), done
 
 
+def lockstep(first, second, spec, steps: int, seed: int, push: tuple[int, float], single: bool = False):
+    """Step two controllers of ``spec``'s robot on one state sequence, from ``spec.q0`` at rest
+    (``single``: both first lift their second contact): yields ``(i, q, v, first's command, second's)``;
+    the state then follows the second's q̈ for 1 ms, kicked at step ``push[0]`` by a random velocity
+    (standard deviation ``push[1]``, m/s or rad/s, drawn with ``seed``)."""
+    if single:
+        for ctrl in (first, second):
+            ctrl.deactivate_contact(ctrl.contacts[1].name)
+    model = spec.model
+    q, v = spec.q0.copy(), np.zeros(model.nv)
+    rng = np.random.default_rng(seed)
+    for i in range(steps):
+        a, b = first.step(q, v), second.step(q, v)
+        yield i, q, v, a, b
+        v = v + 1e-3 * b.qdd + (push[1] * rng.standard_normal(model.nv) if i == push[0] else 0.0)
+        q = wbc.integrate(model, q, v, 1e-3)
+
+
 def assert_close(actual, expected, tol: float = TOL_PIN, what: str = "") -> None:
     """``|actual - expected| <= tol * max(1, max|expected|)`` entry-wise, with a readable failure."""
     a = np.asarray(actual, dtype=float)
@@ -135,6 +154,35 @@ def robot_case(name: str, floating_base: bool | None = None) -> Case:
     fb = spec.model.floating_base
     pm = oracle.catalog_model(spec)
     return Case(f"{name}-{'floating' if fb else 'fixed'}", spec.model, pm, spec, spec.urdf)
+
+
+class ChainJoint(NamedTuple):
+    """One joint of :func:`chain_urdf` and the link it carries (SI units)."""
+
+    name: str
+    kind: str  # "revolute" or "prismatic"
+    link: str
+    mass: float
+    com_z: float  # the link's centre of mass above the joint
+    inertia: tuple[float, float, float]  # principal moments about the centre of mass
+    axis: str  # "x y z"
+    limit: float  # the position range is ±limit (effort 50, velocity 5)
+
+
+def chain_urdf(name: str, joints: Sequence[ChainJoint]) -> str:
+    """A URDF chain: a 2 kg link ``base``, then each of ``joints`` carrying its link from the previous one."""
+    base = '<mass value="2"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/>'
+    parts, parent = [f'<link name="base"><inertial>{base}</inertial></link>'], "base"
+    for j in joints:
+        ixx, iyy, izz = j.inertia
+        parts.append(
+            f'<link name="{j.link}"><inertial><origin xyz="0 0 {j.com_z}"/><mass value="{j.mass}"/>'
+            f'<inertia ixx="{ixx}" iyy="{iyy}" izz="{izz}" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+            f'<joint name="{j.name}" type="{j.kind}"><parent link="{parent}"/><child link="{j.link}"/>'
+            f'<axis xyz="{j.axis}"/><limit effort="50" velocity="5" lower="{-j.limit}" upper="{j.limit}"/></joint>'
+        )
+        parent = j.link
+    return f'<robot name="{name}">' + "\n".join(parts) + "</robot>"
 
 
 @functools.cache

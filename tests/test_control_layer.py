@@ -91,45 +91,41 @@ def test_a_new_limit_is_one_class_and_needs_no_edit_of_the_controller():
     assert {g.kind for g in cmd.conflict} & {ToyKind.JOINT_ACCELERATION, Kind.TORQUE_LIMIT}
 
 
-def test_pieces_of_the_wrong_type_or_size_name_their_contributor():
+#: Broken pieces a contributor may return (from its parameter ``p``) and the error that names it.
+BROKEN_PIECES = {
+    "inequality of the wrong width": (
+        lambda p: Inequality(ca.DM.ones(1, 3), 0.0, Group(ToyKind.JOINT_ACCELERATION, "x")),
+        r"columns",
+    ),
+    "bounds out of range": (
+        lambda p: AccelerationBounds((0, 99), -p[0] * ca.DM.ones(2), p[0] * ca.DM.ones(2), Group(Kind.TASK, "x")),
+        r"rows \[0, 99\] of q̈, which has 9",
+    ),
+    "bounds of the wrong size": (
+        lambda p: AccelerationBounds((0, 1), p[0], p[0] * ca.DM.ones(2), Group(Kind.TASK, "x")),
+        r"expected 2 entries",
+    ),
+    "cost out of range": (
+        lambda p: AccelerationCost((3, 9), p[0] * ca.DM.ones(2), ca.DM.zeros(2), Group(Kind.TASK, "x")),
+        r"cost on rows \[3, 9\] of q̈, which has 9",
+    ),
+    "cost of the wrong size": (
+        lambda p: AccelerationCost((0, 1), p[0] * ca.DM.ones(2), ca.DM.zeros(3), Group(Kind.TASK, "x")),
+        r"expected 2 entries, got shape \(3, 1\)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BROKEN_PIECES))
+def test_pieces_of_the_wrong_type_or_size_name_their_contributor(case):
+    piece, message = BROKEN_PIECES[case]
+
     class Broken(JointAccelerationLimit):
         def pieces(self, ctx, p):
-            return [Inequality(ca.DM.ones(1, 3), 0.0, Group(ToyKind.JOINT_ACCELERATION, self.name))]
+            return [piece(p)]
 
     ctrl, *_ = _panda_posture_controller([Broken("panda_joint2", 1.0)])
-    with pytest.raises(wbc.InputError, match=r"acceleration_panda_joint2.*columns"):
-        ctrl.compile()
-
-    class OutOfRange(JointAccelerationLimit):
-        def pieces(self, ctx, p):
-            return [AccelerationBounds((0, 99), -p[0] * ca.DM.ones(2), p[0] * ca.DM.ones(2), Group(Kind.TASK, "x"))]
-
-    ctrl, *_ = _panda_posture_controller([OutOfRange("panda_joint2", 1.0)])
-    with pytest.raises(wbc.InputError, match=r"acceleration_panda_joint2.*rows \[0, 99\] of q̈, which has 9"):
-        ctrl.compile()
-
-    class WrongSize(JointAccelerationLimit):
-        def pieces(self, ctx, p):
-            return [AccelerationBounds((0, 1), p[0], p[0] * ca.DM.ones(2), Group(Kind.TASK, "x"))]
-
-    ctrl, *_ = _panda_posture_controller([WrongSize("panda_joint2", 1.0)])
-    with pytest.raises(wbc.InputError, match=r"acceleration_panda_joint2.*expected 2 entries"):
-        ctrl.compile()
-
-    class CostOutOfRange(JointAccelerationLimit):
-        def pieces(self, ctx, p):
-            return [AccelerationCost((3, 9), p[0] * ca.DM.ones(2), ca.DM.zeros(2), Group(Kind.TASK, "x"))]
-
-    ctrl, *_ = _panda_posture_controller([CostOutOfRange("panda_joint2", 1.0)])
-    with pytest.raises(wbc.InputError, match=r"acceleration_panda_joint2.*cost on rows \[3, 9\] of q̈, which has 9"):
-        ctrl.compile()
-
-    class CostWrongSize(JointAccelerationLimit):
-        def pieces(self, ctx, p):
-            return [AccelerationCost((0, 1), p[0] * ca.DM.ones(2), ca.DM.zeros(3), Group(Kind.TASK, "x"))]
-
-    ctrl, *_ = _panda_posture_controller([CostWrongSize("panda_joint2", 1.0)])
-    with pytest.raises(wbc.InputError, match=r"acceleration_panda_joint2.*expected 2 entries, got shape \(3, 1\)"):
+    with pytest.raises(wbc.InputError, match="acceleration_panda_joint2.*" + message):
         ctrl.compile()
 
 
@@ -293,10 +289,15 @@ def test_structure_keeps_constant_rows_out_of_the_kernel():
 
 # ----------------------------------------------------------------------------- one numeric and one symbolic API
 def test_numeric_and_symbolic_apis_have_the_same_names_and_signatures():
+    """Same names and parameters; the numeric dynamics alone also take a keyword-only ``out=``."""
     assert set(wbc.numeric.__all__) <= set(wbc.symbolic.__all__)
+    with_out = {"rnea", "nonlinear_effects", "crba", "aba", "free_acceleration"}
     for name in wbc.numeric.__all__:
         ours, theirs = getattr(wbc.numeric, name), getattr(wbc.symbolic, name)
-        assert list(inspect.signature(ours).parameters) == list(inspect.signature(theirs).parameters), name
+        params = inspect.signature(ours).parameters
+        extra = [p for p in params if params[p].kind is inspect.Parameter.KEYWORD_ONLY]
+        assert extra == (["out"] if name in with_out else []), name
+        assert [p for p in params if p not in extra] == list(inspect.signature(theirs).parameters), name
 
 
 def test_symbolic_api_traced_equals_numeric_api():

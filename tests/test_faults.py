@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import wbc
-from tests.helpers import robot_case
+from tests.helpers import ChainJoint, chain_urdf, robot_case
 
 pytest.importorskip("wbc.sim.mujoco")
 
@@ -130,24 +130,18 @@ def test_the_perturbed_model_differs_by_the_requested_amounts(talos, how):
     assert controller_model(model, ModelMismatch(), np.random.default_rng(0)) is model
 
 
-_ARM = """<robot name="{name}">
-  <link name="base"><inertial><mass value="2"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/>
-  </inertial></link>
-  <link name="arm"><inertial><origin xyz="0 0 0.2"/><mass value="{mass}"/>
-  <inertia ixx="0.02" iyy="0.02" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
-  <joint name="{joint}" type="revolute"><parent link="base"/><child link="arm"/><axis xyz="0 1 0"/>
-  <limit effort="50" velocity="5" lower="-2" upper="2"/></joint>
-</robot>"""
+def _arm(mass: float, joint: str) -> str:
+    return chain_urdf("arm", [ChainJoint(joint, "revolute", "arm", mass, 0.2, (0.02, 0.02, 0.01), "0 1 0", 2.0)])
 
 
 def test_a_robot_file_replaces_the_controllers_model_and_must_match_its_joints(tmp_path):
-    model = wbc.load_urdf(_ARM.format(name="arm", mass=1.0, joint="shoulder"))
+    model = wbc.load_urdf(_arm(1.0, "shoulder"))
     other = tmp_path / "heavier.urdf"
-    other.write_text(_ARM.format(name="arm", mass=1.3, joint="shoulder"))
+    other.write_text(_arm(1.3, "shoulder"))
     loaded = controller_model(model, ModelMismatch(robot_file=str(other)), np.random.default_rng(0))
     assert loaded.total_mass == pytest.approx(3.3) and model.total_mass == pytest.approx(3.0)
     wrong = tmp_path / "wrong.urdf"
-    wrong.write_text(_ARM.format(name="arm", mass=1.0, joint="elbow"))
+    wrong.write_text(_arm(1.0, "elbow"))
     with pytest.raises(wbc.InputError, match="'shoulder'"):
         controller_model(model, ModelMismatch(robot_file=str(wrong)), np.random.default_rng(0))
 

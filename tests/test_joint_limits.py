@@ -358,3 +358,17 @@ def test_posture_target_within_limits_keeps_a_standing_step_off_the_bounds():
     assert codes == {"q0": INFEASIBLE, "within limits": FEASIBLE}
     with pytest.raises(wbc.InputError, match="q"):
         ctrl.within_limits(np.zeros(3))
+
+
+@pytest.mark.parametrize("limit", [wbc.JointPositionLimit, wbc.JointVelocityLimit])
+def test_both_joint_limits_refuse_a_non_positive_control_period_by_name(limit):
+    """The parameters shared by the two joint limits (wbc.control.limits.joint_limit.JointLimit):
+    the control period is checked for both (the velocity limit used to write 0 s into its kernel)."""
+    from wbc.control.contributor import Runtime
+
+    model = robot_case("panda").model
+    lim = limit(name="mine")
+    lim.check(model)
+    assert lim.parameters(Runtime(1e-3, 0.0, None))[0] == 1e-3
+    with pytest.raises(wbc.InputError, match=r"mine: the control period must be > 0, got 0.0"):
+        lim.parameters(Runtime(0.0, 0.0, None))

@@ -11,7 +11,7 @@ import pytest
 import robots
 import wbc
 from tasks import PostureTask
-from tests.helpers import assert_close
+from tests.helpers import assert_close, lockstep
 from wbc import tasks
 from wbc.control.shortcut import CompiledShortcut
 from wbc.control.strategies import WorkingSet
@@ -110,14 +110,7 @@ def test_commands_equal_the_traced_rows_on_every_path(scenario, monkeypatch):
     )
     new, spec, posture = _talos(PostureTask, **options)
     old, _, _ = _talos(_TracedPosture, **options)
-    if scenario == "single":
-        for ctrl in (new, old):
-            ctrl.deactivate_contact(ctrl.contacts[1].name)
-    model = spec.model
-    q, v = spec.q0.copy(), np.zeros(model.nv)
-    rng = np.random.default_rng(7)
-    for i in range(12):
-        a, b = new.step(q, v), old.step(q, v)
+    for i, q, v, a, b in lockstep(new, old, spec, 12, seed=7, push=(5, 0.05), single=scenario == "single"):
         _same(a, b, f"{scenario}, step {i}")
         if i % 4 == 0:
             pa, pb = new.build_problem(q, v), old.build_problem(q, v)
@@ -126,8 +119,6 @@ def test_commands_equal_the_traced_rows_on_every_path(scenario, monkeypatch):
             xa = new.fallback.solve(pa, new.solver).x
             xb = old.fallback.solve(pb, old.solver).x
             assert np.array_equal(xa, xb), f"{scenario}: the full QP"
-        v = v + 1e-3 * b.qdd + (0.05 * rng.standard_normal(model.nv) if i == 5 else 0.0)
-        q = wbc.integrate(model, q, v, 1e-3)
     shapes = dict(zip(new.kernel.output_names, new.kernel.output_shapes))
     old_shapes = dict(zip(old.kernel.output_names, old.kernel.output_shapes))
     assert shapes["A"][0] == old_shapes["A"][0] - posture.dim and old_shapes["scale"][0] == 0

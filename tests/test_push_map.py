@@ -20,11 +20,9 @@ TINY = pmap.PushMapSettings(
     iterations=1,
     push_time_s=0.5,
     standing_s=1.2,
-    phases=(0.25,),
-    walking_iterations=1,
-    cycle_step=0,
-    walk_steps=2,
-    after_push_s=0.5,
+    walking=pmap.WalkingPushes(
+        max_impulse_Ns=20.0, iterations=1, phases=(0.25,), walk_steps=2, cycle_step=0, after_push_s=0.5
+    ),
 )
 
 
@@ -87,8 +85,12 @@ def test_bad_settings_are_clear_errors():
     with pytest.raises(InputError, match="iterations must be a positive integer"):
         pmap.PushMapSettings(iterations=0)
     with pytest.raises(InputError, match=r"phases must lie in \[0, 1\)"):
-        pmap.PushMapSettings(phases=(1.0,))
+        pmap.WalkingPushes(phases=(1.0,))
     with pytest.raises(InputError, match="durations_s must be positive"):
         pmap.PushMapSettings(durations_s=(0.0,))
     with pytest.raises(InputError, match="must lie within the 2 planned steps"):
-        pmap.PushMapSettings(walk_steps=2, cycle_step=1)
+        pmap.WalkingPushes(walk_steps=2, cycle_step=1)
+    with pytest.raises(InputError, match=r"WalkingPushes\.iterations must be a positive integer"):
+        pmap.WalkingPushes(iterations=True)
+    with pytest.raises(InputError, match="walking must be WalkingPushes in one direction"):
+        pmap.PushMapSettings(walking=pmap.WalkingPushes(directions_deg=(0.0, 90.0)))

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import wbc
+from tests.helpers import ChainJoint, chain_urdf
 
 pytest.importorskip("wbc.sim.mujoco")
 
@@ -27,18 +28,13 @@ from wbc.sim import balance
 from wbc.sim import robustness as rb
 from wbc.sim.faults import Compensation, Faults, Latency
 
-_SLIDER = """<robot name="slider">
-  <link name="base"><inertial><mass value="2"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/>
-  </inertial></link>
-  <link name="cart"><inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/>
-  </inertial></link>
-  <link name="pole"><inertial><origin xyz="0 0 0.3"/><mass value="0.5"/>
-  <inertia ixx="0.01" iyy="0.01" izz="0.001" ixy="0" ixz="0" iyz="0"/></inertial></link>
-  <joint name="slide" type="prismatic"><parent link="base"/><child link="cart"/><axis xyz="1 0 0"/>
-  <limit effort="50" velocity="5" lower="-2" upper="2"/></joint>
-  <joint name="hinge" type="revolute"><parent link="cart"/><child link="pole"/><axis xyz="0 1 0"/>
-  <limit effort="50" velocity="5" lower="-3" upper="3"/></joint>
-</robot>"""
+_SLIDER = chain_urdf(
+    "slider",
+    [
+        ChainJoint("slide", "prismatic", "cart", 1.0, 0.0, (0.01, 0.01, 0.01), "1 0 0", 2.0),
+        ChainJoint("hinge", "revolute", "pole", 0.5, 0.3, (0.01, 0.01, 0.001), "0 1 0", 3.0),
+    ],
+)
 
 
 # ------------------------------------------------------------------------------------ estimation

@@ -21,14 +21,14 @@ from wbc.control.limits import collision_primitives, pair_distances, propose_pai
 
 mujoco = pytest.importorskip("mujoco")
 from wbc.sim.limit_scenario import add_geom  # noqa: E402
-from wbc.sim.mujoco import MujocoSim, build_spec, qpos_from_q  # noqa: E402
+from wbc.sim.mujoco import MujocoSim, SimOptions, build_spec, qpos_from_q  # noqa: E402
 
 
 class Probe:
     """MuJoCo's distances between primitives attached to a kinematic copy of ``model``."""
 
     def __init__(self, model: wbc.Model, pairs) -> None:
-        spec = build_spec(model, floor=False, position_limits=False)
+        spec = build_spec(model, options=SimOptions(floor=False, position_limits=False, torque_limits=False))
         bodies = {b.name: b for b in spec.bodies}
         names = []
         for k, pair in enumerate(pairs):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import wbc
-from tests.helpers import talos_standing
+from tests.helpers import lockstep, talos_standing
 from wbc import robots
 from wbc.control.outputs import StepOutputs
 from wbc.control.qp import least_squares_by_elimination
@@ -216,14 +216,7 @@ def test_fused_step_equals_the_two_call_step(limits, support):
     fused, spec, _ = _talos(limits)
     plain, _, _ = _talos(limits)
     _unfused(plain)
-    if support == "single":
-        for ctrl in (fused, plain):
-            ctrl.deactivate_contact(ctrl.contacts[1].name)
-    model = spec.model
-    q, v = spec.q0.copy(), np.zeros(model.nv)
-    rng = np.random.default_rng(3)
-    for i in range(30):
-        a, b = fused.step(q, v), plain.step(q, v)
+    for _, _, _, a, b in lockstep(fused, plain, spec, 30, seed=3, push=(10, 0.02), single=support == "single"):
         assert fused._plan.one_call and not plain._plan.one_call
         assert a.status is b.status
         scale = np.abs(b.u).max()
@@ -247,8 +240,6 @@ def test_fused_step_equals_the_two_call_step(limits, support):
                 )
             else:
                 assert np.all(a.forces[c.name] == 0.0)
-        v = v + 1e-3 * b.qdd + (0.02 * rng.standard_normal(model.nv) if i == 10 else 0.0)
-        q = wbc.integrate(model, q, v, 1e-3)
     assert set(a.timings) == {"kernel", "qp", "total"} and a.timings["total"] >= a.timings["kernel"] > 0
 
 

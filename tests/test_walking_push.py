@@ -3,19 +3,21 @@ walking G1 (slow), and the plot of results against the published iCub figure."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
 from wbc.errors import InputError
+from wbc.sim.push_map import walking_cells
 
 pytest.importorskip("mujoco")
 wp = pytest.importorskip("wbc.sim.walking_push")
 
 
 def test_grid_is_directions_by_phases_with_step_adjustment():
-    settings = wp.WalkingPushSettings(directions_deg=(0.0, 90.0), phases=(0.0, 0.5))
-    cells = wp.walking_push_cells("g1", settings)
+    pushes = dataclasses.replace(wp.DEFAULT_PUSHES, phases=(0.0, 0.5))
+    cells = walking_cells("g1", pushes)
     assert len(cells) == 4
     assert {(c.params["direction_deg"], c.params["phase"]) for c in cells} == {
         (0.0, 0.0),
@@ -25,7 +27,7 @@ def test_grid_is_directions_by_phases_with_step_adjustment():
     }
     assert all(c.params["adjust"] and c.params["duration_s"] == 0.05 for c in cells)
     with pytest.raises(InputError):
-        wp.WalkingPushSettings(phases=(1.0,))
+        dataclasses.replace(wp.DEFAULT_PUSHES, phases=(1.0,))
 
 
 def test_published_icub_figure_as_a_velocity_change():
@@ -60,8 +62,10 @@ def test_plot_of_synthetic_results(tmp_path):
 
 @pytest.mark.slow
 def test_one_walking_cell_bisects_a_forward_push_on_g1():
-    settings = wp.WalkingPushSettings(directions_deg=(0.0,), phases=(0.25,), iterations=2, walk_steps=4, cycle_step=0)
-    results = wp.walking_push_sweep("g1", settings, progress=False)
+    pushes = dataclasses.replace(
+        wp.DEFAULT_PUSHES, directions_deg=(0.0,), phases=(0.25,), iterations=2, walk_steps=4, cycle_step=0
+    )
+    results = wp.walking_push_sweep("g1", pushes, progress=False)
     (cell,) = results["cells"]
     assert cell["largest_survived_N"] >= 0.0 and cell["velocity_change_m_s"] >= 0.0
     assert set(results["weakest"]) == {"0.0"}

@@ -10,9 +10,13 @@ process loads it without tracing (milliseconds). The kernels live as long as the
 A call copies the arguments into the kernel's buffers, checks inside the kernel that they are
 finite, that quaternions are unit (and, on a :class:`~wbc.ClusterModel`, that ``y`` closes the
 loops), and returns a new array: within about Pinocchio's Python call time
-(``python -m benchmarks.numeric``). Bad arguments raise the errors :mod:`wbc.eager` raises, naming
-the argument. Frames are names or indices into ``model.frames`` (an index skips nothing: both
-reach the same kernel). Calls from several threads on one model take turns.
+(``python -m benchmarks.numeric``). The dynamics (:func:`rnea`, :func:`nonlinear_effects`,
+:func:`crba`, :func:`aba`, :func:`free_acceleration`) also write into a caller's array ``out=``
+(float64, the result's shape, Fortran-contiguous: ``np.zeros((nv, nv), order="F")``) and return
+it: no allocation per call in a loop. Without ``out=`` every call returns a new array. Bad
+arguments raise the errors :mod:`wbc.eager` raises, naming the argument. Frames are names or
+indices into ``model.frames`` (an index skips nothing: both reach the same kernel). Calls from
+several threads on one model take turns.
 
 :mod:`wbc.eager` has the same functions evaluated on numbers without compiling (for one-off
 queries on many models, and as the reference these kernels are tested against), and
@@ -35,6 +39,7 @@ from .algorithms.constraints import Constraint
 from .algorithms.delassus import DelassusMethod
 from .algorithms.iim import InputMatrixMethod
 from .algorithms.kinematics import ReferenceFrame
+from .codegen.calls import check_out
 from .codegen.model_kernels import _registry, kernels_of
 from .model.clusters import ClusterModel
 from .model.model import Model
@@ -71,33 +76,36 @@ _LOCAL = ReferenceFrame.LOCAL
 _NONE = id(None)  # the frames are keyed by the reference frame's identity (enum members: hashing them is slower)
 
 
-def rnea(model: Model, q, v, a, fext: ExternalForces = None) -> np.ndarray:
-    """Inverse dynamics: ``τ = M(q) a + h(q, v) − Σ Jᵀ fext`` (nv,)."""
+def rnea(model: Model, q, v, a, fext: ExternalForces = None, *, out: np.ndarray | None = None) -> np.ndarray:
+    """Inverse dynamics: ``τ = M(q) a + h(q, v) − Σ Jᵀ fext`` (nv,), written into ``out`` if given."""
     kernels = _registry.get(id(model)) or kernels_of(model)
     if not fext:
-        return kernels.rnea(q, v, a)
-    return _with_forces(kernels, "rnea", q, v, a, fext)
+        return kernels.rnea(q, v, a) if out is None else kernels.rnea(q, v, a, out)
+    return _with_forces(kernels, "rnea", q, v, a, fext, out)
 
 
-def nonlinear_effects(model: Model, q, v) -> np.ndarray:
-    """``h(q, v)`` (nv,): Coriolis, centrifugal and gravity terms."""
-    return (_registry.get(id(model)) or kernels_of(model)).nonlinear_effects(q, v)
+def nonlinear_effects(model: Model, q, v, *, out: np.ndarray | None = None) -> np.ndarray:
+    """``h(q, v)`` (nv,): Coriolis, centrifugal and gravity terms, written into ``out`` if given."""
+    kernels = _registry.get(id(model)) or kernels_of(model)
+    return kernels.nonlinear_effects(q, v) if out is None else kernels.nonlinear_effects(q, v, out)
 
 
-def crba(model: Model, q) -> np.ndarray:
-    """The joint-space inertia matrix ``M(q)`` (nv, nv)."""
-    return (_registry.get(id(model)) or kernels_of(model)).crba(q)
+def crba(model: Model, q, *, out: np.ndarray | None = None) -> np.ndarray:
+    """The joint-space inertia matrix ``M(q)`` (nv, nv), written into ``out`` if given."""
+    kernels = _registry.get(id(model)) or kernels_of(model)
+    return kernels.crba(q) if out is None else kernels.crba(q, out)
 
 
-def aba(model: Model, q, v, tau, fext: ExternalForces = None) -> np.ndarray:
-    """Forward dynamics: ``q̈`` (nv,) with ``M q̈ + h = τ + Σ Jᵀ fext``; ``tau`` is (nv,)."""
+def aba(model: Model, q, v, tau, fext: ExternalForces = None, *, out: np.ndarray | None = None) -> np.ndarray:
+    """Forward dynamics: ``q̈`` (nv,) with ``M q̈ + h = τ + Σ Jᵀ fext``; ``tau`` is (nv,); written into
+    ``out`` if given."""
     kernels = _registry.get(id(model)) or kernels_of(model)
     if not fext:
-        return kernels.aba(q, v, tau)
-    return _with_forces(kernels, "aba", q, v, tau, fext)
+        return kernels.aba(q, v, tau) if out is None else kernels.aba(q, v, tau, out)
+    return _with_forces(kernels, "aba", q, v, tau, fext, out)
 
 
-def _with_forces(kernels, what: str, q, v, x, fext) -> np.ndarray:
+def _with_forces(kernels, what: str, q, v, x, fext, out: np.ndarray | None) -> np.ndarray:
     """``what`` with external forces: one kernel per set of frames, the wrenches its inputs."""
     if type(fext) is dict:
         key = (what, *fext)
@@ -105,14 +113,20 @@ def _with_forces(kernels, what: str, q, v, x, fext) -> np.ndarray:
             call = kernels.forces[key]
         except (KeyError, TypeError):
             call = kernels.force_function(what, fext)
+    else:
+        call = kernels.force_function(what, fext)  # checks that it is a mapping
+    if out is None:
         return call(q, v, x, *fext.values())
-    call = kernels.force_function(what, fext)  # checks that it is a mapping
-    return call(q, v, x, *fext.values())
+    check_out(out, (kernels.model.nv,))
+    np.copyto(out, call(q, v, x, *fext.values()))
+    return out
 
 
-def free_acceleration(model: Model, q, v) -> np.ndarray:
-    """``a₀ = −M⁻¹ h(q, v)`` (nv,): the acceleration with zero inputs (the drift of ``q̈ = a₀ + B̂ u``)."""
-    return (_registry.get(id(model)) or kernels_of(model)).free_acceleration(q, v)
+def free_acceleration(model: Model, q, v, *, out: np.ndarray | None = None) -> np.ndarray:
+    """``a₀ = −M⁻¹ h(q, v)`` (nv,): the acceleration with zero inputs (the drift of ``q̈ = a₀ + B̂ u``),
+    written into ``out`` if given."""
+    kernels = _registry.get(id(model)) or kernels_of(model)
+    return kernels.free_acceleration(q, v) if out is None else kernels.free_acceleration(q, v, out)
 
 
 def frame_placement(model: Model, q, frame: str | int) -> np.ndarray:

@@ -8,8 +8,9 @@ shapes (a vector ``qdd`` (nv,), a matrix ``M`` (nv, nv) even when nv = 1). Compi
     aba = wbc.codegen.compile_function(wbc.codegen.algorithm_functions.aba_function(model))
     qdd, = aba(q, v, tau)          # numpy in, numpy out (the kernel's buffers: copy to keep)
 
-The state is not validated here (kernels are the fast path); validate with :mod:`wbc.checks`
-where inputs come from users.
+RNEA, CRBA and the nonlinear effects are traced *hot* (compiled at ``-O2`` by default:
+:data:`~wbc.codegen.HOT_FLAGS`); the others at ``-Og``. The state is not validated here (kernels
+are the fast path); validate with :mod:`wbc.checks` where inputs come from users.
 """
 
 from __future__ import annotations
@@ -67,12 +68,15 @@ def rnea_function(model: Model) -> ca.Function:
         [("q", model.nq), ("v", model.nv), ("a", model.nv)],
         lambda q, v, a: [dyn.rnea(model, q, v, a)],
         [("tau", model.nv)],
+        hot=True,
     )
 
 
 def crba_function(model: Model) -> ca.Function:
     """``q -> M``: joint-space inertia matrix (nv, nv)."""
-    return trace(_name(model, "crba"), [("q", model.nq)], lambda q: [dyn.crba(model, q)], [("M", (model.nv, model.nv))])
+    return trace(
+        _name(model, "crba"), [("q", model.nq)], lambda q: [dyn.crba(model, q)], [("M", (model.nv, model.nv))], hot=True
+    )
 
 
 def nonlinear_effects_function(model: Model) -> ca.Function:
@@ -82,6 +86,7 @@ def nonlinear_effects_function(model: Model) -> ca.Function:
         [("q", model.nq), ("v", model.nv)],
         lambda q, v: [dyn.nonlinear_effects(model, q, v)],
         [("h", model.nv)],
+        hot=True,
     )
 
 

@@ -236,8 +236,8 @@ class BatchKernel:
         """The arrays returned (``(n, *shape)``) and their storage (per state contiguous, column-major)."""
         k = self.kernel
         if out is None:
-            storage = [
-                np.empty((n, s[1], s[0]) if _is_matrix(s) else (n, *s), dtype=np.float64) for s in self.output_shapes
+            storage = [  # zeroed: the kernel never writes its structural zeros (wbc.codegen.emit)
+                np.zeros((n, s[1], s[0]) if _is_matrix(s) else (n, *s), dtype=np.float64) for s in self.output_shapes
             ]
             views = [np.swapaxes(a, 1, 2) if _is_matrix(s) else a for a, s in zip(storage, self.output_shapes)]
             return views, storage
@@ -254,6 +254,7 @@ class BatchKernel:
             if not base.flags.c_contiguous:
                 order = "column-major per state, as the arrays this kernel returns" if _is_matrix(s) else "C-contiguous"
                 raise InputError(f"batched kernel {k.name}: out[{j}] ({k.output_names[j]!r}) must be {order}")
+            base.fill(0.0)  # the kernel never writes its structural zeros (wbc.codegen.emit)
             storage.append(base)
         return list(out), storage
 
@@ -265,7 +266,7 @@ class BatchKernel:
             *args: one per input: ``(N, *shape)`` (one value per state) or ``shape`` (shared).
             threads: threads for this call (default :attr:`threads`; never more than N).
             out: arrays to write the outputs into (as this call returns them: float64, ``(N, *shape)``,
-                matrices column-major per state); default new arrays.
+                matrices column-major per state; cleared first); default new arrays.
 
         Returns:
             One array ``(N, *shape)`` per output.

@@ -42,7 +42,7 @@ from . import builtins
 from .batch import entry_points
 from .kernel import Kernel
 
-__all__ = ["fast_call", "validity", "kernel_of", "compiled_path"]
+__all__ = ["fast_call", "validity", "kernel_of", "compiled_path", "check_out"]
 
 _INF = float("inf")
 
@@ -65,6 +65,9 @@ class _CallData(ctypes.Structure):
         ("n_in", ctypes.c_int),
         ("out", _P),
         ("out_bytes", ctypes.c_ssize_t),
+        ("out_rows", ctypes.c_ssize_t),
+        ("out_cols", ctypes.c_ssize_t),
+        ("out_ndim", ctypes.c_int),
         ("inputs", _P * _MAX_INPUTS),
         ("rows", ctypes.c_ssize_t * _MAX_INPUTS),
         ("cols", ctypes.c_ssize_t * _MAX_INPUTS),
@@ -114,8 +117,9 @@ def validity(model: Model, inputs: Sequence, loop_residuals: Sequence = (), loop
 
 def fast_call(kernel: Kernel, validate: Callable[..., tuple]) -> Callable[..., np.ndarray]:
     """A function of ``kernel``'s inputs returning a copy of its first output (see the module
-    docstring). ``validate(*args)`` returns the arguments as arrays of the inputs' shapes or raises.
-    The function keeps ``kernel`` alive (:func:`kernel_of`)."""
+    docstring): a new array, or, given one more argument than the inputs, that array ``out``
+    (:func:`check_out`) filled and returned. ``validate(*args)`` returns the arguments as arrays
+    of the inputs' shapes or raises. The function keeps ``kernel`` alive (:func:`kernel_of`)."""
     call = _compiled_call(kernel, validate)
     if call is None:
         call = _fast_call(kernel, validate)
@@ -125,7 +129,7 @@ def fast_call(kernel: Kernel, validate: Callable[..., tuple]) -> Callable[..., n
 
 def kernel_of(call: Callable) -> Kernel:
     """The kernel a function made by :func:`fast_call` evaluates."""
-    return call.__self__[4] if compiled_path(call) else call.kernel  # type: ignore[attr-defined]
+    return call.__self__[5] if compiled_path(call) else call.kernel  # type: ignore[attr-defined]
 
 
 def kernel_call(kernel: Kernel, fallback: Callable[..., list[np.ndarray]]) -> Callable[..., list[np.ndarray]] | None:
@@ -165,6 +169,9 @@ def _call_data(kernel: Kernel) -> tuple[_CallData, tuple] | None:
     data.mem = ctypes.CFUNCTYPE(ctypes.c_int)(entry.checkout)() if entry.checkout else 0
     data.n_in = n
     data.out, data.out_bytes = flat_out[0].ctypes.data, flat_out[0].nbytes
+    out_shape: tuple[int, ...] = tuple(kernel.outputs[0].shape)
+    data.out_rows, data.out_ndim = out_shape[0], len(out_shape)
+    data.out_cols = out_shape[1] if len(out_shape) == 2 else 1
     for k, (f, x) in enumerate(zip(flat_in, kernel.inputs)):
         arg[k] = data.inputs[k] = f.ctypes.data
         shape: tuple[int, ...] = tuple(x.shape)
@@ -191,8 +198,38 @@ def _compiled_call(kernel: Kernel, validate: Callable[..., tuple]) -> Callable[.
 
     output = kernel.outputs[0]
     new = functools.partial(np.empty, output.shape, np.float64, "F")  # the result, filled in C
-    keep = (ctypes.addressof(data), converted, new, refuse, kernel, data, arg, res, iw, w, entry)
+    bad_out = _out_refusal(output.shape)
+    keep = (ctypes.addressof(data), converted, new, refuse, bad_out, kernel, data, arg, res, iw, w, entry)
     return builtins.new_builtin(definition, keep)
+
+
+def _out_refusal(shape: tuple[int, ...]) -> Callable[[object], None]:
+    """``bad_out(out)``: raises the error of an ``out`` array that does not fit ``shape``."""
+
+    def bad_out(out) -> None:
+        check_out(out, shape)
+        raise InputError(f"out must be a Fortran-contiguous float64 array of shape {shape}")  # never: check_out raised
+
+    return bad_out
+
+
+def check_out(out, shape: tuple[int, ...]) -> np.ndarray:
+    """``out`` when it is a writable float64 array of ``shape``, Fortran-contiguous (what a numeric
+    call writes its result into).
+
+    Raises:
+        InputError: anything else (says what is wrong).
+    """
+    if not isinstance(out, np.ndarray):
+        raise InputError(f"out must be a numpy array of shape {shape}, got {type(out).__name__}")
+    if out.shape != shape or out.dtype != np.float64:
+        raise InputError(f"out must be a float64 array of shape {shape}, got {out.dtype} of shape {out.shape}")
+    if not out.flags.f_contiguous or not out.flags.writeable:
+        raise InputError(
+            f"out must be writable and Fortran-contiguous (np.zeros({shape}, order='F')), got "
+            f"{'a read-only' if not out.flags.writeable else 'a non-Fortran-contiguous'} array"
+        )
+    return out
 
 
 def _fast_call(kernel: Kernel, validate: Callable[..., tuple]) -> Callable[..., np.ndarray]:
@@ -206,6 +243,8 @@ def _fast_call(kernel: Kernel, validate: Callable[..., tuple]) -> Callable[..., 
         "copyto": np.copyto,
         "array": np.array,
         "validate": validate,
+        "check_out": check_out,
+        "shape": kernel.outputs[0].shape,
         "INF": _INF,
     }
     exec(_source(len(kernel.inputs)), namespace)
@@ -219,7 +258,9 @@ def _source(n: int) -> str:
     shapes = " or ".join(f"x{k}.shape != s{k}" for k in range(n))
     copies = "".join(f"\n            copyto(b{k}, x{k})" for k in range(n))
     return f"""
-def call({xs}):
+def call({xs}, result=None):
+    if result is not None:
+        check_out(result, shape)
     with lock:
         try:
             if {shapes}:
@@ -229,5 +270,8 @@ def call({xs}):
         run()
         if not check[0] < INF:
             validate({xs})
-        return array(out)
+        if result is None:
+            return array(out)
+        copyto(result, out)
+        return result
 """

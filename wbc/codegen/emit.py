@@ -19,6 +19,12 @@ is also stored in the work vector ``w`` (slots reused once no later part reads t
 there; inputs and constants are re-read or re-written where used instead. Missing input pointers
 read zeros and missing output pointers write to a scratch area, as in CasADi's code.
 
+Structural zeros. An output entry that is the constant ``+0.0`` (a dense output's structural zero:
+the inertia matrix's entries between bodies on different branches, 762 of Talos' 1,444) is
+**never written**: its value is the same at every call, so the output buffer holds it from the
+moment it is made (``np.zeros``; every buffer wbc hands a kernel starts zeroed, and a caller's
+``out=`` array is cleared before the call). :func:`zero_outputs` lists these entries.
+
 Glossary: *part* a C function of the split code; *slot* an entry of the work vector.
 """
 
@@ -36,6 +42,7 @@ import casadi as ca
 __all__ = [
     "SplitSource",
     "SplitPlan",
+    "zero_outputs",
     "Unsupported",
     "split_source",
     "writer_digest",
@@ -293,7 +300,8 @@ class SplitPlan:
                     lines.append(f"  const double v{k}=arg[{where[k][0]}][{where[k][1]}];")
                     loaded.add(k)
                 elif op == ca.OP_OUTPUT:
-                    lines.append(f"  res[{where[k][0]}][{where[k][1]}]={use(operands[k][0])};")
+                    if not _is_plus_zero(op_of, constant, operands[k][0]):  # structural zeros: never written
+                        lines.append(f"  res[{where[k][0]}][{where[k][1]}]={use(operands[k][0])};")
                     continue
                 else:
                     args = [use(v) for v in operands[k]]
@@ -314,6 +322,38 @@ class SplitPlan:
             if i == 0:
                 text += declarations + interface
             yield f"{name}_{i}.c", text
+
+
+def _is_plus_zero(op_of: Sequence[int], constant: dict[int, float], value: int) -> bool:
+    """Whether ``value`` is the constant ``+0.0`` (not ``-0.0``: its bits differ)."""
+    return op_of[value] == ca.OP_CONST and constant[value] == 0.0 and math.copysign(1.0, constant[value]) > 0
+
+
+def zero_outputs(function: ca.Function) -> list[list[int]]:
+    """Per output of the SX function ``function``, the nonzero indices (column-major positions of
+    a dense output) that are the constant ``+0.0``: what the split writer never writes (see the
+    module docstring). Empty lists for a function of another kind (CasADi's generator writes
+    everything)."""
+    found: list[list[int]] = [[] for _ in range(function.n_out())]
+    if not function.is_a("SXFunction"):
+        return found
+    plus_zero: set[int] = set()  # CasADi work slots holding +0.0 now
+    for k in range(function.n_instructions()):
+        op = function.instruction_id(k)
+        if op == ca.OP_OUTPUT:
+            if function.instruction_input(k)[0] in plus_zero:
+                output, nonzero = function.instruction_output(k)
+                found[output].append(nonzero)
+            continue
+        written = function.instruction_output(k)
+        if not written:
+            continue
+        value = function.instruction_constant(k) if op == ca.OP_CONST else None
+        if value == 0.0 and math.copysign(1.0, value) > 0:
+            plus_zero.add(written[0])
+        else:
+            plus_zero.discard(written[0])
+    return found
 
 
 def _sparsity(sp: ca.Sparsity) -> list[int]:

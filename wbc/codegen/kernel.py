@@ -25,7 +25,7 @@ import casadi as ca
 import numpy as np
 
 from ..errors import CompileError, InputError, WbcPerformanceWarning
-from .cache import DEFAULT_FLAGS, CacheUnavailable, cached_library, find_compiler
+from .cache import CacheUnavailable, cached_library, find_compiler, flags_of
 from .trace import TracedFunction, natural_shapes
 
 __all__ = ["Kernel", "compile_function"]
@@ -242,7 +242,7 @@ def compile_function(
     function: ca.Function,
     *,
     directory: Path | str | None = None,
-    flags: Sequence[str] = DEFAULT_FLAGS,
+    flags: Sequence[str] | None = None,
     compiler: str | None = None,
 ) -> Kernel:
     """Compile ``function`` to a shared library (or reuse the cached one) and wrap it in a :class:`Kernel`.
@@ -250,7 +250,8 @@ def compile_function(
     The library is cached in ``directory`` (default :func:`~wbc.codegen.cache_dir`); see
     :mod:`wbc.codegen.cache` for what happens when that place is read-only or unusable. Falls back
     to CasADi's SX virtual machine, with a warning, when no C compiler exists or no place to put
-    the library can be written.
+    the library can be written. ``flags`` default to :func:`~wbc.codegen.cache.flags_of`
+    ``(function)``: ``-O2`` for a hot traced function, ``-Og`` otherwise.
 
     Raises:
         CompileError: the compiler exists but failed or produced no usable library (its output is
@@ -258,6 +259,7 @@ def compile_function(
             names it and where it came from: ``directory=`` or ``$WBC_CACHE_DIR``).
     """
     compiler = compiler or find_compiler()
+    flags = flags_of(function) if flags is None else flags
     if compiler is None:
         _warn_no_compiler()
         return Kernel(function, function, "sx-vm")

@@ -54,7 +54,7 @@ from ..model.clusters import LOOP_TOLERANCE, ClusterModel, closed_configuration
 from ..model.model import Model
 from ..spatial.algebra import act_force
 from . import background
-from .cache import find_compiler
+from .cache import DEFAULT_FLAGS, HOT_FLAGS, find_compiler
 from .calls import fast_call, validity
 from .fingerprint import fingerprint
 from .index import build_indexed, find_indexed
@@ -113,15 +113,23 @@ def kernels_of(model) -> ModelKernels:
 class _Function:
     """What one kernel computes: ``compute(model, *inputs)`` on symbols, its inputs (names whose
     sizes :meth:`ModelKernels._size` knows; ``labels`` maps some to the names errors give them)
-    and its output (name, shape of ``model``)."""
+    and its output (name, shape of ``model``); ``hot``: traced hot (compiled at ``-O2``,
+    :data:`~wbc.codegen.cache.HOT_FLAGS`)."""
 
-    __slots__ = ("compute", "inputs", "labels", "output", "shape")
+    __slots__ = ("compute", "hot", "inputs", "labels", "output", "shape")
 
     def __init__(
-        self, inputs: tuple[str, ...], output: str, shape: Shape, compute: Callable, labels: Mapping[str, str] = {}
+        self,
+        inputs: tuple[str, ...],
+        output: str,
+        shape: Shape,
+        compute: Callable,
+        labels: Mapping[str, str] = {},
+        hot: bool = False,
     ) -> None:
         self.inputs, self.output, self.shape, self.compute = inputs, output, shape, compute
         self.labels = dict(labels)
+        self.hot = hot
 
 
 def _nv(model) -> int:
@@ -155,10 +163,12 @@ def _rnea_fext(model: Model, q, v, a, F):
 
 
 _TREE_FUNCTIONS: dict[str, _Function] = {
-    "rnea": _Function(("q", "v", "a"), "tau", _nv, lambda m, q, v, a: Workspace(m, q, v).rnea(a)),
+    "rnea": _Function(("q", "v", "a"), "tau", _nv, lambda m, q, v, a: Workspace(m, q, v).rnea(a), hot=True),
     "rnea_fext": _Function(("q", "v", "a", "fext"), "tau", _nv, _rnea_fext),
-    "nonlinear_effects": _Function(("q", "v"), "h", _nv, lambda m, q, v: Workspace(m, q, v).nonlinear_effects()),
-    "crba": _Function(("q",), "M", _nv_square, lambda m, q: Workspace(m, q).crba()),
+    "nonlinear_effects": _Function(
+        ("q", "v"), "h", _nv, lambda m, q, v: Workspace(m, q, v).nonlinear_effects(), hot=True
+    ),
+    "crba": _Function(("q",), "M", _nv_square, lambda m, q: Workspace(m, q).crba(), hot=True),
     "aba": _Function(("q", "v", "tau"), "qdd", _nv, lambda m, q, v, tau: Workspace(m, q, v).aba(tau)),
     "aba_fext": _Function(("q", "v", "tau", "fext"), "qdd", _nv, _aba_fext),
     "free_acceleration": _Function(("q", "v"), "a0", _nv, lambda m, q, v: Workspace(m, q, v).free_acceleration()),
@@ -289,16 +299,20 @@ class ModelKernels:
 
         fp = self._model_fingerprint()
         index_name = f"numeric_{name}"
+        flags = HOT_FLAGS if function.hot else DEFAULT_FLAGS
         key, found = find_indexed(
             index_name,
             None if fp is None else fingerprint("wbc.numeric", name, fp, options),
             lambda record: True if record is True else None,
+            flags=flags,
         )
         if found is not None:
             return fast_call(found[0], validate)
-        traced = trace(f"wbc_{label}_{model.name}", sizes, build, [(function.output, shape), ("check", 1)])
+        traced = trace(
+            f"wbc_{label}_{model.name}", sizes, build, [(function.output, shape), ("check", 1)], hot=function.hot
+        )
         if not background.enabled() or find_compiler() is None:
-            return fast_call(build_indexed(index_name, key, traced, True), validate)
+            return fast_call(build_indexed(index_name, key, traced, True, flags=flags), validate)
         early = fast_call(Kernel(traced, traced, "sx-vm"), validate)
         entry = weakref.ref(self)
 
@@ -309,7 +323,7 @@ class ModelKernels:
 
         background.submit(
             (index_name, key or id(traced)),
-            lambda: build_indexed(index_name, key, traced, True),
+            lambda: build_indexed(index_name, key, traced, True, flags=flags),
             done,
             traced.name(),
         )

@@ -2,9 +2,11 @@
  *
  * wbc_numeric_call is a CPython builtin function (METH_FASTCALL, made by PyCFunction_NewEx from
  * wbc_numeric_definition()) whose `self` is a tuple
- *     (address of a wbc_call, validate, new result array, refuse, ...objects kept alive)
+ *     (address of a wbc_call, validate, new result array, refuse, bad_out, ...objects kept alive)
  * Per call: the result array is made first (`new()`: an empty array of the output's shape and
- * layout); then, with the GIL held throughout and no Python code run (so calls from several
+ * layout), or, given one argument more than the kernel's inputs, that last argument is the result
+ * (`out`: a writable float64 array of the output's exact shape, Fortran-contiguous; anything else
+ * calls `bad_out(out)`, which raises); then, with the GIL held throughout and no Python code run (so calls from several
  * threads take turns without a lock: numpy's own copy would release the GIL for a large array,
  * letting another thread's call overwrite the output half-copied), every argument is read through
  * the buffer protocol and must be a float64 array, Fortran-contiguous (a vector: any contiguous
@@ -42,6 +44,8 @@ typedef struct {
     int n_in;
     double *out;                       /* the output buffer (the first output) */
     intptr_t out_bytes;                /* its size */
+    intptr_t out_rows, out_cols;       /* its shape: (rows,) or (rows, cols) */
+    int out_ndim;
     double *in[WBC_MAX_INPUTS];        /* the input buffers */
     intptr_t rows[WBC_MAX_INPUTS];     /* each input's shape: (rows,) or (rows, cols) */
     intptr_t cols[WBC_MAX_INPUTS];
@@ -55,6 +59,35 @@ static int fits(const wbc_call *c, int k, const wbc_py_buffer *view) {
         return 0;
     if (view->ndim != c->ndim[k] || view->shape[0] != c->rows[k]) return 0;
     return c->ndim[k] == 1 || view->shape[1] == c->cols[k];
+}
+
+/* Whether view (a writable float64 buffer) has the output's exact shape. */
+static int fits_out(const wbc_call *c, const wbc_py_buffer *view) {
+    if (view->itemsize != (intptr_t)sizeof(double) || !view->format || view->format[0] != 'd' || view->format[1] != 0)
+        return 0;
+    if (view->ndim != c->out_ndim || view->shape[0] != c->out_rows) return 0;
+    return c->out_ndim == 1 || view->shape[1] == c->out_cols;
+}
+
+/* The caller's `out` (a new reference) when it fits, else NULL with bad_out's error set. */
+static void *given_out(const wbc_call *c, void *self, void *out) {
+    wbc_py_buffer view;
+    if (PyObject_GetBuffer(out, &view, (WBC_PYBUF_F_CONTIGUOUS | WBC_PYBUF_FORMAT | WBC_PYBUF_WRITABLE)) == 0) {
+        const int ok = fits_out(c, &view);
+        PyBuffer_Release(&view);
+        if (ok) {
+            Py_IncRef(out);
+            return out;
+        }
+    } else {
+        PyErr_Clear();
+    }
+    void *raised = PyObject_Vectorcall(PyTuple_GetItem(self, 4), &out, 1, (void *)0);
+    if (raised) { /* bad_out must raise */
+        Py_DecRef(raised);
+        PyErr_SetString(PyExc_RuntimeError, "wbc: a numeric call's out array does not fit");
+    }
+    return (void *)0;
 }
 
 /* Copies args into the kernel's inputs and evaluates: 1 done (views released), 0 an argument does
@@ -100,7 +133,12 @@ static void *copy_out(const wbc_call *c, void *result) {
 
 static void *wbc_numeric_call(void *self, void *const *args, intptr_t nargs) {
     const wbc_call *c = (const wbc_call *)PyLong_AsVoidPtr(PyTuple_GetItem(self, 0));
-    void *result = PyObject_CallNoArgs(PyTuple_GetItem(self, 2));
+    void *result;
+    if (nargs == c->n_in + 1) { /* out= given: the last argument */
+        result = given_out(c, self, args[--nargs]);
+    } else {
+        result = PyObject_CallNoArgs(PyTuple_GetItem(self, 2));
+    }
     if (!result) return (void *)0;
     wbc_py_buffer views[WBC_MAX_INPUTS];
     if (run(c, args, nargs, views) && *c->check < INFINITY) return copy_out(c, result);

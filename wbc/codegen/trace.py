@@ -4,9 +4,10 @@
 (common subexpressions eliminated) into a :class:`TracedFunction`, a ``casadi.Function`` that also
 remembers the shape each argument and result was declared with (a vector ``n`` or a matrix
 ``(rows, cols)``; CasADi itself only knows ``(rows, cols)``), so that a compiled
-:class:`~wbc.codegen.Kernel` hands out arrays of exactly those shapes. :func:`sanitize` turns any
-name (a URDF's, a user's) into a safe C identifier / file-name stem: names never reach generated
-code or paths as they are.
+:class:`~wbc.codegen.Kernel` hands out arrays of exactly those shapes, and whether it is *hot*
+(a small kernel called in inner loops, compiled with :data:`~wbc.codegen.cache.HOT_FLAGS` by
+default). :func:`sanitize` turns any name (a URDF's, a user's) into a safe C identifier /
+file-name stem: names never reach generated code or paths as they are.
 """
 
 from __future__ import annotations
@@ -84,16 +85,20 @@ class TracedFunction(ca.Function):
     Attributes:
         input_shapes: one numpy shape per input.
         output_shapes: one numpy shape per output.
+        hot: compiled with :data:`~wbc.codegen.cache.HOT_FLAGS` unless flags are given
+            (:func:`~wbc.codegen.compile_function`).
     """
 
     input_shapes: tuple[tuple[int, ...], ...]
     output_shapes: tuple[tuple[int, ...], ...]
+    hot: bool
 
     def __init__(
         self,
         *args,
         input_shapes: Sequence[tuple[int, ...]] | None = None,
         output_shapes: Sequence[tuple[int, ...]] | None = None,
+        hot: bool | None = None,
     ) -> None:
         super().__init__(*args)
         source = args[0] if len(args) == 1 and isinstance(args[0], TracedFunction) else None
@@ -103,15 +108,22 @@ class TracedFunction(ca.Function):
             output_shapes = source.output_shapes if source is not None else natural_shapes(self.size_out, self.n_out())
         self.input_shapes = tuple(tuple(s) for s in input_shapes)
         self.output_shapes = tuple(tuple(s) for s in output_shapes)
+        self.hot = bool(source.hot if hot is None and source is not None else hot)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**super().__getstate__(), "input_shapes": self.input_shapes, "output_shapes": self.output_shapes}
+        return {
+            **super().__getstate__(),
+            "input_shapes": self.input_shapes,
+            "output_shapes": self.output_shapes,
+            "hot": self.hot,
+        }
 
     def __setstate__(self, state: Mapping[str, Any]) -> None:
         self.__init__(  # type: ignore[misc]
             ca.Function.deserialize(state["serialization"]),
             input_shapes=state.get("input_shapes"),
             output_shapes=state.get("output_shapes"),
+            hot=state.get("hot", False),
         )
 
 
@@ -130,6 +142,7 @@ def trace(
     build: Callable[..., Sequence],
     outputs: Sequence[str | tuple[str, Size]] | None = None,
     cse: bool = True,
+    hot: bool = False,
 ) -> TracedFunction:
     """Trace ``build`` with SX symbols into a ``casadi.Function`` with dense outputs.
 
@@ -144,6 +157,8 @@ def trace(
             matrix that may have one column (a Jacobian of a one-joint robot). Default
             ``o0, o1, ...``.
         cse: eliminate common subexpressions (on by default).
+        hot: a small kernel called in inner loops (the classical dynamics): compiled with
+            :data:`~wbc.codegen.cache.HOT_FLAGS` by default (``hot`` attribute).
 
     Returns:
         The function, with the declared numpy shapes in ``input_shapes`` and ``output_shapes``.
@@ -186,4 +201,5 @@ def trace(
         {"cse": cse},
         input_shapes=in_shapes,
         output_shapes=out_shapes,
+        hot=hot,
     )

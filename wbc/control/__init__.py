@@ -14,14 +14,14 @@
 
 from __future__ import annotations
 
-from . import limits
+from . import limits, pieces
 from .command import Command
 from .contacts import Contact, PointContact, RectangularContact, SurfaceContact, SurfaceCornersContact
 from .contributor import Contributor, Runtime
 from .controller import WholeBodyController
 from .fallback import Failure, StepStatus
 from .limits import *  # the names of limits.__all__
-from .pieces import AccelerationBounds, AccelerationCost, Bounds, Cost, Equality, Group, Inequality, Kind
+from .pieces import *  # the names of pieces.__all__
 from .qp import QPProblem
 from .solvers import QPSolver, Solver, make_solver
 from .task import Task
@@ -39,17 +39,9 @@ __all__ = [
     "RectangularContact",
     "SurfaceContact",
     "SurfaceCornersContact",
-    "Kind",
-    "Group",
-    "Cost",
-    "Equality",
-    "Inequality",
-    "Bounds",
-    "AccelerationBounds",
-    "AccelerationCost",
     "QPProblem",
     "QPSolver",
     "Solver",
     "make_solver",
 ]
-__all__ += limits.__all__
+__all__ += pieces.__all__ + limits.__all__

@@ -50,6 +50,7 @@ from ..model.configuration import neutral
 from ..model.model import Model
 from .builder import Layout, Structure, compile_placements, compile_step
 from .command import Command, CommandWriter, LastCommand
+from .compiled_hierarchy import CompiledHierarchy
 from .contacts import Contact
 from .contributor import Contributor, Runtime
 from .fallback import Failure, FallbackPolicy, StepStatus
@@ -420,8 +421,11 @@ class WholeBodyController(NotCopyable):
         fast = None
         if len(layout.levels) == 1 and solver.try_unconstrained:
             fast = CompiledShortcut.build(layout, outputs)
+        levels = CompiledHierarchy.build(layout, outputs) if len(layout.levels) > 1 else None
         if fast is not None and self._attach(layout, fast, writer):
             units.append(OneCall(fast, self._state, writer))  # it runs the kernel (or raises)
+        elif levels is not None and self._attach(layout, levels, writer):
+            units.append(OneCall(levels, self._state, writer))  # the levels in C; a binding level: Hierarchy
         else:
             units.append(Evaluation(self._state, self.kernel.run))
         if fast is not None:
@@ -435,7 +439,7 @@ class WholeBodyController(NotCopyable):
         units.append(FullQP(self.fallback, solver, layout, outputs, reg, writer))
         return StepPlan(layout, units, fast)
 
-    def _attach(self, layout: Layout, fast: CompiledShortcut, writer: CommandWriter) -> bool:
+    def _attach(self, layout: Layout, fast: CompiledShortcut | CompiledHierarchy, writer: CommandWriter) -> bool:
         """Make ``fast`` run this layout's whole step in one C call, when it can (every contact's
         normal force linear in its variables; a compiled kernel)."""
         assert self.kernel is not None

@@ -209,8 +209,9 @@ def shortcut_library() -> Library | None:
 
 
 @functools.cache
-def routine_addresses() -> tuple[int, ...]:
-    """The addresses of :data:`ROUTINES` in SciPy's BLAS and LAPACK (their Cython C-API capsules)."""
+def routine_addresses(names: tuple[str, ...] = ROUTINES) -> tuple[int, ...]:
+    """The addresses of ``names`` (default :data:`ROUTINES`) in SciPy's BLAS and LAPACK (their Cython
+    C-API capsules)."""
     from scipy.linalg import cython_blas, cython_lapack
 
     get_name = ctypes.pythonapi.PyCapsule_GetName
@@ -218,7 +219,7 @@ def routine_addresses() -> tuple[int, ...]:
     get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
     get_pointer.restype, get_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
     out = []
-    for name in ROUTINES:
+    for name in names:
         capi = cython_blas.__pyx_capi__ if name in cython_blas.__pyx_capi__ else cython_lapack.__pyx_capi__
         capsule = capi[name]
         out.append(get_pointer(capsule, get_name(capsule)))

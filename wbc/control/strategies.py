@@ -22,7 +22,9 @@ contributors), the units tried in order; each :meth:`Strategy.attempt` returns t
 
 A layout gets the units that apply to it (``WholeBodyController._make_plan``): a weighted layout
 whose equalities are the contacts' own rows gets 1 (or 2 and 3), 4 and 6; a layout with priority
-levels 2, 5 and 6; any other weighted one 2, the Minimizer and 6.
+levels 1 (its levels in C: :class:`~wbc.control.compiled_hierarchy.CompiledHierarchy`, where the
+equalities are the contacts' own rows or none) or 2, then 5 and 6; any other weighted one 2, the
+Minimizer and 6.
 
 The working set (4): first in C (:meth:`~wbc.control.shortcut.CompiledShortcut.binding`: Goldfarb and
 Idnani's dual active-set method over every row, each row reduced when it becomes active, warm-started
@@ -45,6 +47,7 @@ import numpy as np
 from ..errors import InputError
 from .builder import Layout
 from .command import Command, CommandWriter
+from .compiled_hierarchy import CompiledHierarchy
 from .fallback import FallbackPolicy
 from .hierarchy import LexicographicSolver
 from .outputs import StepOutputs
@@ -127,7 +130,7 @@ class OneCall(Strategy):
     """The input checks, the kernel, the shortcut and the command in one C call
     (:meth:`CompiledShortcut.attach`); ``q`` and ``v`` read in C when they are float64 ndarrays."""
 
-    def __init__(self, fast: CompiledShortcut, state: State, writer: CommandWriter) -> None:
+    def __init__(self, fast: CompiledShortcut | CompiledHierarchy, state: State, writer: CommandWriter) -> None:
         self.fast, self.state, self.writer = fast, state, writer
         self._objects = fast.step_objects
 

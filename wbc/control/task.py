@@ -63,6 +63,17 @@ Gain = float | Sequence[float] | np.ndarray
 _INF = float("inf")
 
 
+def _stage(buffer: np.ndarray, value) -> None:
+    """Copy the feed-forward ``value`` into ``buffer`` (zeros for None); TypeError, AttributeError or
+    ValueError for anything but an array of ``buffer``'s shape (the caller then converts it)."""
+    if value is None:
+        buffer.fill(0.0)
+    elif value.shape != buffer.shape:
+        raise TypeError
+    else:
+        np.copyto(buffer, value)
+
+
 def _per_axis(value: Gain, dim: int, what: str, name: str) -> np.ndarray:
     try:
         arr = np.asarray(value, dtype=float)
@@ -179,27 +190,16 @@ class Task(Contributor):
         """Stage the feed-forwards next to the staged target, check everything once, copy it where
         the kernel reads it (nothing when anything is refused)."""
         t, v, a, stage, live = staging
-        copyto = np.copyto
         try:
-            if velocity is None:
-                v.fill(0.0)
-            elif velocity.shape != v.shape:
-                raise TypeError
-            else:
-                copyto(v, velocity)
-            if acceleration is None:
-                a.fill(0.0)
-            elif acceleration.shape != a.shape:
-                raise TypeError
-            else:
-                copyto(a, acceleration)
+            _stage(v, velocity)
+            _stage(a, acceleration)
         except (AttributeError, TypeError, ValueError):
             v[:] = np.zeros(self.dim) if velocity is None else self._numbers(velocity, self.dim, "velocity")
             a[:] = np.zeros(self.dim) if acceleration is None else self._numbers(acceleration, self.dim, "acceleration")
         if not stage.dot(stage) < _INF:
             self._refuse_non_finite()
         self._check_target(t)
-        copyto(live, stage)
+        np.copyto(live, stage)
         if not self._target_call_tried:
             self._install_target_call()
 

@@ -47,6 +47,7 @@ from wbc import (
     center_of_mass,
     errors,
 )
+from wbc.command_line import docstring_parser
 from wbc.control.contacts.base import DEFAULT_CONTACT_KP
 from wbc.model.checks import option
 from wbc.model.clusters import ClusterModel
@@ -220,11 +221,7 @@ def scenario_parser(doc: str, robots: Sequence[str], default_robot: str, out_pre
     the rest as epilog), with ``--robot`` (one of ``robots``), ``--out`` (default
     ``out/<out_prefix>_<robot>``), ``--duration`` and the two pushes' forces and duration
     (:func:`scenario_from_arguments` builds the scenario from them)."""
-    parser = argparse.ArgumentParser(
-        description=doc.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=doc.split("\n\n", 1)[1],
-    )
+    parser = docstring_parser(doc)
     parser.add_argument("--robot", default=default_robot, choices=list(robots))
     parser.add_argument("--out", type=Path, default=None, help=f"output directory (default out/{out_prefix}_<robot>)")
     parser.add_argument("--duration", type=float, default=9.0, help="simulated time, s")

@@ -23,7 +23,7 @@ from wbc.control.limits import collision_primitives
 from . import catalog
 from .balance import step_survived
 from .catalog import LeggedRobot
-from .mujoco import MujocoSim, build_spec, qpos_from_q
+from .mujoco import MujocoSim, SimOptions, build_spec, qpos_from_q
 
 __all__ = ["ELBOW", "KNEE", "TARGETS", "DistanceProbe", "run", "summarize", "watched_pairs", "worst_violation"]
 
@@ -56,7 +56,7 @@ class DistanceProbe:
     the robot: the independent measure of the demo and of the tests."""
 
     def __init__(self, model: wbc.Model, pairs) -> None:
-        spec = build_spec(model, floor=False, position_limits=False)
+        spec = build_spec(model, options=SimOptions(floor=False, position_limits=False, torque_limits=False))
         bodies = {b.name: b for b in spec.bodies}
         self.model = model
         self.ids: list[tuple[str, str]] = []

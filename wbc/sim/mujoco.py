@@ -69,6 +69,7 @@ from ..model.model import JointType, Model
 from ..spatial.lie import quaternion_to_rotation, rotation_to_quaternion
 
 __all__ = [
+    "SimOptions",
     "HEIGHT_FIELD_COLLISION",
     "SOLE_CORNER_RADIUS",
     "SOLID_COLLISION",
@@ -583,24 +584,28 @@ class LoopParameters:
     solimp: tuple[float, float, float, float, float] = (0.9999, 0.9999, 0.001, 0.5, 2.0)
 
 
-def build_spec(
-    model: Model | ClusterModel,
-    contact_boxes: Iterable[BoxLike] = (),
-    *,
-    contact_spheres: Iterable[ContactSphere] = (),
-    timestep: float = 1e-3,
-    floor: bool | None = None,
-    position_limits: bool = True,
-    torque_limits: bool = False,
-    contact: ContactParameters = ContactParameters(),
-    loops: LoopParameters = LoopParameters(),
-    scene: Callable | None = None,
-):
-    """A ``mujoco.MjSpec`` of ``model`` (see the module docstring); arguments as :class:`MujocoSim`."""
+@dataclasses.dataclass(frozen=True)
+class SimOptions:
+    """How a scene is built and simulated: :class:`MujocoSim`'s keyword arguments of the same names
+    (see there), as :func:`build_spec` takes them."""
+
+    contact_spheres: tuple[ContactSphere, ...] = ()
+    timestep: float = 1e-3
+    floor: bool | None = None
+    position_limits: bool = True
+    torque_limits: bool = True
+    contact: ContactParameters = ContactParameters()
+    loops: LoopParameters = LoopParameters()
+    scene: Callable | None = None
+
+
+def build_spec(model: Model | ClusterModel, contact_boxes: Iterable[BoxLike] = (), options: SimOptions = SimOptions()):
+    """A ``mujoco.MjSpec`` of ``model`` (see the module docstring) with ``contact_boxes`` (soles) and
+    ``options`` (see :class:`MujocoSim`)."""
     if not isinstance(model, (Model, ClusterModel)):
         raise InputError(f"model must be a wbc.Model or a wbc.ClusterModel, got {type(model).__name__}")
-    if not (np.isfinite(timestep) and timestep > 0):
-        raise InputError(f"timestep must be positive and finite, got {timestep!r}")
+    if not (np.isfinite(options.timestep) and options.timestep > 0):
+        raise InputError(f"timestep must be positive and finite, got {options.timestep!r}")
     cm = model if isinstance(model, ClusterModel) else None
     tree = model.tree if isinstance(model, ClusterModel) else model
     boxes = [_contact_box(b) for b in contact_boxes]
@@ -610,18 +615,22 @@ def build_spec(
     spec.compiler.alignfree = False
     spec.compiler.balanceinertia = False
     spec.compiler.inertiafromgeom = mujoco.mjtInertiaFromGeom.mjINERTIAFROMGEOM_FALSE
-    spec.option.timestep = float(timestep)
+    spec.option.timestep = float(options.timestep)
     spec.option.gravity = np.asarray(tree.gravity, dtype=float)
     spec.option.integrator = mujoco.mjtIntegrator.mjINT_EULER
-    spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC if contact.cone == "elliptic" else mujoco.mjtCone.mjCONE_PYRAMIDAL
-    spec.option.impratio = contact.impratio
+    spec.option.cone = (
+        mujoco.mjtCone.mjCONE_ELLIPTIC if options.contact.cone == "elliptic" else mujoco.mjtCone.mjCONE_PYRAMIDAL
+    )
+    spec.option.impratio = options.contact.impratio
     spec.option.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_AUTORESET)
     bodies: dict = {0: spec.worldbody}
     armature = None if cm is None else cm.armature
     for i in range(1, tree.njoints):
         if i in bodies:
             continue
-        body, chain = _add_body(spec, bodies[tree.joints[i].parent], tree, i, position_limits, armature, cm is not None)
+        body, chain = _add_body(
+            spec, bodies[tree.joints[i].parent], tree, i, options.position_limits, armature, cm is not None
+        )
         for k in chain:
             bodies[k] = None  # merged into the chain's last body
         bodies[chain[-1]] = body
@@ -631,28 +640,28 @@ def build_spec(
         if joint == 0:
             raise FrameError(f"contact box frame {box.frame!r} is attached to the ground, not to a moving body")
         sole_bodies.append(_body_of(bodies, tree, joint, box.frame))
-        _add_contact_box(sole_bodies[-1], tree, box, contact)
-    for sphere in contact_spheres:
+        _add_contact_box(sole_bodies[-1], tree, box, options.contact)
+    for sphere in options.contact_spheres:
         if not isinstance(sphere, ContactSphere):
             raise InputError(f"contact_spheres must hold ContactSphere objects, got {sphere!r}")
         joint = tree.frames[tree.frame_id(sphere.frame)].joint
         if joint == 0:
             raise FrameError(f"contact sphere frame {sphere.frame!r} is attached to the ground, not to a moving body")
-        _add_contact_sphere(_body_of(bodies, tree, joint, sphere.frame), tree, sphere, contact)
-    if tree.floating_base if floor is None else floor:
+        _add_contact_sphere(_body_of(bodies, tree, joint, sphere.frame), tree, sphere, options.contact)
+    if tree.floating_base if options.floor is None else options.floor:
         plane = spec.worldbody.add_geom(name=FLOOR, type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05])
         plane.contype, plane.conaffinity = 0, SOLID_COLLISION
-        _set_contact(plane, contact)
+        _set_contact(plane, options.contact)
     if cm is None:
-        _add_actuators(spec, tree, torque_limits)
+        _add_actuators(spec, tree, options.torque_limits)
     else:
-        _add_constraints(spec, cm, bodies, loops)
-        _add_actuators(spec, tree, torque_limits, cm.motor_joints)
-    if scene is not None:  # world geoms around the robot (wbc.sim.terrain)
-        scene(spec)
+        _add_constraints(spec, cm, bodies, options.loops)
+        _add_actuators(spec, tree, options.torque_limits, cm.motor_joints)
+    if options.scene is not None:  # world geoms around the robot (wbc.sim.terrain)
+        options.scene(spec)
     if spec.hfields:  # soles touch height fields through their corners (SOLE_CORNER_RADIUS)
         for body, box in zip(sole_bodies, boxes):
-            _add_sole_corners(body, tree, box, contact)
+            _add_sole_corners(body, tree, box, options.contact)
     return spec
 
 
@@ -766,7 +775,8 @@ class MujocoSim:
     Attributes:
         model: the wbc model. spec: the ``mujoco.MjSpec``. mjmodel, mjdata: MuJoCo's model and
         data (raw access; writing ``mjdata.qpos`` / ``qvel`` directly bypasses the conversions).
-        contact_boxes: the soles.
+        contact_boxes: the soles. options: the :class:`SimOptions` the scene was built with (None
+        for a user's file, :meth:`from_mjcf`).
     """
 
     def __init__(
@@ -788,18 +798,11 @@ class MujocoSim:
         self.model = model
         self.cluster_model = model if isinstance(model, ClusterModel) else None
         self.tree: Model = model.tree if isinstance(model, ClusterModel) else model
-        self.spec = build_spec(
-            model,
-            self.contact_boxes,
-            contact_spheres=self.contact_spheres,
-            timestep=timestep,
-            floor=floor,
-            position_limits=position_limits,
-            torque_limits=torque_limits,
-            contact=contact,
-            loops=loops,
-            scene=scene,
+        options = SimOptions(
+            self.contact_spheres, timestep, floor, position_limits, torque_limits, contact, loops, scene
         )
+        self.options: SimOptions | None = options
+        self.spec = build_spec(model, self.contact_boxes, options)
         try:
             mjmodel = self.spec.compile()
         except ValueError as e:
@@ -845,7 +848,7 @@ class MujocoSim:
         model = load_mjcf(source) if model is None else model
         scene = user_scene(source, model)
         self = cls.__new__(cls)
-        self.contact_boxes, self.contact_spheres = (), ()
+        self.contact_boxes, self.contact_spheres, self.options = (), (), None
         self.model = model
         self.cluster_model = model if isinstance(model, ClusterModel) else None
         self.tree = model.tree if isinstance(model, ClusterModel) else model

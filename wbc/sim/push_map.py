@@ -12,7 +12,7 @@ is the range over 2^iterations).
 
 Walking map. One cell per gait phase: the robot walks forward (the catalog's ``forward`` preset
 velocity); the gait cycle starts at the lift-off of step ``cycle_step`` and lasts two steps; a push
-(``walking_direction_deg``, ``walking_duration_s``) starts at ``phase`` of that cycle, and the cell
+(:class:`WalkingPushes`: direction, duration) starts at ``phase`` of that cycle, and the cell
 bisects its force the same way.
 
 Survived: the robot did not fall (pelvis above 70 % of its initial height and a finite simulation
@@ -29,17 +29,22 @@ import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import sweep
 from ..errors import InputError
+from ..figures import save_figure
 from ..sweep import Cell, SweepResult
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
 __all__ = [
     "MIN_PELVIS_RATIO",
     "MAX_SLIP_M",
+    "WalkingPushes",
     "PushMapSettings",
     "PushMap",
     "largest_survived",
@@ -57,6 +62,55 @@ MIN_PELVIS_RATIO = 0.9
 MAX_SLIP_M = 0.01
 
 
+def _check_positive_integers(settings: Any, names: Sequence[str]) -> None:
+    for name in names:
+        value = getattr(settings, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InputError(f"{type(settings).__name__}.{name} must be a positive integer, got {value!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class WalkingPushes:
+    """Pushes on a robot walking forward, one per push direction and gait phase (forces N, times s,
+    angles degrees): the walking push map's grid and :mod:`wbc.sim.walking_push`'s.
+
+    Attributes:
+        directions_deg: push directions (world: 0 forward, 90 left, -90 right).
+        duration_s: push duration.
+        max_impulse_Ns: the bisection's upper force is this impulse over the duration.
+        iterations: bisection steps (simulations per cell).
+        phases: push start, as fractions [0, 1) of the gait cycle.
+        walk_steps: steps planned.
+        cycle_step: the cycle starts at this step's lift-off (0: the first step) and lasts two steps.
+        after_push_s: simulated time after the push starts.
+        adjust: online step adjustment while walking (capture steps re-planned from the measured DCM).
+    """
+
+    directions_deg: tuple[float, ...] = (90.0,)
+    duration_s: float = 0.1
+    max_impulse_Ns: float = 100.0
+    iterations: int = 4
+    phases: tuple[float, ...] = tuple(k / 8 for k in range(8))
+    walk_steps: int = 6
+    cycle_step: int = 1
+    after_push_s: float = 2.0
+    adjust: bool = False
+
+    def __post_init__(self) -> None:
+        _check_positive_integers(self, ("iterations", "walk_steps"))
+        if not self.directions_deg:
+            raise InputError("WalkingPushes.directions_deg: give at least one push direction")
+        if not self.phases or any(not 0.0 <= p < 1.0 for p in self.phases):
+            raise InputError(f"WalkingPushes.phases must lie in [0, 1), got {self.phases}")
+        if not (self.duration_s > 0 and math.isfinite(self.duration_s) and self.max_impulse_Ns > 0):
+            raise InputError("WalkingPushes: the push duration and the maximal impulse must be positive")
+        if self.cycle_step < 0 or self.cycle_step + 2 > self.walk_steps:
+            raise InputError(
+                f"WalkingPushes: the cycle (steps {self.cycle_step}, {self.cycle_step + 1}) must lie within "
+                f"the {self.walk_steps} planned steps"
+            )
+
+
 @dataclasses.dataclass(frozen=True)
 class PushMapSettings:
     """The grid and the simulations of a push map (forces N, times s, angles degrees).
@@ -64,18 +118,12 @@ class PushMapSettings:
     Attributes:
         directions_deg: standing push directions (world, 0 = +x, 90 = +y).
         durations_s: standing push durations.
-        max_impulse_Ns: the bisection's upper force is this impulse over the push's duration.
+        max_impulse_Ns: the standing bisection's upper force is this impulse over the push's duration.
         iterations: standing bisection steps (simulations per cell).
         push_time_s: when the standing push starts.
         standing_s: simulated time of a standing trial (the push included).
         recover: standing, the robot may take recovery steps.
-        phases: walking push start, as fractions [0, 1) of the gait cycle.
-        walking_direction_deg: walking push direction (world).
-        walking_duration_s: walking push duration.
-        walking_iterations: walking bisection steps.
-        cycle_step: the cycle starts at this step's lift-off (0: the first step).
-        walk_steps: steps planned.
-        after_push_s: simulated time after a walking push starts.
+        walking: the walking map's pushes, in one direction (by default 90°: sideways to the left).
     """
 
     directions_deg: tuple[float, ...] = tuple(float(a) for a in range(0, 360, 30))
@@ -85,13 +133,7 @@ class PushMapSettings:
     push_time_s: float = 1.0
     standing_s: float = 2.5
     recover: bool = False
-    phases: tuple[float, ...] = tuple(k / 8 for k in range(8))
-    walking_direction_deg: float = 90.0
-    walking_duration_s: float = 0.1
-    walking_iterations: int = 4
-    cycle_step: int = 1
-    walk_steps: int = 6
-    after_push_s: float = 2.0
+    walking: WalkingPushes = WalkingPushes()
 
     @classmethod
     def quick(cls) -> PushMapSettings:
@@ -102,29 +144,24 @@ class PushMapSettings:
             max_impulse_Ns=60.0,
             iterations=3,
             standing_s=2.0,
-            phases=(0.0, 0.25, 0.5, 0.75),
-            walking_iterations=3,
-            cycle_step=0,
-            walk_steps=4,
-            after_push_s=1.5,
+            walking=WalkingPushes(
+                max_impulse_Ns=60.0,
+                iterations=3,
+                phases=(0.0, 0.25, 0.5, 0.75),
+                walk_steps=4,
+                cycle_step=0,
+                after_push_s=1.5,
+            ),
         )
 
     def __post_init__(self) -> None:
-        for name in ("iterations", "walking_iterations", "walk_steps"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InputError(f"PushMapSettings.{name} must be a positive integer, got {value!r}")
+        _check_positive_integers(self, ("iterations",))
         if not self.durations_s or any(not (d > 0 and math.isfinite(d)) for d in self.durations_s):
             raise InputError(f"PushMapSettings.durations_s must be positive durations, got {self.durations_s}")
-        if any(not 0.0 <= p < 1.0 for p in self.phases):
-            raise InputError(f"PushMapSettings.phases must lie in [0, 1), got {self.phases}")
-        if not (self.walking_duration_s > 0 and self.max_impulse_Ns > 0):
-            raise InputError("PushMapSettings: push durations and the maximal impulse must be positive")
-        if self.cycle_step < 0 or self.cycle_step + 2 > self.walk_steps:
-            raise InputError(
-                f"PushMapSettings: the cycle (steps {self.cycle_step}, {self.cycle_step + 1}) must lie within "
-                f"the {self.walk_steps} planned steps"
-            )
+        if not self.max_impulse_Ns > 0:
+            raise InputError(f"PushMapSettings.max_impulse_Ns must be positive, got {self.max_impulse_Ns}")
+        if not isinstance(self.walking, WalkingPushes) or len(self.walking.directions_deg) != 1:
+            raise InputError(f"PushMapSettings.walking must be WalkingPushes in one direction, got {self.walking!r}")
 
 
 def _push(direction_deg: float, force: float) -> np.ndarray:
@@ -237,47 +274,12 @@ def standing_cells(robot: str, settings: PushMapSettings) -> list[Cell]:
     )
 
 
-def walking_grid(
-    robot: str,
-    *,
-    directions_deg: Sequence[float],
-    phases: Sequence[float],
-    duration_s: float,
-    max_impulse_Ns: float,
-    iterations: int,
-    walk_steps: int,
-    cycle_step: int,
-    after_push_s: float,
-    adjust: bool = False,
-) -> list[Cell]:
-    """The cells of :func:`walking_cell`, one per push direction and gait phase (directions outer)."""
-    return sweep.grid(
-        robot,
-        direction_deg=directions_deg,
-        phase=phases,
-        duration_s=[duration_s],
-        max_impulse_Ns=[max_impulse_Ns],
-        iterations=[iterations],
-        walk_steps=[walk_steps],
-        cycle_step=[cycle_step],
-        after_push_s=[after_push_s],
-        adjust=[adjust],
-    )
-
-
-def walking_cells(robot: str, settings: PushMapSettings) -> list[Cell]:
-    s = settings
-    return walking_grid(
-        robot,
-        directions_deg=[s.walking_direction_deg],
-        phases=s.phases,
-        duration_s=s.walking_duration_s,
-        max_impulse_Ns=s.max_impulse_Ns,
-        iterations=s.walking_iterations,
-        walk_steps=s.walk_steps,
-        cycle_step=s.cycle_step,
-        after_push_s=s.after_push_s,
-    )
+def walking_cells(robot: str, pushes: WalkingPushes) -> list[Cell]:
+    """The cells of :func:`walking_cell`, one per push direction and gait phase (directions outer);
+    the other fields of ``pushes`` are every cell's parameters of the same names."""
+    axes: dict[str, Sequence[Any]] = {f.name: [getattr(pushes, f.name)] for f in dataclasses.fields(pushes)}
+    del axes["directions_deg"], axes["phases"]
+    return sweep.grid(robot, 0, direction_deg=pushes.directions_deg, phase=pushes.phases, **axes)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -356,29 +358,21 @@ def _row(row: dict[str, Any], r: sweep.CellResult) -> dict[str, Any]:
     return row
 
 
-def push_map(
-    robot: str,
-    settings: PushMapSettings | None = None,
-    *,
-    engine: sweep.Engine | str = sweep.Engine.LOCAL,
-    workers: int = 1,
-    address: str | None = None,
-    store: Path | str | None = None,
-    progress: bool = True,
-) -> PushMap:
+def _substore(options: sweep.SweepOptions, name: str) -> sweep.SweepOptions:
+    """``options`` with its store (if any) moved to the subdirectory ``name``."""
+    store = options.get("store")
+    if isinstance(store, sweep.ResultStore):
+        store = store.directory
+    return {**options, "store": None if store is None else Path(store) / name}
+
+
+def push_map(robot: str, settings: PushMapSettings | None = None, **options: Unpack[sweep.SweepOptions]) -> PushMap:
     """Compute the standing and walking push maps of ``robot`` (``talos`` or ``g1``) as two sweeps
-    on ``engine`` (see :func:`wbc.sweep.run_sweep`; ``store`` makes an interrupted map resume)."""
+    (``options``: where they run, see :func:`wbc.sweep.run_sweep`; a ``store`` makes an interrupted map
+    resume, each sweep in its own subdirectory)."""
     settings = settings or PushMapSettings()
-    kwargs: dict[str, Any] = dict(engine=engine, workers=workers, address=address, progress=progress)
-    standing = sweep.run_sweep(
-        standing_cell,
-        standing_cells(robot, settings),
-        store=None if store is None else Path(store) / "standing",
-        **kwargs,
-    )
-    walking = sweep.run_sweep(
-        walking_cell, walking_cells(robot, settings), store=None if store is None else Path(store) / "walking", **kwargs
-    )
+    standing = sweep.run_sweep(standing_cell, standing_cells(robot, settings), **_substore(options, "standing"))
+    walking = sweep.run_sweep(walking_cell, walking_cells(robot, settings.walking), **_substore(options, "walking"))
     return PushMap(robot, settings, standing, walking)
 
 
@@ -437,11 +431,7 @@ def plot_standing(pm: PushMap, path: Path | str) -> Path:
     fig.suptitle(
         f"{pm.robot}: largest pelvis push survived {kind},\nby direction (0° forward, 90° left), N", fontsize=11
     )
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, Path(path))
 
 
 def plot_walking(pm: PushMap, path: Path | str) -> Path:
@@ -468,13 +458,13 @@ def plot_walking(pm: PushMap, path: Path | str) -> Path:
     w = pm.weakest()["walking"]
     if w is not None:
         ax.plot(100 * w["phase"], w["largest_survived_N"], "*", color="tab:red", markersize=16, label="weakest")
-    s = pm.settings
+    s = pm.settings.walking
     ax.set_xlim(0, 100)
     ax.set_ylim(bottom=0)
     ax.set_xlabel(f"push start, % of the gait cycle (from lift-off of step {s.cycle_step})")
     ax.set_ylabel("largest push survived, N")
     ax.set_title(
-        f"{pm.robot} walking: {s.walking_duration_s * 1e3:.0f} ms pelvis push toward {s.walking_direction_deg:.0f}°"
+        f"{pm.robot} walking: {s.duration_s * 1e3:.0f} ms pelvis push toward {s.directions_deg[0]:.0f}°"
         + (f"; weakest at {100 * w['phase']:.0f}% ({w['largest_survived_N']:.0f} N)" if w else "")
     )
     handles, labels = ax.get_legend_handles_labels()
@@ -482,8 +472,4 @@ def plot_walking(pm: PushMap, path: Path | str) -> Path:
     if unique:
         ax.legend(unique.values(), unique.keys(), fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, Path(path))

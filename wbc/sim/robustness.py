@@ -26,7 +26,7 @@ import enum
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -44,6 +44,9 @@ from .faults import (
     Noise,
     SensorNoise,
 )
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
 __all__ = [
     "MAGNITUDES",
@@ -580,27 +583,12 @@ def _compensation(remedy: Remedy) -> dict[str, Any]:
 
 
 def robustness_study(
-    robot: str,
-    settings: RobustnessSettings | None = None,
-    *,
-    engine: sweep.Engine | str = sweep.Engine.LOCAL,
-    workers: int = 1,
-    address: str | None = None,
-    store: Path | str | None = None,
-    progress: bool = True,
+    robot: str, settings: RobustnessSettings | None = None, **options: Unpack[sweep.SweepOptions]
 ) -> RobustnessStudy:
-    """Run the study of ``robot`` (``talos``, ``g1``) as one sweep on ``engine`` (see
-    :func:`wbc.sweep.run_sweep`; ``store`` makes an interrupted study resume)."""
+    """Run the study of ``robot`` (``talos``, ``g1``) as one sweep (``options``: where it runs, see
+    :func:`wbc.sweep.run_sweep`; a ``store`` makes an interrupted study resume)."""
     settings = settings or RobustnessSettings()
-    result = sweep.run_sweep(
-        robustness_cell,
-        study_cells(robot, settings),
-        engine=engine,
-        workers=workers,
-        address=address,
-        store=store,
-        progress=progress,
-    )
+    result = sweep.run_sweep(robustness_cell, study_cells(robot, settings), **options)
     return RobustnessStudy(robot, settings, result)
 
 

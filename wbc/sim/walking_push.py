@@ -1,7 +1,8 @@
 """The largest push a walking humanoid survives against the gait phase at which it lands, forward and
 sideways, compared with published figures for torque-controlled humanoids.
 
-One cell per (push direction, gait phase) of :func:`wbc.sim.push_map.walking_cell`: the robot walks
+One cell per (push direction, gait phase) of :func:`wbc.sim.push_map.walking_cell` (the grid a
+:class:`wbc.sim.push_map.WalkingPushes`, by default :data:`DEFAULT_PUSHES`): the robot walks
 forward (the catalog's ``forward`` preset) with online step adjustment (capture steps re-planned
 from the measured DCM, :class:`wbc.locomotion.CaptureStepPlanner`); a pelvis push of
 ``duration_s`` starts at ``phase`` of the gait cycle (two steps from the lift-off of step
@@ -17,15 +18,18 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import sweep
-from ..errors import InputError
-from .push_map import walking_cell, walking_grid
+from ..figures import save_figure
+from .push_map import WalkingPushes, walking_cell, walking_cells
 
-__all__ = ["PUBLISHED", "WalkingPushSettings", "walking_push_cells", "walking_push_sweep", "plot_push_vs_phase"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
+
+__all__ = ["PUBLISHED", "DEFAULT_PUSHES", "walking_push_sweep", "plot_push_vs_phase"]
 
 #: Published walking pushes survived: (robot, mass kg, walking speed m/s, force N, duration s).
 PUBLISHED: tuple[dict[str, Any], ...] = (
@@ -33,77 +37,23 @@ PUBLISHED: tuple[dict[str, Any], ...] = (
 )
 
 
-@dataclasses.dataclass(frozen=True)
-class WalkingPushSettings:
-    """The grid and simulations of the walking push sweep (forces N, times s, angles degrees).
-
-    Attributes:
-        directions_deg: push directions (world: 0 forward, 90 left, -90 right).
-        phases: push start as fractions [0, 1) of the gait cycle.
-        duration_s: push duration (0.05: the published iCub figure's).
-        max_impulse_Ns: the bisection's upper force is this impulse over the duration.
-        iterations: bisection steps per cell.
-        walk_steps, cycle_step, after_push_s: the walk, the cycle's first step, time simulated after the push.
-        adjust: online step adjustment while walking.
-    """
-
-    directions_deg: tuple[float, ...] = (0.0, 90.0)
-    phases: tuple[float, ...] = tuple(k / 8 for k in range(8))
-    duration_s: float = 0.05
-    max_impulse_Ns: float = 40.0
-    iterations: int = 5
-    walk_steps: int = 6
-    cycle_step: int = 1
-    after_push_s: float = 2.0
-    adjust: bool = True
-
-    def __post_init__(self) -> None:
-        if not self.directions_deg or not self.phases or any(not 0.0 <= p < 1.0 for p in self.phases):
-            raise InputError("WalkingPushSettings: give directions and phases in [0, 1)")
-        if not (self.duration_s > 0 and self.max_impulse_Ns > 0 and self.iterations >= 1):
-            raise InputError("WalkingPushSettings: duration, impulse and iterations must be positive")
-
-
-def walking_push_cells(robot: str, settings: WalkingPushSettings) -> list[sweep.Cell]:
-    """The sweep's cells (one per direction and phase)."""
-    s = settings
-    return walking_grid(
-        robot,
-        directions_deg=s.directions_deg,
-        phases=s.phases,
-        duration_s=s.duration_s,
-        max_impulse_Ns=s.max_impulse_Ns,
-        iterations=s.iterations,
-        walk_steps=s.walk_steps,
-        cycle_step=s.cycle_step,
-        after_push_s=s.after_push_s,
-        adjust=s.adjust,
-    )
+#: The sweep's default pushes: forward and sideways, 0.05 s (the published iCub figure's), with online
+#: step adjustment.
+DEFAULT_PUSHES = WalkingPushes(
+    directions_deg=(0.0, 90.0), duration_s=0.05, max_impulse_Ns=40.0, iterations=5, adjust=True
+)
 
 
 def walking_push_sweep(
-    robot: str,
-    settings: WalkingPushSettings | None = None,
-    *,
-    engine: sweep.Engine | str = sweep.Engine.LOCAL,
-    workers: int = 1,
-    store: Path | str | None = None,
-    progress: bool = True,
+    robot: str, pushes: WalkingPushes = DEFAULT_PUSHES, **options: Unpack[sweep.SweepOptions]
 ) -> dict[str, Any]:
-    """Run the sweep; returns JSON-able results (deterministic: no timings): per direction, the largest
-    push survived (N, N s, m/s of velocity change) at each phase, the weakest phase, and :data:`PUBLISHED`."""
+    """Run the sweep (``options``: where, see :func:`wbc.sweep.run_sweep`); returns JSON-able results
+    (deterministic: no timings): per direction, the largest push survived (N, N s, m/s of velocity
+    change) at each phase, the weakest phase, and :data:`PUBLISHED`."""
     from .catalog import legged_robot
 
-    settings = settings or WalkingPushSettings()
     mass = float(legged_robot(robot).model.total_mass)
-    result = sweep.run_sweep(
-        walking_cell,
-        walking_push_cells(robot, settings),
-        engine=engine,
-        workers=workers,
-        store=store,
-        progress=progress,
-    )
+    result = sweep.run_sweep(walking_cell, walking_cells(robot, pushes), **options)
     rows = []
     for r in result.results:
         row: dict[str, Any] = {"direction_deg": r.cell.params["direction_deg"], "phase": r.cell.params["phase"]}
@@ -114,7 +64,7 @@ def walking_push_sweep(
             row.update(status="failed", error=(r.error or "").strip().splitlines()[-1:])
         rows.append(row)
     weakest = {}
-    for d in settings.directions_deg:
+    for d in pushes.directions_deg:
         ok = [row for row in rows if row["direction_deg"] == d and "largest_survived_N" in row]
         if ok:
             w = min(ok, key=lambda row: row["largest_survived_N"])
@@ -122,7 +72,7 @@ def walking_push_sweep(
     return {
         "robot": robot,
         "mass_kg": round(mass, 3),
-        "settings": dataclasses.asdict(settings),
+        "settings": dataclasses.asdict(pushes),
         "cells": rows,
         "weakest": weakest,
         "published": [
@@ -196,8 +146,4 @@ def plot_push_vs_phase(results: dict[str, Any], path: Path | str) -> Path:
     ax.set_title(f"{results['robot']} ({mass:.0f} kg) walking: pelvis push vs gait phase")
     ax.legend(fontsize=8, loc="upper right")
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, Path(path))

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from .engines import Engine, open_executor
 from .result import CellResult, CellStatus, SweepResult, SweepStats
-from .runner import function_name, run_cell, run_sweep
+from .runner import SweepOptions, function_name, run_cell, run_sweep
 from .space import Cell, grid, random_samples
 from .store import ResultStore
 
@@ -30,6 +30,7 @@ __all__ = [
     "CellStatus",
     "Engine",
     "ResultStore",
+    "SweepOptions",
     "SweepResult",
     "SweepStats",
     "function_name",

@@ -14,9 +14,9 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from .engines import Engine
+from .runner import SweepOptions
 
 __all__ = ["add_sweep_arguments", "sweep_options"]
 
@@ -35,7 +35,7 @@ def add_sweep_arguments(parser: argparse.ArgumentParser, robots: Sequence[str] =
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
-def sweep_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, Any]:
+def sweep_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> SweepOptions:
     """The sweep runner's ``engine``, ``workers``, ``address``, ``store`` and ``progress`` from the
     options of :func:`add_sweep_arguments`, after checking them (``parser.error`` on a non-positive
     worker count or a scheduler without a distributed engine); creates ``args.out``."""

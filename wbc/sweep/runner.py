@@ -28,7 +28,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -38,9 +38,20 @@ from .result import CellResult, CellStatus, SweepResult, SweepStats
 from .space import Cell
 from .store import ResultStore
 
-__all__ = ["run_sweep", "run_cell", "function_name"]
+__all__ = ["SweepOptions", "run_sweep", "run_cell", "function_name"]
 
 CellFunction = Callable[[Cell], Mapping[str, Any]]
+
+
+class SweepOptions(TypedDict, total=False):
+    """Where and how a sweep runs: the keyword arguments of :func:`run_sweep` that a study passes through
+    (``**options: Unpack[SweepOptions]``); an absent key takes :func:`run_sweep`'s default."""
+
+    engine: Engine | str
+    workers: int
+    address: str | None
+    store: ResultStore | Path | str | None
+    progress: bool
 
 
 def function_name(function: Callable) -> str:

@@ -76,9 +76,9 @@ from ...errors import InputError
 from ...model import checks
 from ...model.clusters import ClusterModel
 from ...model.model import Joint, JointType, Model
-from ..contributor import Contributor, Runtime
 from ..pieces import AccelerationBounds, Group, Inequality, Kind
 from . import ball_cone
+from .joint_limit import JointLimit
 from .joint_selection import JointLimitParameters, joint_velocities, positive_per_joint, select_joints, state_indices
 from .joint_velocity import DEFAULT_BRAKING, DEFAULT_VELOCITY_MARGIN, velocity_bounds
 
@@ -142,7 +142,7 @@ def position_bounds(q, v, q_lower, q_upper, lower, upper, braking, v_bar, dt) ->
     return L, U
 
 
-class JointPositionLimit(Contributor):
+class JointPositionLimit(JointLimit):
     """Keep joints inside their position limits (viability bounds on ``q̈ = a₀ + B̂u``; module docstring).
 
     Args:
@@ -171,17 +171,12 @@ class JointPositionLimit(Contributor):
         velocity_limit=None,
         name: str = "joint_position_limit",
     ) -> None:
-        self.name = name
-        self._names = None if joints is None else list([joints] if isinstance(joints, str) else joints)
+        super().__init__(joints, braking, velocity_limit, name, _BLOCKS)
         self._margin_request = margin
-        self._braking_request = braking
-        self._velocity_request = velocity_limit
-        self.joints: tuple[Joint, ...] = ()
         self.ball_joints: tuple[Joint, ...] = ()
-        self._q_indices = self._v_indices = np.zeros(0, dtype=int)
+        self._q_indices = np.zeros(0, dtype=int)
         self._ball_q = self._ball_v = np.zeros(0, dtype=int)
         self._ball_max = np.zeros(0)
-        self._p = JointLimitParameters(0, _BLOCKS)
         self._model: Model | None = None  # the (tree) model check() resolved the joints in
 
     def check(self, model: Model | ClusterModel) -> None:
@@ -268,11 +263,6 @@ class JointPositionLimit(Contributor):
         return self._p.extra[k * n : (k + 1) * n]
 
     @property
-    def indices(self) -> np.ndarray:
-        """The joints' indices in the state's ``v`` (n,) (the independent velocity of a clustered model)."""
-        return self._v_indices.copy()
-
-    @property
     def q_indices(self) -> np.ndarray:
         """The joints' indices in the state's ``q`` (n,) (the spanning configuration of a clustered model)."""
         return self._q_indices.copy()
@@ -311,16 +301,6 @@ class JointPositionLimit(Contributor):
             b, b_ball = self._per_joint(braking, "braking", False)
             self._p.block(4)[:] = b
             self._ball_block(2)[:] = b_ball
-
-    @property
-    def parameter_size(self) -> int:
-        return self._p.array.size
-
-    def parameters(self, runtime: Runtime) -> np.ndarray:
-        if not runtime.dt > 0:
-            raise InputError(f"{self.name}: the control period must be > 0, got {runtime.dt!r}")
-        self._p.set_dt(runtime.dt)
-        return self._p.array
 
     def pieces(self, ctx: StepContext, p) -> list[AccelerationBounds | Inequality]:
         n, nb = len(self.joints), len(self.ball_joints)

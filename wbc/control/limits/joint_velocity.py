@@ -23,8 +23,8 @@ import numpy as np
 from ...errors import InputError
 from ...model.clusters import ClusterModel
 from ...model.model import Joint, Model
-from ..contributor import Contributor, Runtime
 from ..pieces import AccelerationBounds, Group, Kind
+from .joint_limit import JointLimit
 from .joint_selection import JointLimitParameters, joint_velocities, positive_per_joint, select_joints, state_indices
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ def velocity_bounds(v, v_bar, braking, dt) -> tuple:
     return lower, upper
 
 
-class JointVelocityLimit(Contributor):
+class JointVelocityLimit(JointLimit):
     """Keep joint velocities within their limits (rows on ``q̈ = a₀ + B̂u``; see the module docstring).
 
     Args:
@@ -78,21 +78,15 @@ class JointVelocityLimit(Contributor):
         velocity_limit=None,
         name: str = "joint_velocity_limit",
     ) -> None:
-        self.name = name
-        self._names = None if joints is None else list([joints] if isinstance(joints, str) else joints)
+        super().__init__(joints, braking, velocity_limit, name, 2)
         self._margin = _fraction(margin, name)
-        self._braking_request = braking
-        self._limit_request = velocity_limit
-        self.joints: tuple[Joint, ...] = ()
-        self._v_indices = np.zeros(0, dtype=int)
-        self._p = JointLimitParameters(0, 2)
 
     def check(self, model: Model | ClusterModel) -> None:
         joints = select_joints(model, self._names, _has_velocity_limit, "velocity limit", self.name)
         n = len(joints)
         limit = np.array([j.velocity[0] for j in joints], dtype=float)
-        if self._limit_request is not None:
-            limit = positive_per_joint(self._limit_request, n, "velocity_limit", self.name, allow_zero=True)
+        if self._velocity_request is not None:
+            limit = positive_per_joint(self._velocity_request, n, "velocity_limit", self.name, allow_zero=True)
         braking = positive_per_joint(self._braking_request, n, "braking", self.name)
         self.joints = tuple(joints)
         self._v_indices = state_indices(model, joints)[1]
@@ -100,11 +94,6 @@ class JointVelocityLimit(Contributor):
         self._p = JointLimitParameters(n, 2)
         self._p.block(0)[:] = (1.0 - self._margin) * limit
         self._p.block(1)[:] = braking
-
-    @property
-    def indices(self) -> np.ndarray:
-        """The joints' indices in the state's ``v`` (n,) (the independent velocity of a clustered model)."""
-        return self._v_indices.copy()
 
     @property
     def limit(self) -> np.ndarray:
@@ -122,14 +111,6 @@ class JointVelocityLimit(Contributor):
         self._braking_request = braking
         if self.joints:
             self._p.block(1)[:] = positive_per_joint(braking, len(self.joints), "braking", self.name)
-
-    @property
-    def parameter_size(self) -> int:
-        return self._p.array.size
-
-    def parameters(self, runtime: Runtime) -> np.ndarray:
-        self._p.set_dt(runtime.dt)
-        return self._p.array
 
     def pieces(self, ctx: StepContext, p) -> list[AccelerationBounds]:
         n = len(self.joints)

@@ -1,0 +1,152 @@
+"""The priority levels in one C call (``hierarchy.c``): the same commands as the numpy hierarchy.
+
+Reference: :class:`~wbc.control.hierarchy.LexicographicSolver` (numpy), itself checked against
+Pinocchio and independent sequential QPs in ``test_hierarchy.py``. Where a level binds, the C call
+hands the step to it: the commands are equal either way, and both ways are exercised.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+import pytest
+
+import wbc
+from tests.helpers import assert_close, eom_residual, robot_case
+from tests.test_hierarchy import _near_elbow_limit, _set_levels, _state, _targets, talos_levels
+from wbc import tasks
+from wbc.control import compiled_hierarchy
+from wbc.control.compiled_hierarchy import CompiledHierarchy, hierarchy_library
+from wbc.control.hierarchy import LexicographicSolver
+from wbc.control.shortcut import FEASIBLE, INFEASIBLE
+from wbc.control.strategies import Hierarchy, OneCall
+from wbc.errors import CompileError
+
+pytestmark = pytest.mark.skipif(hierarchy_library() is None, reason="no C compiler")
+
+
+def _compiled(ctrl) -> CompiledHierarchy:
+    first = ctrl._plan.strategies[0]
+    assert isinstance(first, OneCall) and isinstance(first.fast, CompiledHierarchy), ctrl._plan.strategies
+    assert first.fast.attached
+    assert any(isinstance(s, Hierarchy) for s in ctrl._plan.strategies), "the numpy hierarchy takes binding levels"
+    return first.fast
+
+
+def _compare(ctrl, q, v) -> int:
+    """One step against the numpy hierarchy on the same kernel outputs; the C call's code."""
+    cmd = ctrl.step(q, v)
+    assert cmd.status is wbc.StepStatus.OPTIMAL
+    fast = _compiled(ctrl)
+    outputs = ctrl.evaluate(q, v)
+    reference = LexicographicSolver(ctrl.solver, ctrl.fallback).solve(ctrl._layout(), outputs, ctrl.regularization)
+    assert reference is not None
+    scale = max(1.0, float(np.abs(reference).max()))
+    assert np.abs(cmd.u - reference).max() <= 1e-9 * scale, "u: C levels vs numpy levels"
+    assert_close(cmd.qdd, outputs.a0 + outputs.Bhat @ reference, 1e-9, "qdd")
+    code = fast(ctrl.regularization)
+    if code == FEASIBLE:  # the C call answered: its own answer is the reference's
+        assert np.abs(fast.u - reference).max() <= 1e-9 * scale
+        assert fast.levels_solved == len(ctrl._layout().levels)
+    return code
+
+
+@pytest.mark.parametrize("levels", ["2", "3", "split"])
+def test_talos_levels_equal_the_numpy_hierarchy(levels):
+    """Talos on two feet, CoM | hand | posture (3 levels), CoM | hand and posture (2), or CoM and hand |
+    posture (split: the first level's rows are not consecutive, the posture's lie between), default
+    limits, posture rows read from B̂: random states answered by the C levels, states with the elbow at
+    its limit handed to the numpy levels' QPs; the commands equal the numpy hierarchy's to 1e-9."""
+    case = robot_case("talos")
+    model, spec = case.model, case.spec
+    ctrl, com, hand, posture = talos_levels()
+    _set_levels(
+        {"2": {com: 0, hand: 1, posture: 1}, "3": {com: 0, hand: 1, posture: 2}}.get(
+            levels, {com: 0, hand: 0, posture: 1}
+        )
+    )
+    rng = np.random.default_rng(len(levels))
+    codes = []
+    try:
+        for trial in range(6):
+            if trial < 4:  # near the reference posture, nothing binds
+                q, v = spec.q0, rng.normal(size=model.nv) * 0.01
+                com.set_target(wbc.center_of_mass(model, spec.q0) + rng.normal(size=3) * 0.005)
+                T = wbc.frame_placement(model, spec.q0, spec.hands[0])
+                T[0:3, 3] += rng.normal(size=3) * 0.01
+                hand.set_target(T)
+                limits = [x for x in ctrl.limits if isinstance(x, wbc.JointPositionLimit)]
+                posture.set_target(limits[0].inside(spec.q0))
+            else:
+                q, v = _state(model, spec.q0, rng)
+                q = _near_elbow_limit(model, q)
+                _targets(model, spec, com, hand, posture, rng)
+            codes.append(_compare(ctrl, q, v))
+            assert eom_residual(case, q, v, ctrl.step(q, v), ctrl.contacts) < 1e-9
+    finally:
+        _set_levels({com: 0, hand: 0, posture: 0})
+    assert FEASIBLE in codes, "the C levels answered some steps"
+    assert INFEASIBLE in codes, "a binding level was handed on"
+
+
+def test_panda_levels_with_a_binding_limit():
+    """The Panda (no equalities): the hand above the posture, the elbow driven into its limit in some
+    steps; the C levels answer the others; the commands equal the numpy hierarchy's."""
+    case = robot_case("panda")
+    model, spec = case.model, case.spec
+    hand = tasks.FrameTask("panda_hand_tcp", weight=1.0, kp=100.0)
+    posture = tasks.PostureTask(model, weight=1e-2, kp=50.0)
+    posture.set_priority(1)
+    ctrl = wbc.WholeBodyController(model, [hand, posture])
+    rng = np.random.default_rng(5)
+    j = model.joints[model.joint_id("panda_joint4")]
+    codes = []
+    for trial in range(6):
+        q, v = spec.q0.copy(), rng.normal(size=model.nv) * 0.05
+        target = spec.q0.copy()
+        if trial % 2:
+            q[j.idx_q] = j.upper[0] - 0.011
+            v[j.idx_v] = 0.3
+            target[j.idx_q] = j.upper[0] + 0.5  # the posture pulls the joint into its limit
+        T = wbc.frame_placement(model, spec.q0, "panda_hand_tcp")
+        T[0:3, 3] += rng.normal(size=3) * 0.05
+        hand.set_target(T)
+        posture.set_target(target)
+        codes.append(_compare(ctrl, q, v))
+    assert FEASIBLE in codes and INFEASIBLE in codes, codes
+
+
+def test_degenerate_level():
+    """The same CoM task at levels 0 and 1 (level 1 has nothing left to move: rank 0 in the null space)
+    and the posture at level 2: equal to the numpy hierarchy."""
+    case = robot_case("talos")
+    model, spec = case.model, case.spec
+    contacts = [wbc.SurfaceContact(f, spec.sole.length, spec.sole.width, mu=0.3) for f in spec.feet]
+    com, again = tasks.CoMTask(weight=1.0, kp=20.0), tasks.CoMTask(weight=2.0, kp=10.0, name="com_again")
+    posture = tasks.PostureTask(model, weight=1e-3, kp=10.0)
+    again.set_priority(1)
+    posture.set_priority(2)
+    ctrl = wbc.WholeBodyController(model, [com, again, posture], contacts, limits=[wbc.TorqueLimit()])
+    ctrl.compile()
+    c0 = wbc.center_of_mass(model, spec.q0)
+    com.set_target(c0)
+    again.set_target(c0 + 0.01)
+    posture.set_target(spec.q0)
+    rng = np.random.default_rng(0)
+    codes = [_compare(ctrl, spec.q0, rng.normal(size=model.nv) * 0.01) for _ in range(3)]
+    assert FEASIBLE in codes
+
+
+def test_abi_mismatch_is_refused(monkeypatch):
+    """A library whose struct differs from :class:`HierarchyData` is refused, naming the field."""
+    library = hierarchy_library()
+    assert library is not None
+    path = library.shortcut.path
+
+    class Other(ctypes.Structure):
+        _fields_ = [("s", ctypes.c_void_p), ("kmax", ctypes.c_int)]  # nlev left out
+
+    monkeypatch.setattr(compiled_hierarchy, "HierarchyData", Other)
+    with pytest.raises(CompileError, match="kmax"):
+        compiled_hierarchy._check_abi(ctypes.CDLL(str(path)), path)

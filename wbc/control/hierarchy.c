@@ -1,0 +1,394 @@
+/* A strict task hierarchy's step in one call: the input checks, the kernel, the layout's gathers, the
+ * levels solved one after the other (wbc.control.hierarchy's method, its docstring says why), the
+ * feasibility check C u <= d at each level, and the command.
+ *
+ * Compiled appended to shortcut.c (one translation unit: wbc.control.compiled_hierarchy): it reads the
+ * step's data through shortcut.c's struct (the kernel's buffers or their gathered copies, the rows of
+ * C u <= d by kind, the command's buffers) and uses its routines (check, gather, assemble_costs,
+ * command). Its own struct (wbc_hierarchy_data) holds the levels' rows and the work buffers; the
+ * library exports its size and its fields' offsets (wbc_hierarchy_abi_*), checked at load.
+ *
+ * Method (all matrices column-major; n = p + m variables u = (x, f), p actuators, m contact forces):
+ *   1. the equalities eliminated and the variables scaled once: u = T xi + u0, with
+ *      N = [I; -Lam^-1 E_x], u0 = [0; Lam^-1 b_eq] (m = 0: N = I, u0 = 0), T = N D,
+ *      D = diag(1 / sqrt(|A N e_j|^2 + (N^T diag(r) N)_jj)), r_i = reg |A[:, i]|^2 + 1e-12;
+ *      At = A T, bt = b - A u0 (the cost rows in xi);
+ *   2. level k searches xi = xi* + Z z, Z an orthonormal basis of the levels above's null space
+ *      (Z = I at level 0): with r_i = reg (|A_{<=k}[:, i]|^2 [+ |Bhat[:, i]|^2 above the last level])
+ *      + 1e-12 and R = diag(sqrt(r)) T, it minimizes |K Z z - e|^2, K = [At_k; R],
+ *      e = [bt_k; -sqrt(r) u0] - K xi*, by one Cholesky solve of (K Z)^T (K Z) (R's actuator rows, a
+ *      diagonal, kept out of the products);
+ *   3. the level's minimizer is kept when C u <= d holds at u = T xi + u0; otherwise the step returns
+ *      WBC_INFEASIBLE (a level binds: the caller solves the levels' QPs, numpy and the backend), or
+ *      WBC_FAILED when a factorization fails;
+ *   4. Z <- a basis of the null space of At_k Z (singular values at most rank_tol |At_k|_F, as the
+ *      numpy solver's SVD decides): Householder reflections of (At_k Z)^T applied to Z, then a Jacobi
+ *      SVD of the small triangle R^T; no direction left: the levels below change nothing.
+ * The null space is computed in loops (reflections, Jacobi on a triangle of a few rows): LAPACK's dgesvd
+ * with the full V costs 12 us at 3 x 32; the products and the Cholesky factors go to BLAS and LAPACK
+ * (hand-written loops were measured slower there).
+ * wbc.control.hierarchy.LexicographicSolver is its reference in the tests and the path of the steps
+ * it hands on.
+ */
+
+typedef struct {
+    wbc_shortcut_data *s;     /* the layout's shortcut data (attached: kernel, gathers, command) */
+    int nlev;                 /* priority levels (>= 2) */
+    int kmax;                 /* the most rows of one level */
+    int lwork;                /* size of work */
+    int solved;               /* out: the levels solved by the last call */
+    double rank_tol;          /* relative singular-value threshold of the null-space updates */
+    const int64_t *lev_rows;  /* (k,) the cost rows, level after level */
+    const int64_t *lev_start; /* (nlev + 1,) where each level starts in lev_rows */
+    double *sq;               /* (n,) work: |A[:, i]|^2, then the regularization's diagonal rows a */
+    double *above;            /* (n,) work: |A_{<=k}[:, i]|^2 */
+    double *floor_;           /* (n,) work: |Bhat[:, i]|^2 */
+    double *sr;               /* (n,) work: sqrt(r) */
+    double *T;                /* (n, p) the scaled null space of the equalities (its actuator block is
+                               * diagonal: only the diagonal and the force block are written and read) */
+    double *u0;               /* (n,) a particular solution of the equalities */
+    double *At;               /* (k, p) A T */
+    double *bt;               /* (k,) b - A u0 */
+    double *K;                /* (kmax + m, p) work: [At_k; R_f] */
+    double *e;                /* (kmax + n,) work: the level's right-hand side */
+    double *S;                /* (kmax + n, p) work: [K Z; diag(a) Z] */
+    double *H;                /* (p, p) work: S^T S (lower), then its factor */
+    double *Z;                /* (p, p) the basis of the levels above's null space (columns nz) */
+    double *Z2;               /* (p, p) work: the next basis */
+    double *xi;               /* (p,) the solution so far */
+    double *z;                /* (p,) work: the level's step */
+    double *Vt;               /* (p, p) work: right singular vectors of R^T */
+    double *sv;               /* (p,) work: singular values (before them: the diagonal rows' right-hand side) */
+    double *Mc;               /* (p, kmax) work: (At_k Z)^T, then its Householder reflectors and R */
+    double *work;             /* (lwork,) work: R^T (kmax, p), the reflectors' factors (p) */
+} wbc_hierarchy_data;
+
+/* One-sided Jacobi (Hestenes) on the columns of B (rows, cols; column-major): B V has orthogonal
+ * columns, V (cols, cols) orthogonal; sv[j] the norm of column j of B V (the singular values, to high
+ * relative accuracy). Returns 1 when the sweeps do not converge. */
+static int jacobi_svd(int rows, int cols, double *B, double *V, double *sv) {
+    for (int j = 0; j < cols; ++j) {
+        for (int i = 0; i < cols; ++i) V[i + (long)j * cols] = i == j;
+    }
+    int converged = cols < 2;
+    for (int sweep = 0; sweep < 60 && !converged; ++sweep) {
+        converged = 1;
+        for (int a = 0; a < cols - 1; ++a) {
+            for (int b = a + 1; b < cols; ++b) {
+                double *Ba = B + (long)a * rows, *Bb = B + (long)b * rows;
+                double alpha = 0.0, beta = 0.0, gamma = 0.0;
+                for (int i = 0; i < rows; ++i) {
+                    alpha += Ba[i] * Ba[i];
+                    beta += Bb[i] * Bb[i];
+                    gamma += Ba[i] * Bb[i];
+                }
+                if (gamma == 0.0 || fabs(gamma) <= 1e-15 * sqrt(alpha * beta)) continue;
+                converged = 0;
+                const double zeta = (beta - alpha) / (2.0 * gamma);
+                const double t = (zeta >= 0.0 ? 1.0 : -1.0) / (fabs(zeta) + sqrt(1.0 + zeta * zeta));
+                const double c = 1.0 / sqrt(1.0 + t * t), sn = c * t;
+                for (int i = 0; i < rows; ++i) {
+                    const double x = Ba[i], y = Bb[i];
+                    Ba[i] = c * x - sn * y;
+                    Bb[i] = sn * x + c * y;
+                }
+                double *Va = V + (long)a * cols, *Vb = V + (long)b * cols;
+                for (int i = 0; i < cols; ++i) {
+                    const double x = Va[i], y = Vb[i];
+                    Va[i] = c * x - sn * y;
+                    Vb[i] = sn * x + c * y;
+                }
+            }
+        }
+    }
+    for (int j = 0; j < cols; ++j) sv[j] = sqrt(sumsq(B + (long)j * rows, rows));
+    return !converged;
+}
+
+/* The null space of M (kr, nz) (column-major, leading dimension ldm) within the basis Z (p, nz),
+ * its rank decided by M's singular values above tol: Householder reflections Q^T M^T = [R; 0] (Q
+ * applied to Z's columns in place), then the SVD of R^T (kr, t) by Jacobi, t = min(kr, nz); the new
+ * basis [Z Q_t V_null, Z Q_rest] into Z2 (p, nz - rank), returned: its column count, or -1 when the
+ * SVD does not converge. Work: Bt (nz, kr), beta (t), Rt (kr, t), V (t, t), sv (t). */
+static int null_space(int p, int kr, int nz, const double *M, int ldm, double tol, double *Z, double *Z2,
+                      double *Bt, double *beta, double *Rt, double *V, double *sv) {
+    const int t = kr < nz ? kr : nz;
+    for (int c = 0; c < kr; ++c) {
+        for (int i = 0; i < nz; ++i) Bt[i + (long)c * nz] = M[c + (long)i * ldm];
+    }
+    for (int c = 0; c < t; ++c) { /* reflector c: v = Bt[c:, c] (v[0] = 1 implied), beta */
+        double *v = Bt + (long)c * nz + c;
+        const int len = nz - c;
+        const double tail = len > 1 ? sumsq(v + 1, len - 1) : 0.0;
+        if (tail == 0.0) {
+            beta[c] = 0.0;
+            continue;
+        }
+        const double x0 = v[0], norm = sqrt(x0 * x0 + tail);
+        const double r = x0 > 0.0 ? -norm : norm, v0 = x0 - r;
+        for (int i = 1; i < len; ++i) v[i] /= v0;
+        beta[c] = -v0 / r; /* 2 / (v^T v) with v[0] = 1 */
+        v[0] = r;
+        for (int j = c + 1; j < kr; ++j) { /* the other columns */
+            double *w = Bt + (long)j * nz + c;
+            double dot = w[0];
+            for (int i = 1; i < len; ++i) dot += v[i] * w[i];
+            dot *= beta[c];
+            w[0] -= dot;
+            for (int i = 1; i < len; ++i) w[i] -= dot * v[i];
+        }
+        /* Z <- Z H_c = Z - beta (Z v) v^T, column by column (w = Z v in Z2's first column) */
+        double *restrict w = Z2;
+        memcpy(w, Z + (long)c * p, sizeof(double) * (size_t)p);
+        for (int i = 1; i < len; ++i) {
+            const double vi = v[i], *restrict Zi = Z + (long)(c + i) * p;
+            for (int j = 0; j < p; ++j) w[j] += Zi[j] * vi;
+        }
+        for (int j = 0; j < p; ++j) w[j] *= beta[c];
+        for (int i = 0; i < len; ++i) {
+            const double vi = i ? v[i] : 1.0;
+            double *restrict Zi = Z + (long)(c + i) * p;
+            for (int j = 0; j < p; ++j) Zi[j] -= w[j] * vi;
+        }
+    }
+    for (int c = 0; c < t; ++c) { /* R^T (kr, t): R (t, kr) is Bt's upper triangle */
+        for (int r = 0; r < kr; ++r) Rt[r + (long)c * kr] = r >= c ? Bt[c + (long)r * nz] : 0.0;
+    }
+    if (jacobi_svd(kr, t, Rt, V, sv)) return -1;
+    int nfree = 0;
+    for (int j = 0; j < t; ++j) { /* Z Q_t V_j for the null singular directions */
+        if (sv[j] > tol) continue;
+        double *dst = Z2 + (long)nfree++ * p;
+        memset(dst, 0, sizeof(double) * (size_t)p);
+        for (int c = 0; c < t; ++c) {
+            const double w = V[c + (long)j * t];
+            const double *Zc = Z + (long)c * p;
+            for (int i = 0; i < p; ++i) dst[i] += Zc[i] * w;
+        }
+    }
+    memcpy(Z2 + (long)nfree * p, Z + (long)t * p, sizeof(double) * (size_t)p * (size_t)(nz - t));
+    return nfree + nz - t;
+}
+
+/* u = T xi + u0 into s->u, then C u <= d (shortcut.c's check); WBC_FAILED when u is not finite. */
+static int hierarchy_u(wbc_hierarchy_data *h) {
+    wbc_shortcut_data *s = h->s;
+    const int n = s->p + s->m, p = s->p;
+    for (int j = 0; j < p; ++j) s->u[j] = h->T[j + (long)j * n] * h->xi[j]; /* T's actuator block is diagonal */
+    if (s->m) small_gemv(s->m, p, h->T + p, n, h->xi, 0.0, s->u + p);
+    for (int i = 0; i < n; ++i) {
+        s->u[i] += h->u0[i];
+        if (!isfinite(s->u[i])) return WBC_FAILED;
+    }
+    return check(s);
+}
+
+/* Step 1: T, u0, At, bt (and sq = |A[:, i]|^2, floor_ = |Bhat[:, i]|^2); WBC_FAILED when the Delassus
+ * matrix is not positive definite. */
+static int hierarchy_reduce(wbc_hierarchy_data *h) {
+    wbc_shortcut_data *s = h->s;
+    const int k = s->k, p = s->p, m = s->m, n = p + m, p1 = p + 1, one = 1, nv = s->nv;
+    const double *A = s->A, *Aeq = s->Aeq;
+    const double d_one = 1.0, d_minus = -1.0;
+    double *X = s->X, *L = s->L, *T = h->T, *At = h->At;
+    int info = 0;
+    for (int j = 0; j < n; ++j) {
+        h->sq[j] = sumsq(A + (long)j * k, k);
+        h->floor_[j] = sumsq(s->Bhat + (long)j * nv, nv);
+    }
+    memcpy(h->bt, s->b, sizeof(double) * (size_t)k);
+    for (int j = 0; j < p; ++j) memcpy(At + (long)j * k, A + (long)j * k, sizeof(double) * (size_t)k);
+    memset(h->u0, 0, sizeof(double) * (size_t)n);
+    if (m) { /* X = Lam^-1 [E_x, b_eq]; N = [I; -X_x], u0 = [0; X_b]; A N = A_x - A_f X_x, b - A u0 */
+        for (int j = 0; j < m; ++j) {
+            for (int i = 0; i < m; ++i) L[i + j * m] = Aeq[i + (long)(p + j) * m];
+        }
+        s->dpotrf("L", &m, L, &m, &info);
+        if (info) return WBC_FAILED;
+        memcpy(X, Aeq, sizeof(double) * (size_t)m * (size_t)p);
+        memcpy(X + (long)p * m, s->beq, sizeof(double) * (size_t)m);
+        s->dpotrs("L", &m, &p1, L, &m, X, &m, &info);
+        if (info) return WBC_FAILED;
+        s->dgemm("N", "N", &k, &p, &m, &d_minus, A + (long)p * k, &k, X, &m, &d_one, At, &k);
+        s->dgemv("N", &k, &m, &d_minus, A + (long)p * k, &k, X + (long)p * m, &one, &d_one, h->bt, &one);
+        for (int j = 0; j < p; ++j) {
+            for (int l = 0; l < m; ++l) T[p + l + (long)j * n] = -X[l + (long)j * m];
+        }
+        for (int l = 0; l < m; ++l) h->u0[p + l] = X[l + (long)p * m];
+    }
+    for (int j = 0; j < p; ++j) { /* D: the unit-diagonal Hessian of the weighted problem */
+        double *Tj = T + (long)j * n, *Aj = At + (long)j * k;
+        double reg = s->reg * h->sq[j] + 1e-12; /* N's column j: e_j above, -X_x[:, j] below */
+        for (int i = p; i < n; ++i) reg += (s->reg * h->sq[i] + 1e-12) * Tj[i] * Tj[i];
+        const double inv = 1.0 / sqrt(sumsq(Aj, k) + reg);
+        Tj[j] = inv;
+        for (int i = p; i < n; ++i) Tj[i] *= inv;
+        for (int i = 0; i < k; ++i) Aj[i] *= inv;
+    }
+    return WBC_FEASIBLE;
+}
+
+/* Steps 2 to 4 over every level; WBC_FEASIBLE with s->u the hierarchy's solution. */
+static int hierarchy_levels(wbc_hierarchy_data *h) {
+    wbc_shortcut_data *s = h->s;
+    const int k = s->k, p = s->p, n = p + s->m, one = 1;
+    const double d_one = 1.0, d_zero = 0.0, d_minus = -1.0;
+    int nz = p, info = 0, code = WBC_FEASIBLE;
+    int identity = 1; /* Z = I (level 0) */
+    memset(h->xi, 0, sizeof(double) * (size_t)p);
+    memset(h->above, 0, sizeof(double) * (size_t)n);
+    h->solved = 0;
+    for (int lev = 0; lev < h->nlev; ++lev) {
+        const int64_t *rows = h->lev_rows + h->lev_start[lev];
+        const int kr = (int)(h->lev_start[lev + 1] - h->lev_start[lev]), ld = kr + s->m;
+        const int last = lev == h->nlev - 1;
+        double *K = h->K, *e = h->e;
+        const int64_t r0 = kr ? rows[0] : 0;
+        const int block = kr == 0 || rows[kr - 1] - r0 == kr - 1; /* the level's rows are consecutive */
+        for (int i = 0; i < n; ++i) { /* this level's regularization */
+            const double *Ai = s->A + (long)i * k;
+            double a = 0.0;
+            if (block) {
+                a = sumsq(Ai + r0, kr);
+            } else {
+                for (int r = 0; r < kr; ++r) a += Ai[rows[r]] * Ai[rows[r]];
+            }
+            h->above[i] += a;
+            h->sr[i] = sqrt(s->reg * (last ? h->above[i] : h->above[i] + h->floor_[i]) + 1e-12);
+        }
+        /* R = diag(sr) T = [diag(a); R_f], a = sr_x D (T's actuator block is D, u0's is 0): K holds
+         * At_k and R_f (m rows), the diagonal rows enter H and g as diag(a) Z */
+        double *a = h->sq, *ed = h->sv;
+        for (int j = 0; j < p; ++j) { /* K = [At_k; R_f] */
+            double *Kj = K + (long)j * ld;
+            const double *Atj = h->At + (long)j * k, *Tj = h->T + (long)j * n;
+            if (block) {
+                memcpy(Kj, Atj + r0, sizeof(double) * (size_t)kr);
+            } else {
+                for (int r = 0; r < kr; ++r) Kj[r] = Atj[rows[r]];
+            }
+            for (int i = p; i < n; ++i) Kj[kr + i - p] = h->sr[i] * Tj[i];
+            a[j] = h->sr[j] * Tj[j];
+            ed[j] = -a[j] * h->xi[j];
+        }
+        for (int r = 0; r < kr; ++r) e[r] = h->bt[rows[r]];
+        for (int i = p; i < n; ++i) e[kr + i - p] = -h->sr[i] * h->u0[i];
+        if (!identity) s->dgemv("N", &ld, &p, &d_minus, K, &ld, h->xi, &one, &d_one, e, &one); /* e -= K xi */
+        const double *S = K;
+        int lds = ld; /* S's leading dimension */
+        if (identity) { /* H = K^T K + diag(a^2), g = K^T e + a ed */
+            s->dsyrk("L", "T", &nz, &ld, &d_one, S, &ld, &d_zero, h->H, &nz);
+            s->dgemv("T", &ld, &nz, &d_one, S, &ld, e, &one, &d_zero, h->z, &one);
+            for (int j = 0; j < p; ++j) {
+                h->H[j + (long)j * nz] += a[j] * a[j];
+                h->z[j] += a[j] * ed[j];
+            }
+        } else { /* S = [K Z; diag(a) Z], e = [e; ed]: H = S^T S, g = S^T e */
+            lds = ld + p;
+            s->dgemm("N", "N", &ld, &nz, &p, &d_one, K, &ld, h->Z, &p, &d_zero, h->S, &lds);
+            S = h->S;
+            for (int c = 0; c < nz; ++c) {
+                double *W = h->S + (long)c * lds + ld;
+                const double *Zc = h->Z + (long)c * p;
+                for (int i = 0; i < p; ++i) W[i] = a[i] * Zc[i];
+            }
+            memcpy(e + ld, ed, sizeof(double) * (size_t)p);
+            s->dsyrk("L", "T", &nz, &lds, &d_one, S, &lds, &d_zero, h->H, &nz);
+            s->dgemv("T", &lds, &nz, &d_one, S, &lds, e, &one, &d_zero, h->z, &one);
+        }
+        s->dpotrf("L", &nz, h->H, &nz, &info);
+        if (info) return WBC_FAILED;
+        s->dpotrs("L", &nz, &one, h->H, &nz, h->z, &nz, &info);
+        if (info) return WBC_FAILED;
+        if (identity) {
+            for (int j = 0; j < p; ++j) h->xi[j] += h->z[j];
+        } else {
+            s->dgemv("N", &p, &nz, &d_one, h->Z, &p, h->z, &one, &d_one, h->xi, &one);
+        }
+        code = hierarchy_u(h);
+        if (code != WBC_FEASIBLE) return code;
+        h->solved = lev + 1;
+        if (last) break;
+        /* the directions this level leaves free: At_k Z's null space (singular values <= rank_tol |At_k|) */
+        double scale = 0.0;
+        for (int j = 0; j < p; ++j) {
+            const double *Kj = K + (long)j * ld;
+            for (int r = 0; r < kr; ++r) scale += Kj[r] * Kj[r];
+        }
+        scale = fmax(sqrt(scale), 1e-300);
+        if (identity) {
+            memset(h->Z, 0, sizeof(double) * (size_t)p * (size_t)p);
+            for (int j = 0; j < p; ++j) h->Z[j + (long)j * p] = 1.0;
+            identity = 0;
+        }
+        const int t = kr < nz ? kr : nz;
+        double *Rt = h->work, *beta = h->work + (long)kr * t;
+        const int nfree = null_space(p, kr, nz, S, lds, h->rank_tol * scale, h->Z, h->Z2, h->Mc, beta, Rt, h->Vt, h->sv);
+        if (nfree < 0) return WBC_FAILED;
+        if (nfree == 0) break;
+        memcpy(h->Z, h->Z2, sizeof(double) * (size_t)p * (size_t)nfree);
+        nz = nfree;
+    }
+    return code;
+}
+
+/* The levels on the current outputs (gathered; the costs assembled where some are rows of Bhat):
+ * WBC_FEASIBLE (s->u the hierarchy's solution), WBC_INFEASIBLE (a level's minimizer breaks a row of
+ * C u <= d) or WBC_FAILED. */
+int wbc_hierarchy(wbc_hierarchy_data *h) {
+    wbc_shortcut_data *s = h->s;
+    if (s->na) assemble_costs(s, 0, s->p + s->m, s->A_full, s->k); /* s->A is A_full */
+    const int code = hierarchy_reduce(h);
+    return code == WBC_FEASIBLE ? hierarchy_levels(h) : code;
+}
+
+/* wbc_step's counterpart: the checks, the kernel, the gathers, the levels, the command. */
+int wbc_hierarchy_step(wbc_hierarchy_data *h) {
+    wbc_shortcut_data *s = h->s;
+    const int n = s->p + s->m, nv = s->nv;
+    double t0 = now_us();
+    if (wbc_check_state(s) != WBC_FEASIBLE) return WBC_BAD_INPUT;
+    if (s->kernel(s->arg, s->res, s->iw, s->w, 0)) return WBC_KERNEL_FAILED;
+    double t1 = now_us();
+    s->t_kernel = t1 - t0;
+    gather(s);
+    int code = wbc_hierarchy(h);
+    if (code == WBC_FEASIBLE) code = command(s);
+    s->t_qp = now_us() - t1;
+    if (code == WBC_FEASIBLE) {
+        double *tail = s->out + n + nv + s->ne + s->ncontact;
+        tail[0] = s->t_kernel;
+        tail[1] = s->t_qp;
+    }
+    return code;
+}
+
+#ifdef WBC_WITH_PYTHON
+/* wbc_hierarchy_step on Python objects q and v (as wbc_step_objects). */
+int wbc_hierarchy_step_objects(wbc_hierarchy_data *h, PyObject *q, PyObject *v) {
+    wbc_shortcut_data *s = h->s;
+    if (!take_vector(s, q, s->nq, (double *)s->q) || !take_vector(s, v, s->nv, (double *)s->v)) {
+        return WBC_NOT_VECTORS;
+    }
+    return wbc_hierarchy_step(h);
+}
+#endif
+
+#define WBC_HFIELD(name) {#name, (long)offsetof(wbc_hierarchy_data, name)}
+static const wbc_abi_entry_t wbc_hierarchy_fields[] = {
+    WBC_HFIELD(s),     WBC_HFIELD(nlev),     WBC_HFIELD(kmax),      WBC_HFIELD(lwork), WBC_HFIELD(solved),
+    WBC_HFIELD(rank_tol), WBC_HFIELD(lev_rows), WBC_HFIELD(lev_start), WBC_HFIELD(sq), WBC_HFIELD(above),
+    WBC_HFIELD(floor_), WBC_HFIELD(sr),      WBC_HFIELD(T),         WBC_HFIELD(u0),    WBC_HFIELD(At),
+    WBC_HFIELD(bt),    WBC_HFIELD(K),        WBC_HFIELD(e),         WBC_HFIELD(S),     WBC_HFIELD(H),
+    WBC_HFIELD(Z),     WBC_HFIELD(Z2),       WBC_HFIELD(xi),        WBC_HFIELD(z),     WBC_HFIELD(Vt),
+    WBC_HFIELD(sv),    WBC_HFIELD(Mc),       WBC_HFIELD(work),
+};
+
+size_t wbc_hierarchy_abi_size(void) { return sizeof(wbc_hierarchy_data); }
+
+/* Field i of wbc_hierarchy_data: its name and *offset, or NULL past the end. */
+const char *wbc_hierarchy_abi_entry(int i, long *value) {
+    if (i < 0 || i >= (int)(sizeof wbc_hierarchy_fields / sizeof wbc_hierarchy_fields[0])) return NULL;
+    *value = wbc_hierarchy_fields[i].value;
+    return wbc_hierarchy_fields[i].name;
+}
