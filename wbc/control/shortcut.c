@@ -58,6 +58,8 @@ typedef void dgemv_t(const char *, const int *, const int *, const double *, con
 typedef void dsyrk_t(const char *, const char *, const int *, const int *, const double *, const double *,
                      const int *, const double *, double *, const int *);
 typedef void dpotrf_t(const char *, const int *, double *, const int *, int *);
+typedef void dpotrs_t(const char *, const int *, const int *, const double *, const int *, double *, const int *,
+                      int *);
 typedef int kernel_t(const double **, double **, long long *, double *, int);
 
 typedef struct {
@@ -108,6 +110,7 @@ typedef struct {
     dgemv_t *dgemv;
     dsyrk_t *dsyrk;
     dpotrf_t *dpotrf;
+    dpotrs_t *dpotrs; /* (hierarchy.c's levels; the shortcut's solves are loops) */
     double t_kernel, t_qp; /* out (wbc_step): microseconds in the checks and the kernel, in the rest */
     const double *Cdense;  /* (nc, p+m) row-major: C's constant rows (zero on the traced rows) */
     const int64_t *traced_at; /* (nc,) each row's row in G, or -1 */
@@ -758,7 +761,7 @@ static const wbc_abi_entry_t wbc_fields[] = {
     WBC_FIELD(res),      WBC_FIELD(iw),     WBC_FIELD(w),         WBC_FIELD(q),         WBC_FIELD(v),
     WBC_FIELD(nq),       WBC_FIELD(n_unit), WBC_FIELD(check),     WBC_FIELD(unit_tol),  WBC_FIELD(unit),
     WBC_FIELD(a0),       WBC_FIELD(Bhat),   WBC_FIELD(errors),    WBC_FIELD(normal),    WBC_FIELD(out),
-    WBC_FIELD(dgemm),    WBC_FIELD(dgemv),  WBC_FIELD(dsyrk),     WBC_FIELD(dpotrf),
+    WBC_FIELD(dgemm),    WBC_FIELD(dgemv),  WBC_FIELD(dsyrk),     WBC_FIELD(dpotrf),    WBC_FIELD(dpotrs),
     WBC_FIELD(t_kernel), WBC_FIELD(t_qp),   WBC_FIELD(Cdense),    WBC_FIELD(traced_at), WBC_FIELD(vector_type),
     WBC_FIELD(ngather),  WBC_FIELD(gather_len), WBC_FIELD(gather_src), WBC_FIELD(gather_idx), WBC_FIELD(gather_dst),
     WBC_FIELD(nh),       WBC_FIELD(h_rows), WBC_FIELD(h_index),   WBC_FIELD(h_sign),    WBC_FIELD(h_at),

@@ -54,7 +54,7 @@ FLAGS = ("-O3", "-fPIC", "-shared", "-fno-math-errno")
 _P = ctypes.c_void_p
 
 #: The BLAS and LAPACK routines the C code calls, from SciPy's (``scipy.linalg.cython_blas``/``cython_lapack``).
-ROUTINES = ("dgemm", "dgemv", "dsyrk", "dpotrf")
+ROUTINES = ("dgemm", "dgemv", "dsyrk", "dpotrf", "dpotrs")
 
 _INTS = ("k", "p", "m", "nc", "ng", "c0", "nspan", "nb", "nt", "nv", "ne", "ncontact")
 _POINTERS = (
