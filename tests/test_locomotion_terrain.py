@@ -164,3 +164,28 @@ def test_a_capture_point_beyond_the_loaded_foot_is_captured_only_by_crossing():
     assert swing.window != swing.lateral_window, "ahead first, then across"
     mid = swing.state(0.5 * (swing.t_start + swing.t_end)).position
     assert mid[1] > right.position[1] + SHAPE.width / 2, "still on its side halfway"
+
+
+def test_a_crossover_step_is_ahead_of_the_stance_sole_before_it_crosses_and_is_not_rushed():
+    """The crossing swing moves across only once it is wholly ahead of the stance sole (starting
+    across beside it, Talos's leg was held by the legs' collision limit and landed 0.2 s late);
+    its swing is at least ``min_cross_swing`` long."""
+    left, right = START
+    com, velocity = np.array([0.0, -0.03, 0.87]), np.array([0.0, -0.4, 0.0])
+    limits = LIMITS.scaled(max_forward=0.4, max_backward=0.1, max_cross=0.17)
+    fast = CaptureStepPlanner(PARAMS, SHAPE, limits).recovery(1.0, com, velocity, {Foot.LEFT: left, Foot.RIGHT: right})
+    slow = CaptureStepPlanner(PARAMS, SHAPE, limits, min_cross_swing=0.5).recovery(
+        1.0, com, velocity, {Foot.LEFT: left, Foot.RIGHT: right}
+    )
+    assert fast.step.touchdown - fast.step.liftoff < 0.5, "unconstrained, the shortest swing captures best"
+    for plan in (fast, slow):
+        assert plan.step.footstep.position[1] < right.position[1], "a crossing step"
+    assert slow.step.touchdown - slow.step.liftoff >= 0.5 - 1e-9
+    swing = slow.timeline.swings[0]
+    y0 = swing.state(swing.t_start).position[1]
+    for t in np.linspace(swing.t_start, swing.t_end, 401):
+        p = swing.state(t).position
+        if abs(p[1] - y0) > 1e-4:
+            assert right.to_local(p)[0] >= SHAPE.length + LIMITS.clearance - 1e-6, f"across before ahead at {t:.3f} s"
+    with pytest.raises(InputError, match="min_cross_swing"):
+        CaptureStepPlanner(PARAMS, SHAPE, limits, min_cross_swing=-0.1)

@@ -89,7 +89,7 @@ def test_a_lateral_push_toward_the_loaded_foot_is_met_by_a_crossover_step():
     )
     qs = []
     run = walker.run(
-        1.7,
+        2.0,
         pushes=[(1.0, np.array([0.0, -540.0, 0.0]), 0.1)],
         recover=True,
         progress=False,

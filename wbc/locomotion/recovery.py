@@ -163,6 +163,9 @@ class CaptureStepPlanner:
         dcm_tolerance: :meth:`adjust` leaves a plan alone while the measured DCM is within this
             distance of the planned one (m): small errors are the stabilizer's (a far-off step
             barely moves today's DCM, so matching a millimetre with it would move it by centimetres).
+        min_cross_swing: shortest swing of a crossover step, s: it goes around the stance leg (ahead,
+            then across), farther than a step on its own side, and a swing the leg cannot follow
+            lands late, the DCM running on meanwhile.
     """
 
     def __init__(
@@ -181,6 +184,7 @@ class CaptureStepPlanner:
         min_remaining: float = 0.05,
         zmp_margin: float = 0.02,
         dcm_tolerance: float = 0.02,
+        min_cross_swing: float = 0.0,
     ) -> None:
         if not isinstance(params, GaitParameters):
             raise InputError(f"params must be GaitParameters, got {type(params).__name__}")
@@ -206,6 +210,7 @@ class CaptureStepPlanner:
             ("min_remaining", min_remaining),
             ("zmp_margin", zmp_margin),
             ("dcm_tolerance", dcm_tolerance),
+            ("min_cross_swing", min_cross_swing),
         ):
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
                 raise InputError(f"capture-step planner: {name} must be finite and >= 0, got {v!r}")
@@ -221,6 +226,7 @@ class CaptureStepPlanner:
         self.timing_weight = float(timing_weight)
         self.min_remaining = float(min_remaining)
         self.dcm_tolerance = float(dcm_tolerance)
+        self.min_cross_swing = float(min_cross_swing)
         self.zmp_margin = min(float(zmp_margin), shape.length / 2, shape.width / 2)
 
     # ------------------------------------------------------------------------------- decision
@@ -375,7 +381,8 @@ class CaptureStepPlanner:
                     t_lift = step.touchdown + p.double_support
                     template.append(TimedStep(closing, t_lift, t_lift + p.single_support))
                 candidates.append((template, np.zeros(2), float(T)))
-                if self.limits.max_cross > 0:  # the same step crossing over, ahead of the stance foot
+                if self.limits.max_cross > 0 and self.min_cross_swing - 1e-12 <= T:
+                    # the same step crossing over, ahead of the stance foot
                     candidates.append((template, np.zeros(2), float(T), True))
         best = self._best(t, feet, candidates, zmp0, omega, xi)
         return self._plan(t, feet, best, com, zmp0, omega, xi)
@@ -421,8 +428,11 @@ class CaptureStepPlanner:
         z_nominal = stance.to_local(timeline.evaluate(step.touchdown)["zmp"][0])[0:2]
         swing0 = timeline.swings[j] if step.liftoff < t else None
         touchdowns = {float(step.touchdown)}
+        shortest = self.min_cross_swing if crossing else 0.0
         touchdowns.update(
-            float(step.liftoff + T) for T in self.swing_durations if step.liftoff + T >= t + self.min_remaining
+            float(step.liftoff + T)
+            for T in self.swing_durations
+            if step.liftoff + T >= t + self.min_remaining and shortest - 1e-12 <= T
         )
         candidates: list[tuple] = []
         for touchdown in sorted(touchdowns):

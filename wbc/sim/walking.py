@@ -210,6 +210,9 @@ MAX_CROSS = 1.5
 CROSS_REACH = 0.4
 #: ... after a weight transfer this short (s: pushed toward the stance foot, it is loaded already) ...
 CROSS_TRANSFER = 0.05
+#: ... swinging at least this long (s: Talos's crossing foot planned for 0.3 s lagged its reference
+#: by up to 0.2 m and landed 0.21 s late, pushed 540 N sideways) ...
+CROSS_MIN_SWING = 0.4
 #: ... planned for a centre of pressure this far inside the stance sole (m: a foot pushed to its edge
 #: rolls; the step lands farther out instead) ...
 CROSS_ZMP_MARGIN = 0.045
@@ -218,13 +221,14 @@ CROSS_ZMP_MARGIN = 0.045
 CROSS_DCM_TOLERANCE = 0.02
 #: ... the swing ending with this downward speed (m/s), so that a lagging foot still strikes on time ...
 CROSS_TOUCHDOWN_SPEED = 0.2
-#: ... and the legs' collision capsules kept this far apart (m) while a foot is off or leaving the
-#: ground ...
+#: ... and the legs' collision capsules kept this far apart (m) while a foot is off the ground ...
 LEG_MARGIN = 0.01
-#: ... and this far while both stand (m): planted feet do not cross, and the barrier at
-#: :data:`LEG_MARGIN` made the QP infeasible while a lateral push moved the pelvis (the legs'
-#: capsules 1.8 cm apart approaching: measured at 540 N, from 0.06 s into the push) and its
-#: fallback softened the contacts, unloading both feet (to 6 and 8 N) before the crossing step.
+#: ... and this far while both feet are on it (m; a foot releasing its load included): planted feet
+#: do not cross, and the barrier at :data:`LEG_MARGIN` made the QP infeasible while a lateral push
+#: moved the pelvis (the legs' capsules 1.8 cm apart approaching: measured at 540 N, from 0.06 s into
+#: the push) and its fallback softened the contacts, unloading both feet (to 6 and 8 N) before the
+#: crossing step; switched on at the release instead of the lift-off, it still did (1.4 cm apart,
+#: 11 ms into the release, with the crossing step of :data:`CROSS_MIN_SWING`).
 STANCE_LEG_MARGIN = 0.0
 #: The legs' links checked against each other: the last this many joints of each leg (thigh, shin,
 #: ankle, foot) ...
@@ -330,9 +334,9 @@ class Walker:
             flat floor. Landed feet are held on the surface under them (its height and normal).
         crossover: recovery steps may cross over in front of the stance foot (``max_cross`` of
             :data:`MAX_CROSS` stance widths; forward reach :data:`CROSS_REACH`; weight transfer
-            :data:`CROSS_TRANSFER`; swings landing at :data:`CROSS_TOUCHDOWN_SPEED`), with the legs kept
-            :data:`LEG_MARGIN` apart by a :class:`wbc.SelfCollisionLimit` on their collision
-            capsules (:func:`leg_collision_pairs`).
+            :data:`CROSS_TRANSFER`; swings of at least :data:`CROSS_MIN_SWING` landing at
+            :data:`CROSS_TOUCHDOWN_SPEED`), with the legs kept :data:`LEG_MARGIN` apart by a
+            :class:`wbc.SelfCollisionLimit` on their collision capsules (:func:`leg_collision_pairs`).
         recovery_tolerance: take a recovery step whose plan leaves at most this much of the DCM
             uncaptured, m (:class:`wbc.locomotion.GaitSequencer`).
         faults: model errors, sensor noise, latency, actuator limits (:mod:`wbc.sim.faults`): the
@@ -420,16 +424,22 @@ class Walker:
             crouch=gait.crouch,
         )
         self.limits = loco.StepLimits(**gait.limits)
-        transfer, zmp_margin = 0.1, 0.02
+        transfer, zmp_margin, min_cross_swing = 0.1, 0.02, 0.0
         if crossover:  # wider reach, a quicker lift-off, and feet that strike the ground on time
             self.limits = self.limits.scaled(max_cross=MAX_CROSS * self.limits.width, max_forward=CROSS_REACH)
             self.params = dataclasses.replace(self.params, touchdown_velocity=CROSS_TOUCHDOWN_SPEED)
-            transfer, zmp_margin = CROSS_TRANSFER, CROSS_ZMP_MARGIN
+            transfer, zmp_margin, min_cross_swing = CROSS_TRANSFER, CROSS_ZMP_MARGIN, CROSS_MIN_SWING
             dcm_tolerance = min(dcm_tolerance, CROSS_DCM_TOLERANCE)
         self.rise = self.params.double_support if rise is None else rise
         self.stabilizer = loco.DCMStabilizer(k_dcm=gait.k_dcm if k_dcm is None else k_dcm, margin=0.01)
         self.planner = loco.CaptureStepPlanner(
-            self.params, self.shape, self.limits, dcm_tolerance=dcm_tolerance, transfer=transfer, zmp_margin=zmp_margin
+            self.params,
+            self.shape,
+            self.limits,
+            dcm_tolerance=dcm_tolerance,
+            transfer=transfer,
+            zmp_margin=zmp_margin,
+            min_cross_swing=min_cross_swing,
         )
         self.adjust = adjust
         self.clip_zmp = clip_zmp
@@ -596,7 +606,8 @@ class Walker:
             s = self.sensing(t)
             out = seq.update(s, DT)
             if self.legs_limit is not None:  # see STANCE_LEG_MARGIN
-                self.legs_limit.set(margin=LEG_MARGIN if seq.walking else STANCE_LEG_MARGIN)
+                swinging = any(p is FootPhase.SWING for p in seq.phase.values())
+                self.legs_limit.set(margin=LEG_MARGIN if swinging else STANCE_LEG_MARGIN)
             if i % 10 == 0:
                 for f, frame in self.frame.items():
                     if seq.phase[f] is not FootPhase.SWING:
