@@ -11,6 +11,7 @@ import pytest
 import wbc
 from tests.helpers import lockstep, talos_standing
 from wbc import robots
+from wbc.codegen.cache import find_compiler
 from wbc.control.outputs import StepOutputs
 from wbc.control.qp import least_squares_by_elimination
 from wbc.control.schedule import ContactSchedule
@@ -19,7 +20,7 @@ from wbc.control.shortcut_library import shortcut_library
 from wbc.control.solvers import DaqpSolver
 from wbc.control.strategies import StepPlan, WorkingSet
 
-pytestmark = pytest.mark.skipif(shortcut_library() is None, reason="no C compiler: the numpy path runs")
+pytestmark = pytest.mark.skipif(find_compiler() is None, reason="no C compiler: the numpy path runs")
 
 
 def _random_problem(rng, k, p, m, nc, nt, nh=0):
