@@ -161,12 +161,16 @@ def test_a_dropped_controller_is_freed_at_once():
 
     ctrl, spec = _talos()
     ctrl.step(spec.q0, np.zeros(spec.model.nv))
-    ref = weakref.ref(ctrl)
+    shortcuts = {id(p.shortcut): p.shortcut for p in ctrl._plans.values() if p.shortcut is not None}
+    assert shortcuts and all(s.attached for s in shortcuts.values())
+    refs = [weakref.ref(ctrl)] + [weakref.ref(s) for s in shortcuts.values()]
+    refs += [weakref.ref(s._kernel_library) for s in shortcuts.values()]  # the kernel's library, opened again
+    del shortcuts
     enabled = gc.isenabled()
     gc.disable()
     try:
         del ctrl
-        assert ref() is None
+        assert [r() for r in refs] == [None] * len(refs)
     finally:
         if enabled:
             gc.enable()

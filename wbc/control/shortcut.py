@@ -333,8 +333,10 @@ class CompiledShortcut:
         self.step = functools.partial(self._library.step, self._ref)
         self.check_state = functools.partial(self._library.check_state, self._ref)
         if self._library.step_method and not sysconfig.get_config_var("Py_GIL_DISABLED"):
-            # a builtin (one C call, no ctypes conversions); self keeps the struct and its buffers alive
-            self.step_objects = new_builtin(self._library.step_method, (self._ref, self))
+            # a builtin (one C call, no ctypes conversions) holding the struct and every buffer it points
+            # into (this object's attributes, not the object: no reference cycle, so a dropped controller
+            # unloads its kernel at once, before a rebuilt library may take the same path)
+            self.step_objects = new_builtin(self._library.step_method, (self._ref, tuple(vars(self).values())))
         elif self._library.step_objects is not None:
             self.step_objects = functools.partial(self._library.step_objects, self._ref)
         self.attached = True
