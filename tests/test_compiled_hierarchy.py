@@ -16,14 +16,23 @@ import wbc
 from tests.helpers import assert_close, eom_residual, robot_case
 from tests.test_hierarchy import _near_elbow_limit, _set_levels, _state, _targets, talos_levels
 from wbc import tasks
+from wbc.codegen.cache import find_compiler
 from wbc.control import compiled_hierarchy
 from wbc.control.compiled_hierarchy import CompiledHierarchy, hierarchy_library
 from wbc.control.hierarchy import LexicographicSolver
 from wbc.control.shortcut import FEASIBLE, INFEASIBLE
+from wbc.control.shortcut_library import shortcut_library
 from wbc.control.strategies import Hierarchy, OneCall
 from wbc.errors import CompileError
 
-pytestmark = pytest.mark.skipif(hierarchy_library() is None, reason="no C compiler")
+pytestmark = pytest.mark.skipif(find_compiler() is None, reason="no C compiler")
+
+
+def test_the_shipped_c_builds_where_a_compiler_is():
+    """With a C compiler, ``shortcut.c`` and ``hierarchy.c`` build (a build error is a failure here,
+    not the numpy path running silently)."""
+    assert shortcut_library() is not None
+    assert hierarchy_library() is not None
 
 
 def _compiled(ctrl) -> CompiledHierarchy:

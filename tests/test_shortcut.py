@@ -11,6 +11,7 @@ import pytest
 import wbc
 from tests.helpers import lockstep, talos_standing
 from wbc import robots
+from wbc.codegen.cache import find_compiler
 from wbc.control.outputs import StepOutputs
 from wbc.control.qp import least_squares_by_elimination
 from wbc.control.schedule import ContactSchedule
@@ -19,7 +20,7 @@ from wbc.control.shortcut_library import shortcut_library
 from wbc.control.solvers import DaqpSolver
 from wbc.control.strategies import StepPlan, WorkingSet
 
-pytestmark = pytest.mark.skipif(shortcut_library() is None, reason="no C compiler: the numpy path runs")
+pytestmark = pytest.mark.skipif(find_compiler() is None, reason="no C compiler: the numpy path runs")
 
 
 def _random_problem(rng, k, p, m, nc, nt, nh=0):
@@ -94,6 +95,28 @@ def test_compiled_shortcut_refuses_a_singular_delassus_matrix():
     outputs, layout = _random_problem(rng, 10, 4, 3, 5, 0)
     outputs.b[0] = np.nan
     assert CompiledShortcut(shortcut_library(), layout, outputs)(1e-8) == FAILED
+
+
+@pytest.mark.parametrize("m", [1, 2, 12, 24])
+def test_compiled_shortcut_delassus_solve(m):
+    """The Delassus matrix's factor and solve (loops in shortcut.c, not LAPACK): ``X = Λ⁻¹[E_x, b_eq]``
+    to 1e-13 against numpy, for one to four 6D contacts; a pivot that is negative (Λ indefinite) or
+    NaN anywhere in ``Λ``'s lower triangle is refused, never a NaN answer."""
+    rng = np.random.default_rng(m)
+    p = 30
+    outputs, layout = _random_problem(rng, 40, p, m, 5, 0)
+    fast = CompiledShortcut(shortcut_library(), layout, outputs)
+    assert fast(1e-8) in (FEASIBLE, INFEASIBLE)
+    Lam, rhs = outputs.A_eq[:, p:], np.column_stack([outputs.A_eq[:, :p], outputs.b_eq])
+    X = np.linalg.solve(Lam, rhs)
+    assert np.abs(fast.X - X).max() <= 1e-13 * np.linalg.cond(Lam) * np.abs(X).max()
+    L = np.tril(fast.L)  # the factor (the upper triangle is work)
+    assert np.abs(L @ L.T - Lam).max() <= 1e-14 * m * np.abs(Lam).max()
+    for poison in (-1.0, np.nan):
+        bad = outputs.A_eq.copy(order="F")
+        bad[m - 1, p + m - 1] = poison * (1.0 if np.isnan(poison) else np.abs(Lam).sum())  # the last pivot
+        broken = outputs._replace(A_eq=bad)
+        assert CompiledShortcut(shortcut_library(), layout, broken)(1e-8) == FAILED
 
 
 def _talos(limits: bool):
@@ -246,10 +269,12 @@ def test_fused_step_refuses_bad_states_by_name():
     assert np.isfinite(cmd.tau).all()
 
 
-def test_warm_started_binding_steps_equal_the_full_qp():
+def test_warm_started_binding_steps_equal_the_full_qp(monkeypatch):
     """Talos leaning toward a CoM target 5 cm to the side with joint limits on: the grippers (at their
     URDF limit) and the stance bind at every step; each step's answer, warm-started from the previous
-    step's active rows, is the full QP's (to 1e-6), and the warm start is in use."""
+    step's active rows, is the full QP's (to 1e-6), the warm start is in use, and every binding step is
+    answered by the QP in C (the solver's working set, its fallback, never runs)."""
+    monkeypatch.setattr(WorkingSet, "solve", lambda self: pytest.fail("the C binding QP failed"))
     ctrl, spec, com = _talos(limits=True)
     model = spec.model
     q, v = spec.q0.copy(), np.zeros(model.nv)
@@ -522,3 +547,87 @@ def test_placements_measured_leave_given_and_unmeasurable_contacts_alone():
     schedule.place_measured(measured)
     assert schedule.pending == [] and np.array_equal(schedule.parameters("c")[4:16], measured[2])
     assert np.array_equal(schedule.parameters("b")[4:16], measured[1])
+
+
+def _binding_reference(fast, tolerance):
+    """The binding step's QP over every row of ``C u ≤ d`` by daqp (reduce + least_distance + expand)."""
+    fast.working[:] = True
+    r = fast.reduce(tolerance)
+    answer = DaqpSolver().least_distance(fast.M[:r].copy(), fast.h[:r].copy(), fast.y0.copy())
+    assert answer is not None
+    assert fast.expand(answer[0]) == FEASIBLE
+    return fast.u.copy(), fast.rows[:r][answer[1]]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_binding_qp_in_c_equals_daqp(seed):
+    """Random binding problems (constant, bound, traced and B̂ rows; rows strictly feasible at a random
+    point that satisfies the equalities, many broken at the minimizer): the QP in C (dual active set)
+    equals daqp's answer over every row (to 1e-12, more as the Hessian's condition number grows: both
+    are exact, rounding differs), satisfies ``C u ≤ d``, its active rows hold with
+    equality as daqp's do, and started warm from them it gives the same answer."""
+    rng = np.random.default_rng(100 + seed)
+    k, p, m = int(rng.integers(8, 40)), int(rng.integers(4, 33)), int(rng.integers(1, 13))
+    nc = int(rng.integers(10, 80))
+    outputs, layout = _random_problem(rng, k, p, m, nc, 0 if seed % 2 else 5, 0 if seed % 3 == 0 else 8)
+    fast = CompiledShortcut(shortcut_library(), layout, outputs)
+    d, C = outputs.d, _dense_C(layout, outputs)
+    d[:] = 1.0
+    assert fast(1e-6) in (FEASIBLE, INFEASIBLE)
+    x = fast.u[:p] + rng.standard_normal(p) * np.abs(fast.u).max()  # a point on the equalities
+    inside = np.concatenate([x, fast.X[:, p] - fast.X[:, :p] @ x])
+    Ci = C @ inside
+    tolerance = 1e-6  # the controller's (the active rows hold to rounding in u: ~1e-8 on these)
+    d[:] = Ci + rng.uniform(0.01, 0.3, nc) * (1.0 + np.abs(Ci)) + tolerance
+    assert fast(1e-6) == INFEASIBLE
+    fast.binding_active[:] = False
+    assert fast.binding(tolerance) == FEASIBLE
+    u, active = fast.u.copy(), np.flatnonzero(fast.binding_active)
+    assert (fast.Cu <= d).all()
+    expected, expected_active = _binding_reference(fast, tolerance)
+    scale = np.abs(expected).max()
+    condition = np.linalg.cond(np.tril(fast.H[:, :p])) ** 2  # of the actuators' Hessian (its factor in H)
+    assert np.abs(u - expected).max() <= (1e-12 + 1e-16 * condition) * scale  # two exact methods
+    tight = np.abs(fast.Cu - (d - tolerance)) <= 1e-7 * (1.0 + np.abs(d))  # at the answer
+    assert active.size and tight[active].all() and tight[expected_active].all()
+    assert fast(1e-6) == INFEASIBLE  # the same problem again, warm: the same answer
+    assert fast.binding(tolerance) == FEASIBLE
+    assert np.abs(fast.u - u).max() <= (1e-12 + 1e-16 * condition) * scale
+
+
+def test_binding_qp_in_c_reports_contradicting_rows():
+    """Two rows that cannot both hold (``c u ≤ -1`` and ``-c u ≤ -1``): INFEASIBLE, never an answer."""
+    rng = np.random.default_rng(5)
+    outputs, layout = _random_problem(rng, 12, 6, 3, 4, 0)
+    row = rng.standard_normal(9)
+    layout._C[:2] = [row, -row]
+    layout._C[2:] = 0.0
+    fast = CompiledShortcut(shortcut_library(), layout, outputs)
+    outputs.d[:] = [-1.0, -1.0, 1.0, 1.0]
+    assert fast(1e-6) == INFEASIBLE
+    assert fast.binding(1e-9) == INFEASIBLE
+    assert not fast.binding_active.any()
+
+
+def test_one_call_step_is_a_builtin():
+    """With CPython's headers, the one-call step is a builtin taking ``(q, v)`` (no ctypes conversions):
+    it answers as the ctypes routine, refuses a wrong number of arguments with a TypeError, and answers
+    NOT_VECTORS (nothing done) for what it does not read in C."""
+    from wbc.codegen.builtins import is_builtin
+    from wbc.control.shortcut import NOT_VECTORS
+
+    library = shortcut_library()
+    if not library.step_method:
+        pytest.skip("built without CPython's headers")
+    ctrl, spec, _ = _talos(False)
+    q, v = spec.q0.copy(), np.zeros(spec.model.nv)
+    ctrl.step(q, v)
+    fast = ctrl._plan.shortcut
+    assert is_builtin(fast.step_objects)
+    assert fast.step_objects(q, v) == FEASIBLE
+    out = fast.out.copy()
+    assert library.step_objects(fast._ref, q, v) == FEASIBLE
+    assert np.array_equal(fast.out[:-2], out[:-2])  # the same command (the timings aside)
+    with pytest.raises(TypeError, match="two arguments"):
+        fast.step_objects(q)
+    assert fast.step_objects(list(q), v) == NOT_VECTORS

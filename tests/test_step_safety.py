@@ -126,7 +126,7 @@ def test_shortcut_c_compiles_without_warnings(with_python):
     assert out.returncode == 0, out.stderr
 
 
-@pytest.mark.skipif(shortcut_library() is None, reason="no compiled shortcut")
+@pytest.mark.skipif(find_compiler() is None, reason="no C compiler")
 def test_a_library_of_another_abi_is_refused(monkeypatch):
     """The library exports its struct's size, fields and offsets and its return codes: a declaration
     on the Python side that differs from them is refused at load, naming what differs."""

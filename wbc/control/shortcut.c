@@ -6,8 +6,12 @@
  * Layout.feasible are its numpy references in the tests). Compiled once per machine through the
  * project's kernel cache (wbc.control.shortcut_library) and called through ctypes with one pointer;
  * the library exports the struct's size, its fields' offsets and the return codes (wbc_abi_*), which
- * the Python side checks against its own declaration when it loads the library. The dense products and factorizations call the BLAS and LAPACK SciPy ships
- * (their addresses come from scipy.linalg.cython_blas / cython_lapack, passed in the struct); the
+ * the Python side checks against its own declaration when it loads the library. The dense products
+ * and the actuators' factorization call the BLAS and LAPACK SciPy ships (their addresses come from
+ * scipy.linalg.cython_blas / cython_lapack, passed in the struct); the Delassus matrix's factor and
+ * the triangular solves are loops here (at these sizes, a dozen forces and a few dozen actuators,
+ * LAPACK's calls cost more than the arithmetic: on Talos standing 1.9 -> 1.4 us for X, 0.74 -> 0.50
+ * us for x, while LAPACK's dpotrf stays faster than a loop on H, 1.2 against 1.6 us); the
  * kernel is the CasADi-generated C function of the controller's compiled library (its address and
  * its argument arrays are passed in the struct too).
  *
@@ -106,7 +110,7 @@ typedef struct {
     dgemv_t *dgemv;
     dsyrk_t *dsyrk;
     dpotrf_t *dpotrf;
-    dpotrs_t *dpotrs;
+    dpotrs_t *dpotrs; /* (hierarchy.c's levels; the shortcut's solves are loops) */
     double t_kernel, t_qp; /* out (wbc_step): microseconds in the checks and the kernel, in the rest */
     const double *Cdense;  /* (nc, p+m) row-major: C's constant rows (zero on the traced rows) */
     const int64_t *traced_at; /* (nc,) each row's row in G, or -1 */
@@ -138,6 +142,16 @@ typedef struct {
     double *A_full;         /* (k, p+m) the assembled cost matrix */
     int a_blocks;           /* 1: at_rows, a_rows and a_index are each consecutive (one copy, one scaled copy) */
     double *rx;             /* (p,) work: the actuators' regularization */
+    /* the binding step's QP in C (wbc_binding) */
+    unsigned char *binding_active; /* (nc,) in: the rows active at the previous binding answer (warm
+                                    * start); out, after WBC_FEASIBLE: the answer's */
+    int64_t *binding_rows;  /* (p,) work: the active rows */
+    double *binding_M;      /* (p, p) work: their reduced rows, row-major */
+    double *binding_work;   /* (6 p + 2 p^2) work */
+    int binding_iterations; /* bound on its iterations */
+    int binding_step;       /* 1: wbc_step solves a binding step's QP too (when its minimizer breaks a row) */
+    double binding_tol;     /* wbc_step's tolerance for it (the one traced into d) */
+    int binding_code;       /* out (wbc_step): -1 (not tried), or wbc_binding's code */
 } wbc_shortcut_data;
 
 static double sumsq(const double *x, int n) {
@@ -160,6 +174,76 @@ static void small_gemv(int rows, int cols, const double *A, int lda, const doubl
         const double xj = x[j];
         const double *Aj = A + (long)j * lda;
         for (int i = 0; i < rows; ++i) y[i] += Aj[i] * xj;
+    }
+}
+
+/* The lower Cholesky factor of the n x n matrix A (column-major, leading dimension lda; only the lower
+ * triangle read) in place: 0, or j + 1 when the j-th pivot is not positive (LAPACK's dpotrf
+ * convention). Right-looking: each column, once final, updates the later columns, which are
+ * independent of one another (the updates overlap instead of waiting on one another: at these sizes,
+ * a few dozen, latency rather than arithmetic bounds the factorization, and LAPACK's calls cost more). */
+static int cholesky(int n, double *A, int lda) {
+    for (int j = 0; j < n; ++j) {
+        double *Aj = A + (long)j * lda;
+        const double pivot = Aj[j];
+        if (!(pivot > 0.0)) return j + 1;
+        const double diag = sqrt(pivot), inverse = 1.0 / diag;
+        Aj[j] = diag;
+        for (int i = j + 1; i < n; ++i) Aj[i] *= inverse;
+        for (int c = j + 1; c < n; ++c) {
+            double *Ac = A + (long)c * lda;
+            const double a = Aj[c];
+            for (int i = c; i < n; ++i) Ac[i] -= a * Aj[i];
+        }
+    }
+    return 0;
+}
+
+/* x = (L L^T)^-1 x for the factor L of cholesky (n x n, lda): both substitutions column by column
+ * (the back one reads L's rows), short dependency chains. */
+static void cholesky_solve(int n, const double *L, int lda, double *x) {
+    for (int j = 0; j < n; ++j) { /* L z = x */
+        const double *Lj = L + (long)j * lda;
+        const double z = x[j] / Lj[j];
+        x[j] = z;
+        for (int i = j + 1; i < n; ++i) x[i] -= Lj[i] * z;
+    }
+    for (int j = n - 1; j >= 0; --j) { /* L^T x = z */
+        const double y = x[j] / L[j + (long)j * lda];
+        x[j] = y;
+        for (int i = 0; i < j; ++i) x[i] -= L[j + (long)i * lda] * y;
+    }
+}
+
+/* B = (L L^T)^-1 B for the factor L of cholesky (n x n, lda) and B (n, nrhs) column-major (ldb),
+ * through W (nrhs, n), B transposed: every update is then a contiguous row of nrhs entries. */
+static void cholesky_solve_many(int n, const double *L, int lda, int nrhs, double *B, int ldb, double *W) {
+    for (int j = 0; j < n; ++j) {
+        for (int r = 0; r < nrhs; ++r) W[r + (long)j * nrhs] = B[j + (long)r * ldb];
+    }
+    for (int j = 0; j < n; ++j) { /* L Z = B */
+        const double *Lj = L + (long)j * lda;
+        double *Wj = W + (long)j * nrhs;
+        const double inverse = 1.0 / Lj[j];
+        for (int r = 0; r < nrhs; ++r) Wj[r] *= inverse;
+        for (int i = j + 1; i < n; ++i) {
+            double *Wi = W + (long)i * nrhs;
+            const double a = Lj[i];
+            for (int r = 0; r < nrhs; ++r) Wi[r] -= a * Wj[r];
+        }
+    }
+    for (int j = n - 1; j >= 0; --j) { /* L^T X = Z */
+        double *Wj = W + (long)j * nrhs;
+        const double inverse = 1.0 / L[j + (long)j * lda];
+        for (int r = 0; r < nrhs; ++r) Wj[r] *= inverse;
+        for (int i = 0; i < j; ++i) {
+            double *Wi = W + (long)i * nrhs;
+            const double a = L[j + (long)i * lda];
+            for (int r = 0; r < nrhs; ++r) Wi[r] -= a * Wj[r];
+        }
+    }
+    for (int r = 0; r < nrhs; ++r) {
+        for (int j = 0; j < n; ++j) B[j + (long)r * ldb] = W[r + (long)j * nrhs];
     }
 }
 
@@ -233,12 +317,11 @@ int wbc_shortcut(wbc_shortcut_data *s) {
     for (j = 0; j < m; ++j) {
         for (i = 0; i < m; ++i) L[i + j * m] = Aeq[i + (long)(p + j) * m];
     }
-    s->dpotrf("L", &m, L, &m, &info);
-    if (info) return WBC_FAILED;
+    if (cholesky(m, L, m)) return WBC_FAILED;
     memcpy(X, Aeq, sizeof(double) * (size_t)m * (size_t)p);
     memcpy(X + (long)p * m, s->beq, sizeof(double) * (size_t)m);
-    s->dpotrs("L", &m, &p1, L, &m, X, &m, &info);
-    if (info) return WBC_FAILED;
+    double work[(long)m * p1 > 0 ? (long)m * p1 : 1];
+    cholesky_solve_many(m, L, m, p1, X, m, work);
     /* 2. S = [[A_x, b] - A_f X; sqrt(r_f) X] (rows of Bhat among the costs: A_x assembled in S, A_f
      * in A_full, which A points to) */
     if (s->na) {
@@ -250,22 +333,25 @@ int wbc_shortcut(wbc_shortcut_data *s) {
     memcpy(S + (long)p * km, s->b, sizeof(double) * (size_t)k);
     for (j = 0; j < p; ++j) s->rx[j] = s->reg * sumsq(S + (long)j * km, k) + 1e-12; /* A_x's columns */
     s->dgemm("N", "N", &k, &p1, &m, &d_minus, A + (long)p * k, &k, X, &m, &d_one, S, &km);
-    for (l = 0; l < m; ++l) s->rf[l] = s->reg * sumsq(A + (long)(p + l) * k, k) + 1e-12;
+    double root[m > 0 ? m : 1]; /* sqrt(r_f), once per force */
+    for (l = 0; l < m; ++l) {
+        s->rf[l] = s->reg * sumsq(A + (long)(p + l) * k, k) + 1e-12;
+        root[l] = sqrt(s->rf[l]);
+    }
     for (j = 0; j < p1; ++j) {
         double *Sj = S + (long)j * km + k;
         const double *Xj = X + (long)j * m;
-        for (l = 0; l < m; ++l) Sj[l] = sqrt(s->rf[l]) * Xj[l];
+        for (l = 0; l < m; ++l) Sj[l] = root[l] * Xj[l];
     }
     /* 3. H = S_x^T S_x + diag(r_x) (lower), g = S_x^T S_b */
     s->dsyrk("L", "T", &p, &km, &d_one, S, &km, &d_zero, H, &p);
     s->dgemv("T", &km, &p, &d_one, S, &km, S + (long)p * km, &one, &d_zero, H + (long)p * p, &one);
     for (j = 0; j < p; ++j) H[j + (long)j * p] += s->rx[j];
     /* 4. x = H^-1 g (the factor overwrites H's lower triangle), f = X_b - X_x x */
-    s->dpotrf("L", &p, H, &p, &info);
+    s->dpotrf("L", &p, H, &p, &info); /* LAPACK's: faster than cholesky() here (Talos, p = 32: 1.2 vs 1.6 us) */
     if (info) return WBC_FAILED;
     memcpy(u, H + (long)p * p, sizeof(double) * (size_t)p);
-    s->dpotrs("L", &p, &one, H, &p, u, &p, &info);
-    if (info) return WBC_FAILED;
+    cholesky_solve(p, H, p, u);
     memcpy(u + p, X + (long)p * m, sizeof(double) * (size_t)m);
     for (l = 0; l < m; ++l) u[p + l] = -u[p + l];
     small_gemv(m, p, X, m, u, 1.0, u + p);
@@ -335,67 +421,43 @@ static void gather(const wbc_shortcut_data *s) {
     }
 }
 
-int wbc_step(wbc_shortcut_data *s) {
-    const int n = s->p + s->m, nv = s->nv;
-    double t0 = now_us();
-    if (wbc_check_state(s) != WBC_FEASIBLE) return WBC_BAD_INPUT;
-    if (s->kernel(s->arg, s->res, s->iw, s->w, 0)) return WBC_KERNEL_FAILED;
-    double t1 = now_us();
-    s->t_kernel = t1 - t0;
-    gather(s);
-    int code = wbc_shortcut(s);
-    if (code == WBC_FEASIBLE) code = command(s);
-    s->t_qp = now_us() - t1;
-    if (code == WBC_FEASIBLE) {
-        double *tail = s->out + n + nv + s->ne + s->ncontact;
-        tail[0] = s->t_kernel;
-        tail[1] = s->t_qp;
-    }
-    return code;
-}
-
-/* The binding step's QP on the working rows, in the least-distance form daqp solves best: with
- * H = L L^T (the factor wbc_shortcut left in H) and y = L^T x, minimize 1/2 |y|^2 - y0^T y subject to
- * M y <= h over the rows of C u <= d marked in `working` (written to `rows`; their count returned),
- * where y0 = L^-1 g, M_r = (L^-1 G_r^T)^T, G_r = c_x - c_f X_x, h_r = d_r - tol - c_f X_b (c the row
- * of C). M is (nr, p) row-major. */
-int wbc_reduce(wbc_shortcut_data *s, const unsigned char *working, int64_t *rows, double *M, double *h, double *y0,
-               double tol) {
+/* Row `row` of C u <= d in the least-distance form of the binding step's QP (wbc_reduce): M_r (p,)
+ * and h_r (returned), from the factor H = L L^T that wbc_shortcut left in H and X. */
+static double reduce_row(const wbc_shortcut_data *s, int64_t row, double tol, double *Mr) {
     const int p = s->p, m = s->m, n = s->p + s->m;
     const double *H = s->H, *X = s->X;
-    int nr = 0;
-    for (int64_t i = 0; i < s->nc; ++i) {
-        if (working[i]) rows[nr++] = i;
+    const int64_t t = s->traced_at[row], hb = s->h_at[row];
+    double c[n];
+    if (t >= 0) {
+        for (int j = 0; j < n; ++j) c[j] = s->G[t + (long)j * s->nt];
+    } else if (hb >= 0) {
+        const double sign = s->h_sign[hb];
+        const int64_t i = s->h_index[hb];
+        for (int j = 0; j < n; ++j) c[j] = sign * s->Bhat[i + (long)j * s->nv];
+    } else {
+        for (int j = 0; j < n; ++j) c[j] = s->Cdense[row * n + j];
     }
-    for (int r = 0; r < nr; ++r) {
-        const int64_t row = rows[r], t = s->traced_at[row], hb = s->h_at[row];
-        double *Mr = M + (long)r * p;
-        double c[n];
-        if (t >= 0) {
-            for (int j = 0; j < n; ++j) c[j] = s->G[t + (long)j * s->nt];
-        } else if (hb >= 0) {
-            const double sign = s->h_sign[hb];
-            const int64_t i = s->h_index[hb];
-            for (int j = 0; j < n; ++j) c[j] = sign * s->Bhat[i + (long)j * s->nv];
-        } else {
-            for (int j = 0; j < n; ++j) c[j] = s->Cdense[row * n + j];
-        }
-        double hr = s->d[row] - tol;
-        for (int l = 0; l < m; ++l) hr -= c[p + l] * X[(long)p * m + l];
-        h[r] = hr;
-        for (int j = 0; j < p; ++j) {
-            double gj = c[j];
-            const double *Xj = X + (long)j * m;
-            for (int l = 0; l < m; ++l) gj -= c[p + l] * Xj[l];
-            Mr[j] = gj;
-        }
-        for (int j = 0; j < p; ++j) { /* forward solve L z = G_r^T */
-            const double *Lj = H + (long)j * p;
-            const double z = Mr[j] / Lj[j];
-            Mr[j] = z;
-            for (int i = j + 1; i < p; ++i) Mr[i] -= Lj[i] * z;
-        }
+    double hr = s->d[row] - tol;
+    for (int l = 0; l < m; ++l) hr -= c[p + l] * X[(long)p * m + l];
+    for (int j = 0; j < p; ++j) {
+        double gj = c[j];
+        const double *Xj = X + (long)j * m;
+        for (int l = 0; l < m; ++l) gj -= c[p + l] * Xj[l];
+        Mr[j] = gj;
     }
+    for (int j = 0; j < p; ++j) { /* forward solve L z = G_r^T */
+        const double *Lj = H + (long)j * p;
+        const double z = Mr[j] / Lj[j];
+        Mr[j] = z;
+        for (int i = j + 1; i < p; ++i) Mr[i] -= Lj[i] * z;
+    }
+    return hr;
+}
+
+/* y0 = L^-1 g (p,): the least-distance problem's unconstrained minimizer. */
+static void reduce_target(const wbc_shortcut_data *s, double *y0) {
+    const int p = s->p;
+    const double *H = s->H;
     for (int j = 0; j < p; ++j) y0[j] = H[j + (long)p * p];
     for (int j = 0; j < p; ++j) {
         const double *Lj = H + (long)j * p;
@@ -403,11 +465,10 @@ int wbc_reduce(wbc_shortcut_data *s, const unsigned char *working, int64_t *rows
         y0[j] = z;
         for (int i = j + 1; i < p; ++i) y0[i] -= Lj[i] * z;
     }
-    return nr;
 }
 
-/* From the least-distance answer y: x = L^-T y, f = X_b - X_x x into s->u, then C u <= d (as check). */
-int wbc_expand(wbc_shortcut_data *s, const double *y) {
+/* u from a least-distance answer y: x = L^-T y, f = X_b - X_x x into s->u; 0 when u is not finite. */
+static int expand_u(wbc_shortcut_data *s, const double *y) {
     const int p = s->p, m = s->m, n = s->p + s->m;
     const double *H = s->H, *X = s->X;
     double *u = s->u;
@@ -424,9 +485,215 @@ int wbc_expand(wbc_shortcut_data *s, const double *y) {
         u[p + l] = f;
     }
     for (int i = 0; i < n; ++i) {
-        if (!isfinite(u[i])) return WBC_FAILED;
+        if (!isfinite(u[i])) return 0;
     }
+    return 1;
+}
+
+/* The binding step's QP on the working rows, in the least-distance form daqp solves best: with
+ * H = L L^T (the factor wbc_shortcut left in H) and y = L^T x, minimize 1/2 |y|^2 - y0^T y subject to
+ * M y <= h over the rows of C u <= d marked in `working` (written to `rows`; their count returned),
+ * where y0 = L^-1 g, M_r = (L^-1 G_r^T)^T, G_r = c_x - c_f X_x, h_r = d_r - tol - c_f X_b (c the row
+ * of C). M is (nr, p) row-major. */
+int wbc_reduce(wbc_shortcut_data *s, const unsigned char *working, int64_t *rows, double *M, double *h, double *y0,
+               double tol) {
+    const int p = s->p;
+    int nr = 0;
+    for (int64_t i = 0; i < s->nc; ++i) {
+        if (working[i]) rows[nr++] = i;
+    }
+    for (int r = 0; r < nr; ++r) h[r] = reduce_row(s, rows[r], tol, M + (long)r * p);
+    reduce_target(s, y0);
+    return nr;
+}
+
+/* From the least-distance answer y: x = L^-T y, f = X_b - X_x x into s->u, then C u <= d (as check). */
+int wbc_expand(wbc_shortcut_data *s, const double *y) {
+    if (!expand_u(s, y)) return WBC_FAILED;
     return check(s);
+}
+
+/* The active rows' Gram matrix G = M_A M_A^T (na x na, leading dimension ld, full) factored into F
+ * (lower): 0 when it is not positive definite. */
+static int gram_factor(int na, const double *G, double *F, int ld) {
+    for (int j = 0; j < na; ++j) memcpy(F + (long)j * ld, G + (long)j * ld, sizeof(double) * (size_t)na);
+    return cholesky(na, F, ld) == 0;
+}
+
+/* The binding step's QP in C: min 1/2 |y|^2 - y0^T y s.t. M y <= h over every row of C u <= d, by the
+ * dual active-set method of Goldfarb and Idnani (identity Hessian: the least-distance form of
+ * wbc_reduce), with the rows' reductions made only for the rows it adds (the most violated row at
+ * each primal step, C u computed in full by check). Warm start: the rows flagged in `active` (those
+ * active at the previous binding step's answer), when their equality-constrained minimizer has
+ * nonnegative multipliers (a dual-feasible start); else from y0.
+ *
+ * Work: the struct's binding_* buffers (binding_active holds the warm start).
+ * Returns WBC_FEASIBLE with u in s->u, C u in s->Cu and binding_active set to the answer's active
+ * rows; WBC_INFEASIBLE when the rows admit no solution (a violated row that no step can satisfy), or
+ * WBC_FAILED (iterations exhausted, a singular Gram matrix, not finite, or an active row broken by
+ * rounding at the answer): the caller then solves it otherwise. A row is added when
+ * C u > h + tol / 1000 (d = h + tol): the answer satisfies C u <= h + tol / 1000 on the rows it did
+ * not make active, and C u = h to rounding on those it did. */
+int wbc_binding(wbc_shortcut_data *s, double tol) {
+    const int p = s->p, nc = s->nc, max_iter = s->binding_iterations;
+    unsigned char *active = s->binding_active;
+    int64_t *rows = s->binding_rows;
+    double *M = s->binding_M, *work = s->binding_work;
+    double *y0 = work, *y = y0 + p, *h = y + p, *lam = h + p, *r = lam + p, *w = r + p;
+    double *G = w + p, *F = G + (long)p * p;
+    double Mq[p > 0 ? p : 1];
+    const double inf = 1.0 / 0.0;
+    int na = 0, iter = 0;
+    reduce_target(s, y0);
+    memcpy(y, y0, sizeof(double) * (size_t)p);
+    /* warm start */
+    for (int64_t i = 0; i < nc && na < p; ++i) {
+        if (active[i]) {
+            rows[na] = i;
+            h[na] = reduce_row(s, i, tol, M + (long)na * p);
+            ++na;
+        }
+    }
+    if (na) {
+        for (int a = 0; a < na; ++a) {
+            for (int b = 0; b <= a; ++b) {
+                double g = 0.0;
+                for (int j = 0; j < p; ++j) g += M[(long)a * p + j] * M[(long)b * p + j];
+                G[a + (long)b * p] = G[b + (long)a * p] = g;
+            }
+            double e = -h[a];
+            for (int j = 0; j < p; ++j) e += M[(long)a * p + j] * y0[j];
+            lam[a] = e; /* G lam = M_A y0 - h_A */
+        }
+        int ok = gram_factor(na, G, F, p);
+        if (ok) {
+            cholesky_solve(na, F, p, lam);
+            for (int a = 0; a < na; ++a) ok &= lam[a] >= 0.0;
+        }
+        if (ok) {
+            for (int a = 0; a < na; ++a) {
+                for (int j = 0; j < p; ++j) y[j] -= lam[a] * M[(long)a * p + j];
+            }
+        } else {
+            na = 0;
+            memcpy(y, y0, sizeof(double) * (size_t)p);
+        }
+    }
+    for (;;) {
+        if (!expand_u(s, y)) return WBC_FAILED;
+        check(s);
+        int64_t q = -1;
+        double worst = 1e-3 * tol; /* rows held to h + tol/1000 (d = h + tol is only the acceptance) */
+        for (int64_t i = 0; i < nc; ++i) {
+            const double excess = s->Cu[i] - s->d[i] + tol;
+            if (excess > worst) {
+                int in = 0;
+                for (int a = 0; a < na; ++a) in |= rows[a] == i;
+                if (!in) {
+                    worst = excess;
+                    q = i;
+                }
+            }
+        }
+        if (q < 0) break;
+        const double hq = reduce_row(s, q, tol, Mq);
+        double nq = 0.0, lq = 0.0;
+        for (int j = 0; j < p; ++j) nq += Mq[j] * Mq[j];
+        for (;;) {
+            if (++iter > max_iter) return WBC_FAILED;
+            /* r = G^-1 M_A Mq^T, w = Mq^T - M_A^T r (Mq's part outside the active rows' span) */
+            for (int a = 0; a < na; ++a) {
+                double g = 0.0;
+                for (int j = 0; j < p; ++j) g += M[(long)a * p + j] * Mq[j];
+                r[a] = g;
+            }
+            if (na) {
+                if (!gram_factor(na, G, F, p)) return WBC_FAILED;
+                double v[na];
+                memcpy(v, r, sizeof(double) * (size_t)na);
+                cholesky_solve(na, F, p, r);
+                if (na < p) { /* q's Gram row and column, kept if q is added */
+                    for (int a = 0; a < na; ++a) G[a + (long)na * p] = G[na + (long)a * p] = v[a];
+                }
+            }
+            if (na < p) G[na + (long)na * p] = nq;
+            memcpy(w, Mq, sizeof(double) * (size_t)p);
+            for (int a = 0; a < na; ++a) {
+                for (int j = 0; j < p; ++j) w[j] -= r[a] * M[(long)a * p + j];
+            }
+            double ww = 0.0, excess = -hq;
+            for (int j = 0; j < p; ++j) {
+                ww += w[j] * w[j];
+                excess += Mq[j] * y[j];
+            }
+            /* q depends on the active rows (at most p rows are independent): no primal step */
+            const double t2 = na < p && ww > 1e-12 * nq ? fmax(excess, 0.0) / ww : inf;
+            double t1 = inf;
+            int drop = -1;
+            for (int a = 0; a < na; ++a) {
+                if (r[a] > 0.0 && lam[a] / r[a] < t1) {
+                    t1 = lam[a] / r[a];
+                    drop = a;
+                }
+            }
+            const double t = fmin(t1, t2);
+            if (t == inf) return WBC_INFEASIBLE;
+            if (t2 < inf) {
+                for (int j = 0; j < p; ++j) y[j] -= t * w[j];
+            }
+            for (int a = 0; a < na; ++a) lam[a] -= t * r[a];
+            lq += t;
+            if (t2 <= t1) { /* q joins the active rows (its Gram row was written above) */
+                rows[na] = q;
+                h[na] = hq;
+                lam[na] = lq;
+                memcpy(M + (long)na * p, Mq, sizeof(double) * (size_t)p);
+                ++na;
+                break;
+            }
+            /* row `drop` leaves: shift the later ones down */
+            for (int a = drop; a + 1 < na; ++a) {
+                rows[a] = rows[a + 1];
+                h[a] = h[a + 1];
+                lam[a] = lam[a + 1];
+                memcpy(M + (long)a * p, M + (long)(a + 1) * p, sizeof(double) * (size_t)p);
+            }
+            for (int b = 0; b < na; ++b) { /* G without row and column `drop` */
+                for (int a = drop; a + 1 < na; ++a) G[a + (long)b * p] = G[a + 1 + (long)b * p];
+            }
+            for (int b = drop; b + 1 < na; ++b) memcpy(G + (long)b * p, G + (long)(b + 1) * p, sizeof(double) * (size_t)p);
+            --na;
+            if (++iter > max_iter) return WBC_FAILED;
+        }
+    }
+    if (check(s) != WBC_FEASIBLE) return WBC_FAILED; /* an active row off by rounding (ill-conditioned H) */
+    memset(active, 0, (size_t)nc);
+    for (int a = 0; a < na; ++a) active[rows[a]] = 1;
+    return WBC_FEASIBLE;
+}
+
+int wbc_step(wbc_shortcut_data *s) {
+    const int n = s->p + s->m, nv = s->nv;
+    double t0 = now_us();
+    if (wbc_check_state(s) != WBC_FEASIBLE) return WBC_BAD_INPUT;
+    if (s->kernel(s->arg, s->res, s->iw, s->w, 0)) return WBC_KERNEL_FAILED;
+    double t1 = now_us();
+    s->t_kernel = t1 - t0;
+    gather(s);
+    int code = wbc_shortcut(s);
+    s->binding_code = -1;
+    if (code == WBC_INFEASIBLE && s->binding_step) { /* a row binds: the QP, in C too */
+        s->binding_code = wbc_binding(s, s->binding_tol);
+        if (s->binding_code == WBC_FEASIBLE) code = WBC_FEASIBLE; /* else the caller solves it otherwise */
+    }
+    if (code == WBC_FEASIBLE) code = command(s);
+    s->t_qp = now_us() - t1;
+    if (code == WBC_FEASIBLE) {
+        double *tail = s->out + n + nv + s->ne + s->ncontact;
+        tail[0] = s->t_kernel;
+        tail[1] = s->t_qp;
+    }
+    return code;
 }
 
 #ifdef WBC_WITH_PYTHON
@@ -455,6 +722,25 @@ int wbc_step_objects(wbc_shortcut_data *s, PyObject *q, PyObject *v) {
     }
     return wbc_step(s);
 }
+
+/* wbc_step_objects as a CPython builtin (METH_FASTCALL: no ctypes conversions, ~0.6 us less a step):
+ * self is a tuple whose first item is the struct's address (the others keep what it points into
+ * alive); step(q, v) returns the code as an int. */
+static PyObject *wbc_step_builtin(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "step(q, v) takes two arguments");
+        return NULL;
+    }
+    wbc_shortcut_data *s = (wbc_shortcut_data *)PyLong_AsVoidPtr(PyTuple_GET_ITEM(self, 0));
+    if (s == NULL) return NULL;
+    return PyLong_FromLong(wbc_step_objects(s, args[0], args[1]));
+}
+
+static PyMethodDef wbc_step_definition = {"step", (PyCFunction)(void (*)(void))wbc_step_builtin, METH_FASTCALL,
+                                          "The one-call step on q and v (a return code)."};
+
+/* The method definition of wbc_step_builtin (static: it outlives every function made from it). */
+void *wbc_step_method(void) { return &wbc_step_definition; }
 #endif
 
 /* The ABI the Python side checks when it loads the library: the struct's size, then two tables of
@@ -481,7 +767,9 @@ static const wbc_abi_entry_t wbc_fields[] = {
     WBC_FIELD(nh),       WBC_FIELD(h_rows), WBC_FIELD(h_index),   WBC_FIELD(h_sign),    WBC_FIELD(h_at),
     WBC_FIELD(Bu),       WBC_FIELD(na),     WBC_FIELD(nat),       WBC_FIELD(A_traced),  WBC_FIELD(at_rows),
     WBC_FIELD(a_rows),   WBC_FIELD(a_index), WBC_FIELD(a_scale),  WBC_FIELD(A_full),    WBC_FIELD(a_blocks),
-    WBC_FIELD(rx),
+    WBC_FIELD(rx),       WBC_FIELD(binding_active), WBC_FIELD(binding_rows), WBC_FIELD(binding_M),
+    WBC_FIELD(binding_work), WBC_FIELD(binding_iterations), WBC_FIELD(binding_step), WBC_FIELD(binding_tol),
+    WBC_FIELD(binding_code),
 };
 #define WBC_CODE(name) {#name, WBC_##name}
 static const wbc_abi_entry_t wbc_codes[] = {

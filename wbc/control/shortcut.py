@@ -19,10 +19,13 @@ A :class:`CompiledShortcut` serves the step three ways:
   (:attr:`~CompiledShortcut.step_objects`) checks ``q`` and ``v``, runs the kernel, makes the gathers
   (in C), runs the shortcut, and writes the command (``u``, ``q̈ = a₀ + B̂u``, the task errors, the
   contacts' normal forces, the C-side timings) into one block (:attr:`~CompiledShortcut.out`);
-* :meth:`~CompiledShortcut.binding`: when an inequality binds, the QP in the actuators on a growing
-  working set of rows in least-distance form (:meth:`~CompiledShortcut.reduce`, from the shortcut's
-  factor; the backend's least-distance solve; :meth:`~CompiledShortcut.expand`, its answer back to
-  ``u``), and its command (the working-set strategy, :mod:`wbc.control.strategies`).
+* :meth:`~CompiledShortcut.binding`: when an inequality binds, the QP in the actuators in
+  least-distance form, from the shortcut's factor, solved in C (a dual active-set method over every
+  row, warm-started from the previous binding step's active rows);
+* :meth:`~CompiledShortcut.working_set`: when that fails, the same QP on a growing working set of
+  rows handed to the backend's least-distance solve (:meth:`~CompiledShortcut.reduce`, from the
+  shortcut's factor; :meth:`~CompiledShortcut.expand`, its answer back to ``u``), and its command
+  (the working-set strategy's fallback, :mod:`wbc.control.strategies`).
 
 The numpy functions :func:`~wbc.control.qp.least_squares_by_elimination` and
 :meth:`~wbc.control.builder.Layout.feasible` are its reference in the tests, not a second path.
@@ -32,11 +35,13 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import sysconfig
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
+from ..codegen.builtins import new_builtin
 from ..codegen.kernel import Kernel
 from ..errors import CompileError
 from ..model.checks import UNIT_TOLERANCE
@@ -44,6 +49,7 @@ from .builder import Layout
 from .outputs import StepOutputs
 from .shortcut_library import (
     _INTS,
+    ROUTINES,
     Code,
     Library,
     ShortcutData,
@@ -202,7 +208,7 @@ class CompiledShortcut:
             ("h_index", self._h_index), ("h_sign", self._h_sign), ("h_at", self._h_where), ("Bu", self._Bu),
         ):  # fmt: skip
             setattr(data, name, array.ctypes.data)
-        for name, address in zip(("dgemm", "dgemv", "dsyrk", "dpotrf", "dpotrs"), routine_addresses()):
+        for name, address in zip(ROUTINES, routine_addresses()):
             setattr(data, name, address)
         data.vector_type = id(np.ndarray)  # only exact ndarrays are read in C (not masked arrays)
         self.data = self._data = data  # read by the strategies: t_kernel, t_qp
@@ -211,6 +217,21 @@ class CompiledShortcut:
         arrays = (self.working, self.rows, self.M, self.h, self.y0)
         self._reduce = functools.partial(library.reduce, self._ref, *(a.ctypes.data for a in arrays))
         self._expand = functools.partial(library.expand, self._ref, self._y.ctypes.data)
+        # the binding step's QP in C (binding): its work buffers
+        self.binding_active = np.zeros(nc, dtype=bool)  # the rows active at the last binding answer
+        self._binding_buffers = (
+            np.zeros(max(1, p), dtype=np.int64),
+            np.zeros((max(1, p), max(1, p))),
+            np.zeros(6 * max(1, p) + 2 * max(1, p) ** 2),
+        )
+        for name, array in zip(
+            ("binding_active", "binding_rows", "binding_M", "binding_work"),
+            (self.binding_active, *self._binding_buffers),
+        ):
+            setattr(data, name, array.ctypes.data)
+        data.binding_iterations = 4 * (nc + p) + 10
+        data.binding_code = -1
+        self._binding = functools.partial(library.binding, self._ref)
         self.attached = False
         self.out = np.zeros(0)
         self.step: Callable[[], int] = self._not_attached
@@ -311,7 +332,10 @@ class CompiledShortcut:
             setattr(data, name, value)
         self.step = functools.partial(self._library.step, self._ref)
         self.check_state = functools.partial(self._library.check_state, self._ref)
-        if self._library.step_objects is not None:
+        if self._library.step_method and not sysconfig.get_config_var("Py_GIL_DISABLED"):
+            # a builtin (one C call, no ctypes conversions); self keeps the struct and its buffers alive
+            self.step_objects = new_builtin(self._library.step_method, (self._ref, self))
+        elif self._library.step_objects is not None:
             self.step_objects = functools.partial(self._library.step_objects, self._ref)
         self.attached = True
         return True
@@ -336,6 +360,31 @@ class CompiledShortcut:
         ``__init__``: no Python frame per call.)"""
         return self._reduce(tolerance)
 
+    def binding(self, tolerance: float) -> int:
+        """After a call that found ``u`` finite but a row of ``C u ≤ d`` broken: the QP over every row in
+        C (``min ½‖y‖² − y0ᵀy`` s.t. ``M y ≤ h``, :meth:`reduce`'s form, each row reduced only when it
+        becomes active), by Goldfarb and Idnani's dual active-set method, warm-started from
+        :attr:`binding_active` (the rows active at the previous binding answer; updated on success).
+
+        Returns ``FEASIBLE`` (``u`` the QP's solution, ``C u ≤ d`` checked into :attr:`Cu`),
+        ``INFEASIBLE`` (the rows admit no solution) or ``FAILED`` (iterations exhausted, dependent
+        rows, not finite, an active row broken by rounding): then solve it otherwise (:meth:`reduce`
+        and a solver)."""
+        return self._binding(tolerance)
+
+    def bind_in_step(self, tolerance: float) -> None:
+        """After :meth:`attach`: :attr:`step` also solves a binding step's QP (:meth:`binding`, with
+        ``tolerance``) when the minimizer breaks a row, and writes its command; when that QP fails,
+        :attr:`step` returns ``INFEASIBLE`` as before, with :attr:`binding_tried` set."""
+        self._data.binding_tol = tolerance
+        self._data.binding_step = 1
+
+    @property
+    def binding_tried(self) -> bool:
+        """Whether the last :attr:`step` tried :meth:`binding` (and it failed, when it returned
+        ``INFEASIBLE``)."""
+        return self._data.binding_code != -1
+
     def expand(self, y: np.ndarray) -> int:
         """``u`` from a least-distance answer ``y`` (p,) of :meth:`reduce` (``x = L⁻ᵀy``, the forces
         from the equalities) into :attr:`u`, then ``C u ≤ d`` into :attr:`Cu`: ``FEASIBLE``,
@@ -343,16 +392,16 @@ class CompiledShortcut:
         np.copyto(self._y, y)
         return self._expand()
 
-    def binding(
+    def working_set(
         self,
         least_distance: Callable[..., tuple[np.ndarray, np.ndarray] | None],
         tolerance: float,
         active: np.ndarray,
         max_rounds: int = 10,
     ) -> int:
-        """After a call that found a row of ``C u ≤ d`` broken: the QP in the actuators on a growing
-        working set of rows (:meth:`reduce`, ``least_distance``, :meth:`expand`), its answer in
-        :attr:`u` and, when attached, its command in :attr:`out` (as :meth:`command`).
+        """After :meth:`binding` failed: the QP in the actuators on a growing working set of rows
+        (:meth:`reduce`, ``least_distance``, :meth:`expand`), its answer in :attr:`u` and, when
+        attached, its command in :attr:`out` (as :meth:`command`).
 
         The working set starts as the rows violated at the minimizer and the rows in ``active`` (those
         active at the previous binding step's answer, a warm start) and grows by the rows violated at

@@ -91,6 +91,11 @@ class ShortcutData(ctypes.Structure):
         *[(name, _P) for name in ("A_traced", "at_rows", "a_rows", "a_index", "a_scale", "A_full")],
         ("a_blocks", ctypes.c_int),
         ("rx", _P),
+        *[(name, _P) for name in ("binding_active", "binding_rows", "binding_M", "binding_work")],
+        ("binding_iterations", ctypes.c_int),
+        ("binding_step", ctypes.c_int),
+        ("binding_tol", ctypes.c_double),
+        ("binding_code", ctypes.c_int),
     ]
 
 
@@ -101,7 +106,9 @@ class Library(NamedTuple):
     ``step`` alone, on the kernel's ``q`` and ``v`` buffers), ``reduce`` and ``expand`` (a binding
     step's QP on working rows in least-distance form, and its answer back to ``u``), and
     ``step_objects`` (``step`` reading ``q`` and ``v`` from Python objects; None without CPython's
-    headers); ``path``, the library's file."""
+    headers; ``step_method``, the address of its ``PyMethodDef`` as a builtin taking ``(q, v)``,
+    0 without), ``binding`` (a binding step's QP over every row of ``C u ≤ d``, solved in C by a dual
+    active-set method, warm-started); ``path``, the library's file."""
 
     shortcut: Callable[..., int]
     step: Callable[..., int]
@@ -110,6 +117,8 @@ class Library(NamedTuple):
     reduce: Callable[..., int]
     expand: Callable[..., int]
     step_objects: Callable[..., int] | None
+    step_method: int
+    binding: Callable[..., int]
     path: Path
 
 
@@ -156,7 +165,7 @@ def _load(path: Path) -> Library:
     try:
         library = ctypes.CDLL(str(path))
         _check_abi(library, path)
-        names = ("shortcut", "step", "command", "check_state", "reduce", "expand")
+        names = ("shortcut", "step", "command", "check_state", "reduce", "expand", "binding")
         functions = [getattr(library, f"wbc_{name}") for name in names]
     except (OSError, AttributeError) as e:
         raise CompileError(f"{path}: cannot load the shortcut's routines from it: {e}") from None
@@ -165,17 +174,22 @@ def _load(path: Path) -> Library:
         function.restype = ctypes.c_int
     functions[4].argtypes = [_P, _P, _P, _P, _P, _P, ctypes.c_double]
     functions[5].argtypes = [_P, _P]
-    step_objects = None
+    functions[6].argtypes = [_P, ctypes.c_double]
+    step_objects, step_method = None, 0
     try:  # with the GIL held: it reads q and v through the buffer protocol
-        step_objects = ctypes.PyDLL(str(path)).wbc_step_objects
+        python_library = ctypes.PyDLL(str(path))
+        step_objects = python_library.wbc_step_objects
         step_objects.argtypes = [_P, ctypes.py_object, ctypes.py_object]
         step_objects.restype = ctypes.c_int
+        method = python_library.wbc_step_method
+        method.restype, method.argtypes = _P, []
+        step_method = int(method() or 0)
     except AttributeError:  # built without CPython's headers
         pass
     except OSError as e:
         raise CompileError(f"{path}: cannot load it as a Python extension: {e}") from None
-    shortcut, step, command, check_state, reduce, expand = functions
-    return Library(shortcut, step, command, check_state, reduce, expand, step_objects, path)
+    shortcut, step, command, check_state, reduce, expand, binding = functions
+    return Library(shortcut, step, command, check_state, reduce, expand, step_objects, step_method, binding, path)
 
 
 @functools.cache

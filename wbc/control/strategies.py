@@ -26,11 +26,13 @@ levels 1 (its levels in C: :class:`~wbc.control.compiled_hierarchy.CompiledHiera
 equalities are the contacts' own rows or none) or 2, then 5 and 6; any other weighted one 2, the
 Minimizer and 6.
 
-The working set (4, :meth:`~wbc.control.shortcut.CompiledShortcut.binding`): the rows violated at the
-minimizer, and the rows active at the previous binding step's answer, grown by the rows violated at
-each answer until none is. The answer of the QP in the actuators over a superset of the binding rows
-that satisfies every row is the full QP's (a convex QP's minimizer over a superset of the feasible set
-that is feasible).
+The working set (4): first in C (:meth:`~wbc.control.shortcut.CompiledShortcut.binding`: Goldfarb and
+Idnani's dual active-set method over every row, each row reduced when it becomes active, warm-started
+from the previous binding step's active rows); when that fails, the rows violated at the minimizer and
+the rows active at the previous binding step's answer, grown by the rows violated at each answer
+until none is, each round solved by the solver. The answer of the QP in the
+actuators over a superset of the binding rows that satisfies every row is the full QP's (a convex QP's
+minimizer over a superset of the feasible set that is feasible).
 """
 
 from __future__ import annotations
@@ -246,7 +248,9 @@ class WorkingSet(Strategy):
     ) -> None:
         self.fast, self.solver, self.tolerance, self.writer = fast, solver, tolerance, writer
         self.max_rounds = max_rounds
-        self.active = np.zeros(fast.Cu.size, dtype=bool)  # rows active at the last binding step's answer
+        self.active = fast.binding_active  # rows active at the last binding step's answer (both ways)
+        if fast.attached:  # the one-call step solves binding steps in C too
+            fast.bind_in_step(tolerance)
 
     def forget(self) -> None:
         self.active[:] = False
@@ -256,9 +260,14 @@ class WorkingSet(Strategy):
             return None
         t0 = _clock()
         fast = self.fast
-        if fast.binding(self.solver.least_distance, self.tolerance, self.active, self.max_rounds) != FEASIBLE:
+        tried = fast.attached and fast.binding_tried  # by the one-call step, in C: it failed
+        if not tried and fast.binding(self.tolerance) == FEASIBLE:
+            code = fast.command(fast.u) if fast.attached else FEASIBLE
+        else:  # the working set handed to the backend, its command written as binding's
+            code = fast.working_set(self.solver.least_distance, self.tolerance, self.active, self.max_rounds)
+        if code != FEASIBLE:
             return None
-        if fast.attached:  # its command is in the block (CompiledShortcut.binding)
+        if fast.attached:  # its command is in the block
             out = fast.out
             out[-2], out[-1] = fast.data.t_kernel, 0.0
             return self.writer.from_block(out, step.t_start, step.shortcut_us + (_clock() - t0) * 1e6)
@@ -267,7 +276,7 @@ class WorkingSet(Strategy):
     def solve(self) -> np.ndarray | None:
         """The QP's solution ``u`` (n,) (a view of the shortcut's), or None (the solver failed, or the
         set stopped growing while a row still fails: the full QP then runs)."""
-        code = self.fast.binding(self.solver.least_distance, self.tolerance, self.active, self.max_rounds)
+        code = self.fast.working_set(self.solver.least_distance, self.tolerance, self.active, self.max_rounds)
         return self.fast.u if code == FEASIBLE else None
 
 
