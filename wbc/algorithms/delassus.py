@@ -264,9 +264,7 @@ def pv_osim(
         if not stack_K[i]:
             continue
         Ki = ca.vertcat(*stack_K[i])
-        Li = ca.diagcat(*stack_L[i])
-        KS = ca.mtimes(Ki, kin.S[i])
-        Li = symmetric(Li + ca.mtimes(KS, ca.mtimes(bodies.Dinv[i], KS.T)))
+        Li = symmetric(ca.diagcat(*stack_L[i]) + _omega_update(kin, bodies, i, Ki.T))
         p = model.joints[i].parent
         if p > 0:
             stack_K[p].append(_project_up(kin, bodies, i, Ki.T).T)
