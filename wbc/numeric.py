@@ -73,7 +73,6 @@ __all__ = [
 ExternalForces = Mapping[str, object] | None
 
 _LOCAL = ReferenceFrame.LOCAL
-_NONE = id(None)  # the frames are keyed by the reference frame's identity (enum members: hashing them is slower)
 
 
 def rnea(model: Model, q, v, a, fext: ExternalForces = None, *, out: np.ndarray | None = None) -> np.ndarray:
@@ -131,42 +130,33 @@ def free_acceleration(model: Model, q, v, *, out: np.ndarray | None = None) -> n
 
 def frame_placement(model: Model, q, frame: str | int) -> np.ndarray:
     """The homogeneous transform (4, 4) of ``frame`` in the world."""
-    kernels = _registry.get(id(model)) or kernels_of(model)
-    try:
-        call = kernels.frames["placement", frame, _NONE]
-    except (KeyError, TypeError):
-        call = kernels.frame_function("placement", frame, None)
-    return call(q)
+    return _frame_call(model, "placement", frame, None)(q)
 
 
 def frame_jacobian(model: Model, q, frame: str | int, reference: ReferenceFrame = _LOCAL) -> np.ndarray:
     """The Jacobian (6, nv) of ``frame`` in ``reference`` (rows [linear; angular])."""
-    kernels = _registry.get(id(model)) or kernels_of(model)
-    try:
-        call = kernels.frames["jacobian", frame, id(reference)]
-    except (KeyError, TypeError):
-        call = kernels.frame_function("jacobian", frame, reference)
-    return call(q)
+    return _frame_call(model, "jacobian", frame, reference)(q)
 
 
 def frame_velocity(model: Model, q, v, frame: str | int, reference: ReferenceFrame = _LOCAL) -> np.ndarray:
     """The spatial velocity (6,) of ``frame`` in ``reference``."""
-    kernels = _registry.get(id(model)) or kernels_of(model)
-    try:
-        call = kernels.frames["velocity", frame, id(reference)]
-    except (KeyError, TypeError):
-        call = kernels.frame_function("velocity", frame, reference)
-    return call(q, v)
+    return _frame_call(model, "velocity", frame, reference)(q, v)
 
 
 def frame_drift(model: Model, q, v, frame: str | int, reference: ReferenceFrame = _LOCAL) -> np.ndarray:
     """The classical acceleration drift ``J̇ v`` (6,) of ``frame`` in ``reference``."""
+    return _frame_call(model, "drift", frame, reference)(q, v)
+
+
+def _frame_call(model: Model, what: str, frame: str | int, reference: ReferenceFrame | None):
+    """The compiled kernel of ``what`` for ``frame`` in ``reference`` (None: the world placement),
+    looked up by the reference's identity (hashing enum members is slower), built on first use
+    (which checks the frame)."""
     kernels = _registry.get(id(model)) or kernels_of(model)
     try:
-        call = kernels.frames["drift", frame, id(reference)]
+        return kernels.frames[what, frame, id(reference)]
     except (KeyError, TypeError):
-        call = kernels.frame_function("drift", frame, reference)
-    return call(q, v)
+        return kernels.frame_function(what, frame, reference)
 
 
 def center_of_mass(model: Model, q) -> np.ndarray:
@@ -215,12 +205,7 @@ def inertia_weighted_input_matrix(
         method: an :class:`~wbc.algorithms.iim.InputMatrixMethod` (default the IIM; its value, e.g.
             ``"dense"``, also works).
     """
-    kernels = _registry.get(id(model)) or kernels_of(model)
-    try:
-        call = kernels.constrained["input_matrix", method, tuple(constraints)]
-    except (KeyError, TypeError):
-        call = kernels.constrained_function("input_matrix", constraints, method)
-    return call(q)
+    return _constrained_call(model, "input_matrix", constraints, method)(q)
 
 
 def delassus(
@@ -236,12 +221,7 @@ def delassus(
         InputError: no constraints, an unknown method or a bad configuration.
         FrameError: a constraint on an unknown frame.
     """
-    kernels = _registry.get(id(model)) or kernels_of(model)
-    try:
-        call = kernels.constrained["delassus", method, tuple(constraints)]
-    except (KeyError, TypeError):
-        call = kernels.constrained_function("delassus", constraints, method)
-    return call(q)
+    return _constrained_call(model, "delassus", constraints, method)(q)
 
 
 def cluster_rnea(cm: ClusterModel, y, v, a) -> np.ndarray:
@@ -256,22 +236,24 @@ def cluster_aba(cm: ClusterModel, y, v, tau) -> np.ndarray:
 
 def cluster_delassus(cm: ClusterModel, y, constraints: Sequence[Constraint]) -> np.ndarray:
     """C-EFPA: the Delassus matrix ``J M⁻¹ Jᵀ`` (m, m) of link constraints on spanning-tree bodies."""
-    return _cluster_constrained(cm, "cluster_delassus", constraints)(y)
+    return _constrained_call(cm, "cluster_delassus", constraints)(y)
 
 
 def cluster_input_matrix(cm: ClusterModel, y, constraints: Sequence[Constraint] = ()) -> np.ndarray:
     """Clustered IIM: ``B̂ = M⁻¹ [Sᵀ, Jᵀ]`` (nv, n_actuated + m)."""
-    return _cluster_constrained(cm, "cluster_input_matrix", constraints)(y)
+    return _constrained_call(cm, "cluster_input_matrix", constraints)(y)
 
 
 def cluster_jacobian(cm: ClusterModel, y, constraints: Sequence[Constraint]) -> np.ndarray:
     """Stacked constraint Jacobians (m, nv) in independent coordinates."""
-    return _cluster_constrained(cm, "cluster_jacobian", constraints)(y)
+    return _constrained_call(cm, "cluster_jacobian", constraints)(y)
 
 
-def _cluster_constrained(cm: ClusterModel, what: str, constraints):
-    kernels = _registry.get(id(cm)) or kernels_of(cm)
+def _constrained_call(model: Model | ClusterModel, what: str, constraints, method=None):
+    """The compiled kernel of ``what`` for ``constraints`` by ``method`` (None on a cluster model),
+    built on first use (which checks the constraints and the method)."""
+    kernels = _registry.get(id(model)) or kernels_of(model)
     try:
-        return kernels.constrained[what, None, tuple(constraints)]
+        return kernels.constrained[what, method, tuple(constraints)]
     except (KeyError, TypeError):
-        return kernels.constrained_function(what, constraints, None)
+        return kernels.constrained_function(what, constraints, method)

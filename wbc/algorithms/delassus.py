@@ -138,11 +138,13 @@ def _check(constraints: Sequence[ResolvedConstraint]) -> None:
 
 def _recursive_setup(
     model: Model, kin: TreeKinematics, constraints: Sequence[ResolvedConstraint], bodies: ArticulatedBodies | None
-) -> tuple[ArticulatedBodies, ConstraintTree]:
+) -> tuple[ArticulatedBodies, ConstraintTree, list]:
     """What the recursive methods start from: the constraints checked, the articulated bodies (given,
-    or computed) and the tree of the constrained links."""
+    or computed), the tree of the constrained links and each constraint's rows ``^iK_e`` (dim, 6) in
+    its link's frame."""
     _check(constraints)
-    return bodies or ArticulatedBodies.compute(model, kin), ConstraintTree.build(model, [c.joint for c in constraints])
+    tree = ConstraintTree.build(model, [c.joint for c in constraints])
+    return bodies or ArticulatedBodies.compute(model, kin), tree, [c.local_matrix(kin) for c in constraints]
 
 
 def _assemble(blocks: dict[tuple[int, int], object], dims: Sequence[int], like):
@@ -183,8 +185,7 @@ def pv_osimr(
     bodies: ArticulatedBodies | None = None,
 ):
     """PV-OSIMr (Algorithm 3): ``Λ⁻¹`` (m, m) in O(n + m²)."""
-    bodies, tree = _recursive_setup(model, kin, constraints, bodies)
-    K = [c.local_matrix(kin) for c in constraints]
+    bodies, tree, K = _recursive_setup(model, kin, constraints, bodies)
     n = model.njoints
     # Backward sweep: Pd[i] = ^{π(i)}P_{D(i)}, Om[i] = ^{π(i)}Ω_{D(i)} for links supporting constraints.
     Pd: list = [None] * n
@@ -250,8 +251,7 @@ def pv_osim(
     bodies: ArticulatedBodies | None = None,
 ):
     """PV-OSIM (Algorithm 1): every link stacks and propagates its subtree's constraint rows."""
-    bodies, _ = _recursive_setup(model, kin, constraints, bodies)
-    K = [c.local_matrix(kin) for c in constraints]
+    bodies, _, K = _recursive_setup(model, kin, constraints, bodies)
     n = model.njoints
     stack_K: list[list] = [[] for _ in range(n)]  # blocks of rows, in link i's frame
     stack_L: list[list] = [[] for _ in range(n)]  # diagonal blocks of L_i^A (one per stacked block)
@@ -264,9 +264,7 @@ def pv_osim(
         if not stack_K[i]:
             continue
         Ki = ca.vertcat(*stack_K[i])
-        Li = ca.diagcat(*stack_L[i])
-        KS = ca.mtimes(Ki, kin.S[i])
-        Li = symmetric(Li + ca.mtimes(KS, ca.mtimes(bodies.Dinv[i], KS.T)))
+        Li = symmetric(ca.diagcat(*stack_L[i]) + _omega_update(kin, bodies, i, Ki.T))
         p = model.joints[i].parent
         if p > 0:
             stack_K[p].append(_project_up(kin, bodies, i, Ki.T).T)
@@ -288,9 +286,9 @@ def efpa(
     bodies: ArticulatedBodies | None = None,
 ):
     """EFPA (Algorithm 2): per-end-effector CEMPs up the tree, then ``^0Ω_i ^iK_eᵀ`` down it."""
-    bodies, tree = _recursive_setup(model, kin, constraints, bodies)
+    bodies, tree, K = _recursive_setup(model, kin, constraints, bodies)
     n, m = model.njoints, len(constraints)
-    cemp: list[dict[int, object]] = [{c.joint: c.local_matrix(kin)} for c in constraints]
+    cemp: list[dict[int, object]] = [{c.joint: K[e]} for e, c in enumerate(constraints)]
     for i in range(n - 1, 0, -1):
         p = model.joints[i].parent
         if p > 0:

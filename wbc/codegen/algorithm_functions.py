@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import casadi as ca
 
@@ -108,24 +109,40 @@ def frame_jacobians_function(model: Model, frames: Sequence[str], reference: Ref
     )
 
 
+class _ConstraintKernel(NamedTuple):
+    """A kernel of constraint rows: its method enum, what computes it, its name (in kernel names),
+    its output's name and the public builder's name (in errors)."""
+
+    methods: type[enum.Enum]
+    compute: Callable[..., Any]
+    name: str
+    output: str
+    caller: str
+
+
+_DELASSUS = _ConstraintKernel(DelassusMethod, delassus_matrix, "delassus", "delassus", "delassus_function")
+_INPUT_MATRIX = _ConstraintKernel(InputMatrixMethod, input_matrix, "bhat", "Bhat", "input_matrix_function")
+
+
 def _constraint_function(
     model: Model,
     constraints: Sequence[Constraint],
-    method: enum.Enum,
-    what: str,
-    compute,
-    output: str,
+    given: DelassusMethod | InputMatrixMethod | str,
+    kernel: _ConstraintKernel,
     shape: Callable[[int], tuple[int, int]],
     cse: bool,
 ) -> ca.Function:
-    """``q -> compute(...)``, a matrix of ``shape(m)`` for the m constraint rows."""
+    """``q -> kernel.compute(model, kinematics, resolved, method)``, a matrix of ``shape(m)`` for the
+    m constraint rows, once the ``given`` method is checked and the dynamics found invertible."""
+    method = checks.option(kernel.methods, given, "method")
+    checks.invertible_dynamics(model, kernel.caller)
     resolved = resolve(model, constraints)
     m = sum(c.dim for c in resolved)
     return trace(
-        _name(model, f"{what}_{method.name.lower()}_{len(resolved)}c{m}"),
+        _name(model, f"{kernel.name}_{method.name.lower()}_{len(resolved)}c{m}"),
         [("q", model.nq)],
-        lambda q: [compute(model, TreeKinematics(model, q), resolved, method)],
-        [(output, shape(m))],
+        lambda q: [kernel.compute(model, TreeKinematics(model, q), resolved, method)],
+        [(kernel.output, shape(m))],
         cse=cse,
     )
 
@@ -141,11 +158,7 @@ def delassus_function(
     Raises:
         ModelError: the model has joints that move no mass.
     """
-    method = checks.option(DelassusMethod, method, "method")
-    checks.invertible_dynamics(model, "delassus_function")
-    return _constraint_function(
-        model, constraints, method, "delassus", delassus_matrix, "delassus", lambda m: (m, m), cse
-    )
+    return _constraint_function(model, constraints, method, _DELASSUS, lambda m: (m, m), cse)
 
 
 def input_matrix_function(
@@ -159,11 +172,8 @@ def input_matrix_function(
     Raises:
         ModelError: the model has joints that move no mass.
     """
-    method = checks.option(InputMatrixMethod, method, "method")
-    checks.invertible_dynamics(model, "input_matrix_function")
-    return _constraint_function(
-        model, constraints, method, "bhat", input_matrix, "Bhat", lambda m: (model.nv, model.n_actuated + m), cse
-    )
+    shape = lambda m: (model.nv, model.n_actuated + m)  # noqa: E731
+    return _constraint_function(model, constraints, method, _INPUT_MATRIX, shape, cse)
 
 
 def free_acceleration_and_input_matrix_function(model: Model, constraints: Sequence[Constraint] = ()) -> ca.Function:

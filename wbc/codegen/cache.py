@@ -428,6 +428,15 @@ def _unwritable(e: OSError) -> bool:
     return isinstance(e, PermissionError) or e.errno in _UNWRITABLE
 
 
+def _write_error(e: OSError, failed: str, hint: str = "") -> Exception:
+    """The exception for ``e``, met doing what ``failed`` says ("cannot write in <origin>"): an
+    :class:`_Unwritable` where the location is read-only or forbidden, else a :class:`CompileError`
+    (with ``hint``)."""
+    if _unwritable(e):
+        return _Unwritable(f"{failed} ({e.strerror})")
+    return CompileError(f"{failed}: {e}{hint}")
+
+
 def _make_directory(directory: Path, origin: str) -> None:
     hint = "" if "WBC_CACHE_DIR" in origin else " (set WBC_CACHE_DIR to use another)"
     if directory.is_dir():
@@ -444,9 +453,7 @@ def _make_directory(directory: Path, origin: str) -> None:
     except (FileExistsError, NotADirectoryError) as e:
         raise CompileError(f"cannot create {origin}: {e.strerror} ({e.filename}){hint}") from None
     except OSError as e:
-        if _unwritable(e):
-            raise _Unwritable(f"cannot create {origin} ({e.strerror})") from None
-        raise CompileError(f"cannot create {origin}: {e}{hint}") from None
+        raise _write_error(e, f"cannot create {origin}", hint) from None
 
 
 def _mkdirs(directory: Path) -> None:
@@ -476,9 +483,7 @@ def _locked(path: Path, origin: str) -> Iterator[None]:
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, PUBLIC_FILE_MODE)
     except OSError as e:
-        if _unwritable(e):
-            raise _Unwritable(f"cannot write the lock file {path.name} in {origin} ({e.strerror})") from None
-        raise CompileError(f"cannot open the lock file {path.name} in {origin}: {e}") from None
+        raise _write_error(e, f"cannot open the lock file {path.name} in {origin}") from None
     try:
         st = os.fstat(fd)
         if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) != PUBLIC_FILE_MODE:
@@ -555,9 +560,7 @@ def _build(
     try:
         build = Path(tempfile.mkdtemp(prefix=f".build-{stem}-", dir=directory))
     except OSError as e:
-        if _unwritable(e):
-            raise _Unwritable(f"cannot write in {origin} ({e.strerror})") from None
-        raise CompileError(f"cannot write in {origin}: {e}") from None
+        raise _write_error(e, f"cannot write in {origin}") from None
     try:
         sources = recipe.write(build)
         out = build / f"{recipe.name}.so"

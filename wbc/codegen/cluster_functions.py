@@ -17,7 +17,8 @@ coordinates); see :mod:`wbc.algorithms.clusters.baselines`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import casadi as ca
 
@@ -59,33 +60,44 @@ def _check(method: str, methods: Sequence[str]) -> None:
 
 def c_rnea_function(cm: ClusterModel, method: str = "cluster") -> ca.Function:
     """``(y, v, a) -> tau``: constrained inverse dynamics (independent generalized forces)."""
-    _check(method, INVERSE_METHODS)
-    if method == "cluster":
-        build = lambda y, v, a: [cdyn.rnea(cm, y, v, a)]  # noqa: E731
-    elif method == "projected":
-        build = lambda y, v, a: [bl.projected_rnea(cm, y, v, a)]  # noqa: E731
-    else:
-        am = bl.ApproximateModel.build(cm)
-        build = lambda y, v, a: [bl.approximate_rnea(am, y, v, a)]  # noqa: E731
-    return trace(
-        cluster_name(cm, f"crnea_{method}"), [("y", cm.tree.nq), ("v", cm.nv), ("a", cm.nv)], build, [("tau", cm.nv)]
-    )
+    algorithms: dict[str, Callable[..., Any]] = {
+        "cluster": cdyn.rnea,
+        "projected": bl.projected_rnea,
+        "approximate": bl.approximate_rnea,
+    }
+    return _dynamics_function(cm, method, INVERSE_METHODS, "crnea", algorithms, "a", "tau")
 
 
 def c_aba_function(cm: ClusterModel, method: str = "cluster") -> ca.Function:
     """``(y, v, tau) -> qdd``: constrained forward dynamics."""
-    _check(method, FORWARD_METHODS)
-    if method == "cluster":
-        build = lambda y, v, t: [cdyn.aba(cm, y, v, t)]  # noqa: E731
-    elif method == "projected":
-        build = lambda y, v, t: [bl.projected_aba(cm, y, v, t)]  # noqa: E731
-    elif method == "lagrange":
-        build = lambda y, v, t: [bl.lagrange_aba(cm, y, v, t)]  # noqa: E731
-    else:
-        am = bl.ApproximateModel.build(cm)
-        build = lambda y, v, t: [bl.approximate_aba(am, y, v, t)]  # noqa: E731
+    algorithms: dict[str, Callable[..., Any]] = {
+        "cluster": cdyn.aba,
+        "projected": bl.projected_aba,
+        "lagrange": bl.lagrange_aba,
+        "approximate": bl.approximate_aba,
+    }
+    return _dynamics_function(cm, method, FORWARD_METHODS, "caba", algorithms, "tau", "qdd")
+
+
+def _dynamics_function(
+    cm: ClusterModel,
+    method: str,
+    methods: Sequence[str],
+    name: str,
+    algorithms: Mapping[str, Callable[..., Any]],
+    last: str,
+    out: str,
+) -> ca.Function:
+    """``(y, v, last) -> out`` (nv,) by ``algorithms[method](model, y, v, last)``: ``model`` is ``cm``,
+    or for ``"approximate"`` its approximate model (built once, here)."""
+    _check(method, methods)
+    model = bl.ApproximateModel.build(cm) if method == "approximate" else cm
+    algorithm = algorithms[method]
     return trace(
-        cluster_name(cm, f"caba_{method}"), [("y", cm.tree.nq), ("v", cm.nv), ("tau", cm.nv)], build, [("qdd", cm.nv)]
+        cluster_name(cm, f"{name}_{method}"),
+        [("y", cm.tree.nq), ("v", cm.nv), (last, cm.nv)],
+        lambda y, v, x: [algorithm(model, y, v, x)],
+        [(out, cm.nv)],
     )
 
 
@@ -97,19 +109,13 @@ def c_efpa_function(
     resolved = resolve(cm.tree, constraints)
     m = sum(c.dim for c in resolved)
     if method == "cluster":
-        build = lambda y: [op.efpa(cm, ClusterKinematics(cm, y), resolved)]  # noqa: E731
+        build = lambda y: op.efpa(cm, ClusterKinematics(cm, y), resolved)  # noqa: E731
     elif method == "projected":
-        build = lambda y: [bl.projected_efpa(cm, y, resolved)]  # noqa: E731
+        build = lambda y: bl.projected_efpa(cm, y, resolved)  # noqa: E731
     else:
         am = bl.ApproximateModel.build(cm)
-        build = lambda y: [bl.approximate_efpa(am, y, constraints)]  # noqa: E731
-    return trace(
-        cluster_name(cm, f"cefpa_{method}_{len(resolved)}c{m}"),
-        [("y", cm.tree.nq)],
-        build,
-        [("delassus", (m, m))],
-        cse=cse,
-    )
+        build = lambda y: bl.approximate_efpa(am, y, constraints)  # noqa: E731
+    return _function_of_y(cm, f"cefpa_{method}_{len(resolved)}c{m}", build, ("delassus", (m, m)), cse)
 
 
 def c_iim_function(cm: ClusterModel, constraints: Sequence[Constraint] = (), method: str = "cluster") -> ca.Function:
@@ -118,16 +124,18 @@ def c_iim_function(cm: ClusterModel, constraints: Sequence[Constraint] = (), met
     resolved = resolve(cm.tree, constraints)
     m = sum(c.dim for c in resolved)
     if method == "cluster":
-        build = lambda y: [op.iim(cm, ClusterKinematics(cm, y), resolved)]  # noqa: E731
+        build = lambda y: op.iim(cm, ClusterKinematics(cm, y), resolved)  # noqa: E731
     else:
         am = bl.ApproximateModel.build(cm)
-        build = lambda y: [bl.approximate_iim(am, y, constraints)]  # noqa: E731
-    return trace(
-        cluster_name(cm, f"ciim_{method}_{len(resolved)}c{m}"),
-        [("y", cm.tree.nq)],
-        build,
-        [("Bhat", (cm.nv, cm.n_actuated + m))],
-    )
+        build = lambda y: bl.approximate_iim(am, y, constraints)  # noqa: E731
+    return _function_of_y(cm, f"ciim_{method}_{len(resolved)}c{m}", build, ("Bhat", (cm.nv, cm.n_actuated + m)))
+
+
+def _function_of_y(
+    cm: ClusterModel, name: str, build: Callable[[Any], Any], output: tuple[str, tuple[int, int]], cse: bool = True
+) -> ca.Function:
+    """``y -> output``: ``build(y)`` traced as the kernel ``name`` of ``cm``; ``output`` is (name, shape)."""
+    return trace(cluster_name(cm, name), [("y", cm.tree.nq)], lambda y: [build(y)], [output], cse=cse)
 
 
 def c_free_acceleration_and_input_matrix_function(

@@ -221,18 +221,17 @@ def _dense_signature(function: ca.Function, in_shapes, out_shapes, in_names, out
     """True when ``function`` has these dense inputs and outputs, with these names."""
     if function.n_in() != len(in_shapes) or function.n_out() != len(out_shapes):
         return False
-    for i, shape in enumerate(in_shapes):
-        sp = function.sparsity_in(i)
-        if function.name_in(i) != in_names[i] or not sp.is_dense() or sp.numel() != _numel(shape):
-            return False
-        if sp.size1() != (shape[0] if shape else 1):
-            return False
-    for i, shape in enumerate(out_shapes):
-        sp = function.sparsity_out(i)
-        if function.name_out(i) != out_names[i] or not sp.is_dense() or sp.numel() != _numel(shape):
-            return False
-        if sp.size1() != (shape[0] if shape else 1):
-            return False
+    sides = (
+        (in_shapes, in_names, function.sparsity_in, function.name_in),
+        (out_shapes, out_names, function.sparsity_out, function.name_out),
+    )
+    for shapes, names, sparsity, name in sides:
+        for i, shape in enumerate(shapes):
+            sp = sparsity(i)
+            if name(i) != names[i] or not sp.is_dense() or sp.numel() != _numel(shape):
+                return False
+            if sp.size1() != (shape[0] if shape else 1):
+                return False
     return True
 
 

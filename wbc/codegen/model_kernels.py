@@ -352,6 +352,30 @@ class ModelKernels:
 
         return validate
 
+    def _constrained_call(
+        self, what: str, constraints, method, given, tree: Model, function_of: Callable[[list], _Function]
+    ) -> Callable[..., np.ndarray]:
+        """The call of ``what`` for ``constraints`` by ``method`` (None on a cluster model; ``given``:
+        as the caller spelled it): remembered in :attr:`constrained`, or compiled from
+        ``function_of(resolved)`` once the constraints resolve on ``tree``."""
+        key = _constraints_key(constraints)
+        canonical = None if key is None else (what, method, key)
+        call = self.constrained.get(canonical) if canonical is not None else None
+        if call is None:
+            resolved = resolve(tree, constraints)
+            if what.endswith("delassus") and not resolved:
+                raise InputError("the Delassus matrix needs at least one constraint")
+            call = self._compile(
+                what,
+                function_of(resolved),
+                (key,) if method is None else (method, key),
+                what,
+                lambda k, old, new: k._swap_in(k.constrained, old, new),
+            )
+        if canonical is not None:
+            self._remember(self.constrained, _keys(canonical, what, constraints, given), call)
+        return call
+
     def _remember(self, table: dict, keys: Sequence, call) -> None:
         with self._lock:
             for key in keys:
@@ -441,23 +465,9 @@ class TreeKernels(ModelKernels):
             raise InputError(f"wbc.{what} takes a wbc.ClusterModel, got a wbc.Model")
         given = method
         method = checks.option(DelassusMethod if what == "delassus" else InputMatrixMethod, method, "method")
-        key = _constraints_key(constraints)
-        canonical = None if key is None else (what, method, key)
-        call = self.constrained.get(canonical) if canonical is not None else None
-        if call is None:
-            resolved = resolve(self.model, constraints)
-            if what == "delassus" and not resolved:
-                raise InputError("the Delassus matrix needs at least one constraint")
-            call = self._compile(
-                what,
-                _constraint_function(what, constraints, method),
-                (method, key),
-                what,
-                lambda k, old, new: k._swap_in(k.constrained, old, new),
-            )
-        if canonical is not None:
-            self._remember(self.constrained, _keys(canonical, what, constraints, given), call)
-        return call
+        return self._constrained_call(
+            what, constraints, method, given, self.model, lambda _: _constraint_function(what, constraints, method)
+        )
 
     # ----------------------------------------------------------------------------- external forces
     def force_function(self, what: str, fext: Mapping) -> Callable[..., np.ndarray]:
@@ -603,24 +613,10 @@ class ClusterKernels(ModelKernels):
         ``"cluster_jacobian"``) for ``constraints``."""
         if not what.startswith("cluster_"):
             raise InputError(f"wbc.{what} takes a wbc.Model, got a wbc.ClusterModel (use cm.tree)")
-        key = _constraints_key(constraints)
-        canonical = None if key is None else (what, None, key)
-        call = self.constrained.get(canonical) if canonical is not None else None
-        if call is None:
-            cm = self.model
-            resolved = resolve(cm.tree, constraints)
-            if what == "cluster_delassus" and not resolved:
-                raise InputError("the Delassus matrix needs at least one constraint")
-            call = self._compile(
-                what,
-                _cluster_constraint_function(what, cm, resolved),
-                (key,),
-                what,
-                lambda k, old, new: k._swap_in(k.constrained, old, new),
-            )
-        if canonical is not None:
-            self._remember(self.constrained, _keys(canonical, what, constraints, None), call)
-        return call
+        cm = self.model
+        return self._constrained_call(
+            what, constraints, None, None, cm.tree, lambda resolved: _cluster_constraint_function(what, cm, resolved)
+        )
 
 
 # --------------------------------------------------------------------------------- helpers

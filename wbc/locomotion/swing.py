@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 import numpy as np
 
@@ -242,13 +243,13 @@ class SwingTrajectory:
         target: Footstep,
         t_start: float,
         t_end: float,
-        lift_height: float = 0.05,
-        touchdown_velocity: float = 0.0,
+        **options: Any,
     ) -> SwingTrajectory:
-        """A fresh swing from the foothold ``start`` (at rest) to ``target``."""
+        """A fresh swing from the foothold ``start`` (at rest) to ``target``; ``options`` are the
+        constructor's keywords (``lift_height``, ``touchdown_velocity``, ...)."""
         if start.foot is not target.foot:
             raise InputError(f"a swing moves one foot: start is the {start.foot.value}, target the {target.foot.value}")
-        return cls(SwingState.at_rest(start), target, t_start, t_end, lift_height, touchdown_velocity)
+        return cls(SwingState.at_rest(start), target, t_start, t_end, **options)
 
     def state(self, t: float) -> SwingState:
         """The sole state at time ``t``; before ``t_start`` the start pose at rest, from ``t_end`` on the

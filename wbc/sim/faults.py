@@ -35,6 +35,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,14 @@ def _non_negative(owner: object, *names: str) -> None:
         value = getattr(owner, name)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0 or math.isnan(value):
             raise InputError(f"{type(owner).__name__}.{name} must be a non-negative number, got {value!r}")
+
+
+def _of_kind(owner: object, kinds: Mapping[str, type]) -> None:
+    """Each field ``name`` of ``owner`` an instance of ``kinds[name]``, else an InputError naming it."""
+    for name, kind in kinds.items():
+        value = getattr(owner, name)
+        if not isinstance(value, kind):
+            raise InputError(f"{type(owner).__name__}.{name} must be a {kind.__name__}, got {value!r}")
 
 
 def _finite(owner: object, *names: str) -> None:
@@ -155,11 +164,7 @@ class SensorNoise:
     differentiate: bool = False
 
     def __post_init__(self) -> None:
-        for name in _CHANNELS:
-            if not isinstance(getattr(self, name), Noise):
-                raise InputError(f"SensorNoise.{name} must be a Noise, got {getattr(self, name)!r}")
-        if not isinstance(self.differentiate, bool):
-            raise InputError(f"SensorNoise.differentiate must be a bool, got {self.differentiate!r}")
+        _of_kind(self, {**dict.fromkeys(_CHANNELS, Noise), "differentiate": bool})
 
     @property
     def active(self) -> bool:
@@ -273,8 +278,7 @@ class Compensation:
         _non_negative(self, "velocity_cutoff_hz", "gain_scale")
         if self.velocity_cutoff_hz == 0 or self.gain_scale == 0 or not math.isfinite(self.gain_scale):
             raise InputError("Compensation: velocity_cutoff_hz and gain_scale must be positive (gain_scale finite)")
-        if not isinstance(self.predict, bool):
-            raise InputError(f"Compensation.predict must be a bool, got {self.predict!r}")
+        _of_kind(self, {"predict": bool})
         if self.contact_kp is not None:
             _non_negative(self, "contact_kp")
             _finite(self, "contact_kp")
@@ -319,9 +323,7 @@ class Faults:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for name, kind in _PARTS.items():
-            if not isinstance(getattr(self, name), kind):
-                raise InputError(f"Faults.{name} must be a {kind.__name__}, got {getattr(self, name)!r}")
+        _of_kind(self, _PARTS)
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise InputError(f"Faults.seed must be a non-negative integer, got {self.seed!r}")
 
