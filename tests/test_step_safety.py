@@ -111,11 +111,15 @@ def test_compile_prepares_every_step(monkeypatch):
 
 @pytest.mark.skipif(find_compiler() is None, reason="no C compiler")
 @pytest.mark.parametrize("with_python", [True, False])
-def test_shortcut_c_compiles_without_warnings(with_python):
-    """``shortcut.c`` compiles under ``-Wall -Wextra -Werror``, with CPython's headers and without."""
+@pytest.mark.parametrize("files", [("shortcut.c",), ("shortcut.c", "hierarchy.c")], ids=["shortcut", "hierarchy"])
+def test_the_step_c_compiles_without_warnings(with_python, files, tmp_path):
+    """``shortcut.c`` (and ``hierarchy.c``, built appended to it) compile under ``-Wall -Wextra
+    -Werror``, with CPython's headers and without."""
     from importlib import resources
 
-    source = resources.files("wbc.control").joinpath("shortcut.c")
+    package = resources.files("wbc.control")
+    source = tmp_path / "step.c"
+    source.write_text("\n".join(package.joinpath(name).read_text() for name in files))
     flags = ["-Wall", "-Wextra", "-Werror", "-fsyntax-only"]
     if with_python:
         include = python_include()

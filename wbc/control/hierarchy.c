@@ -342,35 +342,15 @@ int wbc_hierarchy(wbc_hierarchy_data *h) {
     return code == WBC_FEASIBLE ? hierarchy_levels(h) : code;
 }
 
+static int hierarchy_solve(void *ctx) { return wbc_hierarchy(ctx); }
+
 /* wbc_step's counterpart: the checks, the kernel, the gathers, the levels, the command. */
-int wbc_hierarchy_step(wbc_hierarchy_data *h) {
-    wbc_shortcut_data *s = h->s;
-    const int n = s->p + s->m, nv = s->nv;
-    double t0 = now_us();
-    if (wbc_check_state(s) != WBC_FEASIBLE) return WBC_BAD_INPUT;
-    if (s->kernel(s->arg, s->res, s->iw, s->w, 0)) return WBC_KERNEL_FAILED;
-    double t1 = now_us();
-    s->t_kernel = t1 - t0;
-    gather(s);
-    int code = wbc_hierarchy(h);
-    if (code == WBC_FEASIBLE) code = command(s);
-    s->t_qp = now_us() - t1;
-    if (code == WBC_FEASIBLE) {
-        double *tail = s->out + n + nv + s->ne + s->ncontact;
-        tail[0] = s->t_kernel;
-        tail[1] = s->t_qp;
-    }
-    return code;
-}
+int wbc_hierarchy_step(wbc_hierarchy_data *h) { return step_with(h->s, hierarchy_solve, h); }
 
 #ifdef WBC_WITH_PYTHON
 /* wbc_hierarchy_step on Python objects q and v (as wbc_step_objects). */
 int wbc_hierarchy_step_objects(wbc_hierarchy_data *h, PyObject *q, PyObject *v) {
-    wbc_shortcut_data *s = h->s;
-    if (!take_vector(s, q, s->nq, (double *)s->q) || !take_vector(s, v, s->nv, (double *)s->v)) {
-        return WBC_NOT_VECTORS;
-    }
-    return wbc_hierarchy_step(h);
+    return objects_with(h->s, q, v, hierarchy_solve, h);
 }
 #endif
 

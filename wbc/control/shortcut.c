@@ -672,7 +672,9 @@ int wbc_binding(wbc_shortcut_data *s, double tol) {
     return WBC_FEASIBLE;
 }
 
-int wbc_step(wbc_shortcut_data *s) {
+/* The one-call step around a solver: the checks, the kernel, the gathers, solve(ctx) (a return code;
+ * s->u its answer when WBC_FEASIBLE), the command and its timings (wbc_step, wbc_hierarchy_step). */
+static int step_with(wbc_shortcut_data *s, int (*solve)(void *), void *ctx) {
     const int n = s->p + s->m, nv = s->nv;
     double t0 = now_us();
     if (wbc_check_state(s) != WBC_FEASIBLE) return WBC_BAD_INPUT;
@@ -680,12 +682,7 @@ int wbc_step(wbc_shortcut_data *s) {
     double t1 = now_us();
     s->t_kernel = t1 - t0;
     gather(s);
-    int code = wbc_shortcut(s);
-    s->binding_code = -1;
-    if (code == WBC_INFEASIBLE && s->binding_step) { /* a row binds: the QP, in C too */
-        s->binding_code = wbc_binding(s, s->binding_tol);
-        if (s->binding_code == WBC_FEASIBLE) code = WBC_FEASIBLE; /* else the caller solves it otherwise */
-    }
+    int code = solve(ctx);
     if (code == WBC_FEASIBLE) code = command(s);
     s->t_qp = now_us() - t1;
     if (code == WBC_FEASIBLE) {
@@ -695,6 +692,20 @@ int wbc_step(wbc_shortcut_data *s) {
     }
     return code;
 }
+
+/* The shortcut and, when a row binds and binding_step is set, the binding QP. */
+static int shortcut_then_binding(void *ctx) {
+    wbc_shortcut_data *s = ctx;
+    int code = wbc_shortcut(s);
+    s->binding_code = -1;
+    if (code == WBC_INFEASIBLE && s->binding_step) { /* a row binds: the QP, in C too */
+        s->binding_code = wbc_binding(s, s->binding_tol);
+        if (s->binding_code == WBC_FEASIBLE) code = WBC_FEASIBLE; /* else the caller solves it otherwise */
+    }
+    return code;
+}
+
+int wbc_step(wbc_shortcut_data *s) { return step_with(s, shortcut_then_binding, s); }
 
 #ifdef WBC_WITH_PYTHON
 /* wbc_step on Python objects q and v (called with the GIL held, through ctypes.PyDLL): when both are
@@ -716,11 +727,16 @@ static int take_vector(const wbc_shortcut_data *s, PyObject *obj, Py_ssize_t n, 
     return ok;
 }
 
-int wbc_step_objects(wbc_shortcut_data *s, PyObject *q, PyObject *v) {
+/* step_with on Python objects q and v (as wbc_step_objects). */
+static int objects_with(wbc_shortcut_data *s, PyObject *q, PyObject *v, int (*solve)(void *), void *ctx) {
     if (!take_vector(s, q, s->nq, (double *)s->q) || !take_vector(s, v, s->nv, (double *)s->v)) {
         return WBC_NOT_VECTORS;
     }
-    return wbc_step(s);
+    return step_with(s, solve, ctx);
+}
+
+int wbc_step_objects(wbc_shortcut_data *s, PyObject *q, PyObject *v) {
+    return objects_with(s, q, v, shortcut_then_binding, s);
 }
 
 /* wbc_step_objects as a CPython builtin (METH_FASTCALL: no ctypes conversions, ~0.6 us less a step):
