@@ -222,8 +222,9 @@ CROSS_DCM_TOLERANCE = 0.02
 #: ... the swing ending with this downward speed (m/s), so that a lagging foot still strikes on time ...
 CROSS_TOUCHDOWN_SPEED = 0.2
 #: ... any recovery step taken only once the DCM is this far outside the feet (m): Talos pushed
-#: 520 N sideways standing holds it by its hip strategy, the DCM at most 6.4 mm outside; a crossing
-#: step taken there (at 0) fell at 2.31 s ...
+#: 520 N sideways standing (without the legs' limit) holds it by its hip strategy, the DCM at most
+#: 6.4 mm outside; a crossing step taken at once (at 0) fell at 2.31 s, at 1 cm it is taken at
+#: 1.68 s, once the hip strategy has given up, and falls at 2.89 s (540 N: 2.23 -> 2.48 s) ...
 CROSS_TRIGGER = 0.01
 #: ... and the legs' collision capsules kept this far apart (m) while a foot is off the ground ...
 LEG_MARGIN = 0.01
@@ -234,14 +235,6 @@ LEG_MARGIN = 0.01
 #: crossing step; switched on at the release instead of the lift-off, it still did (1.4 cm apart,
 #: 11 ms into the release, with the crossing step of :data:`CROSS_MIN_SWING`).
 STANCE_LEG_MARGIN = 0.0
-#: The legs' barrier gain (1/s, ``λ`` of :class:`wbc.SelfCollisionLimit`) while a foot is off the
-#: ground ...
-LEG_GAIN = 20.0
-#: ... and while both feet are on it: at :data:`LEG_GAIN` the barrier held the hip strategy back
-#: (pushed 520 N sideways, Talos standing with the legs' limit fell at 2.95 s without any step, and
-#: held the push without the limit; 540 N: fell at 2.61 s instead of 2.90 s); at this gain it does
-#: not (520 N held, 540 N fell at 2.89 s), and planted feet do not cross.
-STANCE_LEG_GAIN = 100.0
 #: The legs' links checked against each other: the last this many joints of each leg (thigh, shin,
 #: ankle, foot) ...
 LEG_LINKS = 4
@@ -419,7 +412,7 @@ class Walker:
         self.legs_limit: wbc.SelfCollisionLimit | None = None
         if crossover:  # the default limits and the legs kept apart
             self.leg_pairs = leg_collision_pairs(spec)
-            self.legs_limit = wbc.SelfCollisionLimit(self.leg_pairs, margin=LEG_MARGIN, gain=LEG_GAIN, name="legs")
+            self.legs_limit = wbc.SelfCollisionLimit(self.leg_pairs, margin=LEG_MARGIN, name="legs")
             limits = [wbc.TorqueLimit(), wbc.JointPositionLimit(), wbc.JointVelocityLimit(), self.legs_limit]
         self.controller = wbc.WholeBodyController(model, all_tasks, list(self.contacts.values()), limits=limits)
         self.controller.compile()
@@ -622,10 +615,7 @@ class Walker:
             out = seq.update(s, DT)
             if self.legs_limit is not None:  # see STANCE_LEG_MARGIN
                 swinging = any(p is FootPhase.SWING for p in seq.phase.values())
-                if swinging:
-                    self.legs_limit.set(margin=LEG_MARGIN, gain=LEG_GAIN)
-                else:
-                    self.legs_limit.set(margin=STANCE_LEG_MARGIN, gain=STANCE_LEG_GAIN)
+                self.legs_limit.set(margin=LEG_MARGIN if swinging else STANCE_LEG_MARGIN)
             if i % 10 == 0:
                 for f, frame in self.frame.items():
                     if seq.phase[f] is not FootPhase.SWING:
