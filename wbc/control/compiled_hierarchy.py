@@ -45,7 +45,7 @@ _P = ctypes.c_void_p
 
 _BUFFERS = (
     "sq", "above", "floor_", "sr", "T", "u0", "At", "bt", "K", "e", "S", "H", "Z", "Z2", "xi", "z", "Vt", "sv",
-    "Mc", "work",
+    "Mc", "work", "G", "Q", "qbeta", "y",
 )  # fmt: skip
 
 
@@ -166,6 +166,7 @@ class CompiledHierarchy:
             "sq": n, "above": n, "floor_": n, "sr": n, "T": n * p, "u0": n, "At": k * p, "bt": k,
             "K": (kmax + n) * p, "e": kmax + n, "S": (kmax + n) * p, "H": p * p, "Z": p * p, "Z2": p * p,
             "xi": p, "z": p, "Vt": p * p, "sv": p, "Mc": kmax * p, "work": lwork,
+            "G": p * p, "Q": p * p, "qbeta": p, "y": p,
         }  # fmt: skip
         self._buffers = {name: np.zeros(max(1, size)) for name, size in shapes.items()}
         data = HierarchyData()
