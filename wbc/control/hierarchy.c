@@ -262,7 +262,6 @@ static int hierarchy_reduce(wbc_hierarchy_data *h) {
     const double *A = s->A, *Aeq = s->Aeq;
     const double d_one = 1.0, d_minus = -1.0;
     double *X = s->X, *L = s->L, *T = h->T, *At = h->At;
-    int info = 0;
     for (int j = 0; j < n; ++j) {
         h->sq[j] = sumsq(A + (long)j * k, k);
         h->floor_[j] = sumsq(s->Bhat + (long)j * nv, nv);
@@ -274,12 +273,11 @@ static int hierarchy_reduce(wbc_hierarchy_data *h) {
         for (int j = 0; j < m; ++j) {
             for (int i = 0; i < m; ++i) L[i + j * m] = Aeq[i + (long)(p + j) * m];
         }
-        s->dpotrf("L", &m, L, &m, &info);
-        if (info) return WBC_FAILED;
+        if (cholesky(m, L, m)) return WBC_FAILED; /* loops, as wbc_shortcut's (LAPACK costs more at m ~ 12) */
         memcpy(X, Aeq, sizeof(double) * (size_t)m * (size_t)p);
         memcpy(X + (long)p * m, s->beq, sizeof(double) * (size_t)m);
-        s->dpotrs("L", &m, &p1, L, &m, X, &m, &info);
-        if (info) return WBC_FAILED;
+        double work[(long)m * p1];
+        cholesky_solve_many(m, L, m, p1, X, m, work);
         s->dgemm("N", "N", &k, &p, &m, &d_minus, A + (long)p * k, &k, X, &m, &d_one, At, &k);
         s->dgemv("N", &k, &m, &d_minus, A + (long)p * k, &k, X + (long)p * m, &one, &d_one, h->bt, &one);
         for (int j = 0; j < p; ++j) {
@@ -386,8 +384,7 @@ static int hierarchy_levels(wbc_hierarchy_data *h) {
         }
         s->dpotrf("L", &nz, h->H, &nz, &info);
         if (info) return WBC_FAILED;
-        s->dpotrs("L", &nz, &one, h->H, &nz, h->z, &nz, &info);
-        if (info) return WBC_FAILED;
+        cholesky_solve(nz, h->H, nz, h->z);
         if (implicit && r == 0) {
             for (int j = 0; j < p; ++j) h->xi[j] += h->z[j];
         } else if (implicit) { /* xi += Z z = H_0 ... H_{r-1} [0; z] */
