@@ -23,10 +23,15 @@
  *      WBC_FAILED when a factorization fails;
  *   4. Z <- a basis of the null space of At_k Z (singular values at most rank_tol |At_k|_F, as the
  *      numpy solver's SVD decides): Householder reflections of (At_k Z)^T applied to Z, then a Jacobi
- *      SVD of the small triangle R^T; no direction left: the levels below change nothing.
+ *      SVD of the small triangle R^T; no direction left: the levels below change nothing. While every
+ *      level has full rank, Z is kept as its reflectors (Z = (H_0 ... H_{r-1})[:, r:], as in a QR of
+ *      the levels' rows) and step 2's normal equations are formed over all p variables and reflected on
+ *      both sides (Z^T (K^T K) Z from r reflections of a p x p matrix: on Talos with 3 | 35 rows, a
+ *      third of the products K Z and (K Z)^T (K Z)); a level of lower rank makes Z explicit.
  * The null space is computed in loops (reflections, Jacobi on a triangle of a few rows): LAPACK's dgesvd
- * with the full V costs 12 us at 3 x 32; the products and the Cholesky factors go to BLAS and LAPACK
- * (hand-written loops were measured slower there).
+ * with the full V costs 12 us at 3 x 32; the products and the levels' Cholesky factors go to BLAS and
+ * LAPACK (hand-written loops were measured slower there); the Delassus factor (m ~ 12) and the
+ * triangular solves are shortcut.c's loops (cheaper than LAPACK's calls at these sizes).
  * wbc.control.hierarchy.LexicographicSolver is its reference in the tests and the path of the steps
  * it hands on.
  */
