@@ -5,10 +5,11 @@ LAPACK calls on a problem of a few dozen variables, whose Python overhead is mos
 (Talos, two levels: 4.5 × one level). ``hierarchy.c`` does the same arithmetic (the equalities
 eliminated once through the Delassus matrix, each level's minimizer in the null space of the levels
 above by one Cholesky solve, ``C u ≤ d`` checked at each level, the next null space from Householder
-reflections and a small Jacobi SVD) on the kernel's buffers, and :meth:`CompiledHierarchy.attach`
-makes it part of one C call with the input checks, the kernel and the command, as the weighted
-controller's one-call step (:class:`~wbc.control.shortcut.CompiledShortcut`, whose struct, gathers and
-command it reuses: ``hierarchy.c`` is compiled appended to ``shortcut.c``).
+reflections and a small Jacobi SVD, kept as those reflections while every level has full rank) on
+the kernel's buffers, and :meth:`CompiledHierarchy.attach` makes it part of one C call with the input
+checks, the kernel and the command, as the weighted controller's one-call step
+(:class:`~wbc.control.shortcut.CompiledShortcut`, whose struct, gathers and command it reuses:
+``hierarchy.c`` is compiled appended to ``shortcut.c``).
 
 When a level's minimizer breaks a row of ``C u ≤ d`` (an inequality binds at that level), or a
 factorization fails, the call says so and the step goes on with the numpy
