@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from benchmarks.step_modules import modules_entered, scenario
+from benchmarks.step_modules import modules_entered, scenario, trace
 from wbc.control.strategies import WorkingSet
 from wbc.errors import InputError
 
@@ -56,10 +56,40 @@ def test_a_step_during_a_force_ramp_enters_each_module_once():
 
 def _numpy_levels():
     """Two priority levels answered in numpy (the levels' one-call step disabled: the hierarchy)."""
-    ctrl, q, v = scenario("two_levels")
-    ctrl._attach = lambda layout, fast, writer: False  # type: ignore[method-assign]
-    ctrl._prepare_plans()
-    return ctrl, q, v
+    return scenario("numpy_levels")
+
+
+@pytest.mark.parametrize("name", ["touchdown", "first_step"])
+def test_a_plan_switch_a_first_step_and_the_numpy_levels_enter_each_module_once(name):
+    """The step of a touchdown (another plan: the schedule reads the previous plan's normal forces in
+    its tick, no call of the writer back into it), the first step after ``compile()`` and a step of
+    the levels in numpy (the hierarchy on the layout's selection, made once): each module once."""
+    entries = trace(name)
+    assert entries[0] == "wbc.control.controller"
+    assert len(entries) == len(set(entries)), " › ".join(entries)
+    if name == "numpy_levels":
+        assert "wbc.control.hierarchy" in entries
+
+
+def test_the_last_normal_forces_survive_a_plan_switch_without_a_read_between():
+    """A release (no ramp) right after a two-foot step, then steps of the single-support plan, nobody
+    reading the schedule meanwhile: the released foot keeps its last command's normal force (read by
+    the tick that found the new plan's writer), the standing foot reports the last command's."""
+    ctrl, q, v = scenario("standing")
+    for _ in range(3):
+        ctrl.step(q, v)
+    left, right = ctrl.contacts
+    before = ctrl.step(q, v)
+    ctrl._schedule.deactivate(left.name)  # the controller's own call, without reading the states
+    for _ in range(3):
+        after = ctrl.step(q, v)
+    assert ctrl.contact_state(left.name).last_normal_force == pytest.approx(
+        left.normal_force(before.forces[left.name]), rel=1e-12
+    )
+    assert ctrl.contact_state(right.name).last_normal_force == pytest.approx(
+        right.normal_force(after.forces[right.name]), rel=1e-12
+    )
+    assert left.normal_force(before.forces[left.name]) > 100.0
 
 
 def test_a_two_level_step_records_the_normal_forces_without_a_call_per_contact():
