@@ -59,7 +59,7 @@ def _numpy_levels():
     return scenario("numpy_levels")
 
 
-@pytest.mark.parametrize("name", ["touchdown", "first_step"])
+@pytest.mark.parametrize("name", ["touchdown", "first_step", "numpy_levels"])
 def test_a_plan_switch_a_first_step_and_the_numpy_levels_enter_each_module_once(name):
     """The step of a touchdown (another plan: the schedule reads the previous plan's normal forces in
     its tick, no call of the writer back into it), the first step after ``compile()`` and a step of
