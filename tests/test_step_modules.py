@@ -7,6 +7,7 @@ import re
 import numpy as np
 import pytest
 
+import wbc
 from benchmarks.step_modules import modules_entered, scenario, trace
 from wbc.control.strategies import WorkingSet
 from wbc.errors import InputError
@@ -130,3 +131,52 @@ def test_the_numpy_paths_state_check_refuses_what_the_full_check_refuses():
     a = ctrl.step(list(q), list(v))
     ctrl.time = 0.0
     assert np.array_equal(ctrl.step(q, v).u, a.u)
+
+
+def _panda_levels_with_a_collision_limit():
+    """The Panda, the hand above the posture, a self-collision limit (rows of ``G`` the kernel traces)."""
+    from wbc import robots, tasks
+
+    spec = robots.load("panda")
+    model = spec.model
+    hand = tasks.PositionTask("panda_hand_tcp", weight=1.0, kp=100.0)
+    posture = tasks.PostureTask(model, weight=1e-3, kp=10.0)
+    posture.set_priority(1)
+    pair = wbc.CollisionPair(
+        wbc.Sphere("panda_hand", 0.06, (0, 0, 0.05)), wbc.Capsule("panda_link0", 0.12, (0, 0, 0), (0, 0, 0.35))
+    )
+    limits = [wbc.TorqueLimit(), wbc.JointPositionLimit(), wbc.JointVelocityLimit(), wbc.SelfCollisionLimit([pair])]
+    ctrl = wbc.WholeBodyController(model, [hand, posture], limits=limits)
+    hand.set_target([0.0, 0.0, 0.2])
+    posture.set_target(spec.q0)
+    return ctrl, spec.q0.copy(), np.zeros(model.nv)
+
+
+@pytest.mark.parametrize("case", ["talos", "talos_lifted", "panda_collision"])
+def test_the_layouts_selection_is_what_its_rows_and_feasibility_test_give(case):
+    """``Layout.selection`` (the hierarchy's one call into the builder) holds ``inequality_matrix``'s
+    ``G`` and ``select``'s rows, and ``C u ≤ d`` is ``Layout.feasible``'s product: Talos on both feet
+    and with a lifted foot (gathered columns), the Panda with its joint limits (rows of ``B̂``) and a
+    self-collision limit (traced rows of ``G``)."""
+    ctrl, q, v = _panda_levels_with_a_collision_limit() if case == "panda_collision" else scenario("numpy_levels")
+    if case == "talos_lifted":
+        ctrl.deactivate_contact(ctrl.contacts[0].name)
+    u = ctrl.step(q, v).u
+    layout = ctrl._layout()
+    assert layout.all_columns != (case == "talos_lifted")
+    if case == "panda_collision":  # both kinds of step-dependent rows
+        assert layout._traced_at.size and layout._bhat_at.size
+    outputs = ctrl.evaluate(q, v)
+    selection = layout.selection(outputs)
+    assert np.array_equal(selection.G, layout.inequality_matrix(outputs))
+    for mine, theirs in zip(selection[:7], layout.select(outputs)):
+        assert np.array_equal(mine, theirs)
+    assert np.array_equal(selection.Bhat, outputs.Bhat[:, layout.columns])
+    rng = np.random.default_rng(3)
+    verdicts = set()
+    for x in (u, u + 1e4 * rng.standard_normal(u.size), u + 1e-3 * rng.standard_normal(u.size)):
+        feasible = layout.feasible(x, outputs)
+        verdicts.add(feasible)
+        np.testing.assert_allclose(selection.C @ x, layout._Cx, rtol=1e-12, atol=1e-9)
+        assert bool((selection.C @ x <= selection.d).all()) == feasible
+    assert verdicts == {True, False}  # both answers met

@@ -660,6 +660,7 @@ class Layout:
         self._bhat_index = s.bhat_index[[b for _, b in from_bhat]].astype(np.int64)
         self._bhat_sign = s.bhat_sign[[b for _, b in from_bhat]].astype(float)
         self._Cx = np.zeros(self._C.shape[0])
+        self._C_step = self._C.copy()  # C with this step's traced rows and rows of B̂ (:meth:`selection`)
 
     def inequality_matrix(self, outputs: StepOutputs) -> np.ndarray:
         """``G`` (m_in, n) of the active rows and columns (a new array)."""
@@ -689,12 +690,16 @@ class Layout:
 
     def selection(self, outputs: StepOutputs) -> Selection:
         """The step's QP in the active rows and columns, with its inequalities and bounds as one matrix
-        ``C`` (new arrays except where :meth:`select` returns views)."""
-        G = self.inequality_matrix(outputs)
-        C = self._C.copy()
-        C[: G.shape[0]] = G  # the bounds' rows follow, constant
-        d = outputs.d if self._d_rows is None else outputs.d[self._d_rows]
+        ``C`` (``C`` and ``G`` are the layout's buffer, ``A``... as :meth:`select` returns them: both
+        overwritten by the next selection or kernel call)."""
+        C = self._C_step  # the constant rows stay; the traced rows and the rows of B̂ are this step's
         Bhat = outputs.Bhat if self.all_columns else outputs.Bhat[:, self.columns]
+        if self._traced_at.size:
+            C[self._traced_at] = outputs.G if self._all_traced else outputs.G[self._traced_from][:, self.columns]
+        if self._bhat_at.size:
+            C[self._bhat_at] = self._bhat_sign[:, None] * Bhat[self._bhat_index]
+        G = C[: self.in_rows.size]  # the inequalities; the bounds' rows follow
+        d = outputs.d if self._d_rows is None else outputs.d[self._d_rows]
         A, b, A_eq, b_eq, h, lb, ub = self.select(outputs)
         return Selection(A, b, A_eq, b_eq, h, lb, ub, G, C, d, Bhat)
 
