@@ -72,43 +72,33 @@ def test_a_plan_switch_a_first_step_and_the_numpy_levels_enter_each_module_once(
         assert "wbc.control.hierarchy" in entries
 
 
-def test_the_last_normal_forces_survive_a_plan_switch_without_a_read_between():
-    """A release (no ramp) right after a two-foot step, then steps of the single-support plan, nobody
-    reading the schedule meanwhile: the released foot keeps its last command's normal force (read by
-    the tick that found the new plan's writer), the standing foot reports the last command's."""
+@pytest.mark.parametrize("ramp, stop_at_switch", [(0.0, False), (0.005, False), (0.005, True)])
+def test_the_last_normal_forces_survive_a_plan_switch_without_a_read_between(ramp, stop_at_switch):
+    """A release (at once, or at the end of a ramp: the tick switches the plan), then steps of the
+    single-support plan (or only its first: the states read before another tick), nobody reading the
+    schedule meanwhile: the released foot keeps the normal force of the last command that enforced it
+    (the previous plan's source, read by the tick that found the new one, or by the read), the
+    standing foot reports the last command's."""
     ctrl, q, v = scenario("standing")
     for _ in range(3):
-        ctrl.step(q, v)
+        enforced = ctrl.step(q, v)
     left, right = ctrl.contacts
-    before = ctrl.step(q, v)
-    ctrl._schedule.deactivate(left.name)  # the controller's own call, without reading the states
-    for _ in range(3):
-        after = ctrl.step(q, v)
+    schedule = ctrl._schedule
+    ctrl.deactivate_contact(left.name, ramp=ramp)
+    for _ in range(12):
+        command = ctrl.step(q, v)
+        if schedule.activation[0]:  # this step's plan enforced the left foot (read without a call)
+            enforced = command
+        elif stop_at_switch:
+            break
+    assert not schedule.activation[0]
     assert ctrl.contact_state(left.name).last_normal_force == pytest.approx(
-        left.normal_force(before.forces[left.name]), rel=1e-12
+        left.normal_force(enforced.forces[left.name]), rel=1e-12, abs=1e-9
     )
     assert ctrl.contact_state(right.name).last_normal_force == pytest.approx(
-        right.normal_force(after.forces[right.name]), rel=1e-12
+        right.normal_force(command.forces[right.name]), rel=1e-12
     )
-    assert left.normal_force(before.forces[left.name]) > 100.0
-
-
-def test_a_two_level_step_records_the_normal_forces_without_a_call_per_contact():
-    """Two priority levels (the hierarchy's answer through ``CommandWriter.from_x``): the contacts'
-    normal forces are one product, followed by the schedule as the one-call block's are (no call per
-    contact), and each contact's last normal force is its command's."""
-    ctrl, q, v = _numpy_levels()
-    for _ in range(3):
-        ctrl.step(q, v)
-    entries = modules_entered(lambda: ctrl.step(q, v))
-    assert "wbc.control.hierarchy" in entries
-    assert entries.count("wbc.control.schedule") == 1, " › ".join(entries)
-    assert not any(".contacts" in e for e in entries)
-    cmd = ctrl.step(q, v)
-    for c in ctrl.contacts:
-        expected = c.normal_force(cmd.forces[c.name])
-        assert expected > 100.0  # standing on both feet
-        assert ctrl.contact_state(c.name).last_normal_force == pytest.approx(expected, rel=1e-12)
+    assert left.normal_force(enforced.forces[left.name]) > (1.0 if ramp else 100.0)
 
 
 def test_the_numpy_paths_state_check_refuses_what_the_full_check_refuses():

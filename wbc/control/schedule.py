@@ -164,9 +164,9 @@ class ContactSchedule:
         #: the source of the last command's normal forces, set by the command writers (an assignment, no
         #: call): ``source.block[i]`` for the ``i`` of ``source.normal_at`` (one per contact, in order;
         #: None: that contact's is kept), read into the states only when one is read or written, or
-        #: None (read already). The next :meth:`tick` that finds another source than the previous tick
-        #: did reads it once (the contacts the next source leaves out keep their last force): a switch of
-        #: plan needs no call of its own, and nothing is done per step.
+        #: None (read already). The :meth:`tick` that finds another source than the previous tick did
+        #: reads the previous source's last command (the contacts the new source leaves out keep that
+        #: force): a switch of plan needs no call of its own, and nothing is done per step.
         self.latest: Any = None
         self._seen: Any = None  # the source :meth:`tick` found last
 
@@ -202,9 +202,11 @@ class ContactSchedule:
 
     def _flush(self) -> None:
         """Read the last command's normal forces into the states; the source is then read."""
-        source = self.latest
+        source, seen = self.latest, self._seen
         if source is not None:
             self.latest = self._seen = None
+            if seen is not None and seen is not source:  # the plan switched since the last tick
+                self._read(seen)
             self._read(source)
 
     def _read(self, source: Any) -> None:
@@ -218,13 +220,13 @@ class ContactSchedule:
         """The step's one call: move the clock to ``t`` (s); True when nothing was in progress (no ramp,
         no placement awaited). Else False: ramps progress (:meth:`advance`) and the contacts awaiting a
         placement are placed where ``measured`` puts them (:meth:`place_measured`; ``measured`` is given
-        when :attr:`awaiting_placement`). A new source of the last command's normal forces
-        (:attr:`latest`: the plan switched) is read once."""
+        when :attr:`awaiting_placement`). When the source of the last command's normal forces
+        (:attr:`latest`) changed (the plan switched), the previous source's last command is read."""
         latest = self.latest
-        if latest is not self._seen:  # the previous command came from another plan's writer
+        if latest is not self._seen:  # the last command came from another plan's writer than the one before
+            if self._seen is not None:  # that one's last command: the contacts the new source leaves out keep it
+                self._read(self._seen)
             self._seen = latest
-            if latest is not None:
-                self._read(latest)
         if not (self._any_ramp or self.awaiting_placement):
             self._time = t
             return True
