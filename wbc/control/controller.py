@@ -379,7 +379,7 @@ class WholeBodyController(NotCopyable):
                     if plan.one_call:  # its Python side too (a few runs: the interpreter specializes)
                         for _ in range(10):
                             plan.strategies[0].attempt(plan.reset(q0, v0, 0.0))
-                        self._schedule.forget()  # not applied: never read (the next plan's would flush them)
+                        self._schedule.forget()  # not applied: never read (the next tick would read them)
             self._rehearse(q0, v0)
         self._last.tau = None  # forget the warm-up's commands
         self._schedule.forget()
