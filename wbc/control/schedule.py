@@ -244,8 +244,8 @@ class ContactSchedule:
             raise InputError(f"no contact named {name!r}; the controller has {sorted(self._states)}") from None
 
     def is_active(self, name: str) -> bool:
-        """Whether contact ``name`` is enforced (the last command's normal forces are not read: a loop
-        asking at every step does not make the next step follow the command's block again)."""
+        """Whether contact ``name`` is enforced (without reading the last command's normal forces: a
+        sequencer may ask at every step)."""
         s = self._states.get(name)
         return self.state(name).active if s is None else s.active  # state(): InputError naming the contacts
 
