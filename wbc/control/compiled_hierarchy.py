@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -32,12 +32,11 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..codegen.cache import CacheUnavailable, cached_source_library, find_compiler
-from ..codegen.kernel import Kernel
 from ..errors import CompileError
 from .builder import Layout
 from .hierarchy import null_space_rank_tolerance
 from .outputs import StepOutputs
-from .shortcut import CompiledShortcut
+from .shortcut import Attachment, CompiledShortcut
 from .shortcut_library import FLAGS, Library, _load, python_include
 
 __all__ = ["CompiledHierarchy", "HierarchyData", "HierarchyLibrary", "hierarchy_library"]
@@ -198,17 +197,10 @@ class CompiledHierarchy:
         """The levels the last call solved (all of them after ``FEASIBLE``, fewer when one bound)."""
         return self._data.solved
 
-    def attach(
-        self,
-        kernel: Kernel,
-        regularization: float,
-        unit_parts: Sequence[tuple[int, int]],
-        check: bool,
-        normal_rows: np.ndarray,
-    ) -> bool:
+    def attach(self, attachment: Attachment) -> bool:
         """As :meth:`CompiledShortcut.attach`: the checks, the kernel, the levels and the command in
         one C call (:attr:`step`, :attr:`step_objects`); False (nothing changed) when it cannot."""
-        if not self.shortcut.attach(kernel, regularization, unit_parts, check, normal_rows):
+        if not self.shortcut.attach(attachment):
             return False
         self.out = self.shortcut.out
         self.step = functools.partial(self._library.step, self._ref)

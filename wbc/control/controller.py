@@ -62,7 +62,7 @@ from .outputs import StepOutputs, step_outputs
 from .pieces import TAU
 from .qp import QPProblem
 from .schedule import ContactSchedule, ContactState
-from .shortcut import FEASIBLE, CompiledShortcut
+from .shortcut import FEASIBLE, Attachment, CompiledShortcut
 from .solvers import DEFAULT_SOLVER, QPSolver, Solver, make_solver
 from .strategies import (
     Evaluation,
@@ -453,7 +453,7 @@ class WholeBodyController(NotCopyable):
         if writer.normal_rows is None:  # a contact's normal force is not linear in its variables
             return False
         normal = writer.normal_rows[:, layout.columns]  # an inactive contact's columns are not there: zero
-        if not fast.attach(self.kernel, self.regularization, self._unit_parts, self.check_inputs, normal):
+        if not fast.attach(Attachment(self.kernel, self.regularization, self._unit_parts, self.check_inputs, normal)):
             return False
         outputs = self._outputs
         writer.block_layout(n, outputs.a0.size, outputs.errors.size, len(self.contacts))
