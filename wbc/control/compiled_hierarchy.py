@@ -5,10 +5,11 @@ LAPACK calls on a problem of a few dozen variables, whose Python overhead is mos
 (Talos, two levels: 4.5 × one level). ``hierarchy.c`` does the same arithmetic (the equalities
 eliminated once through the Delassus matrix, each level's minimizer in the null space of the levels
 above by one Cholesky solve, ``C u ≤ d`` checked at each level, the next null space from Householder
-reflections and a small Jacobi SVD) on the kernel's buffers, and :meth:`CompiledHierarchy.attach`
-makes it part of one C call with the input checks, the kernel and the command, as the weighted
-controller's one-call step (:class:`~wbc.control.shortcut.CompiledShortcut`, whose struct, gathers and
-command it reuses: ``hierarchy.c`` is compiled appended to ``shortcut.c``).
+reflections and a small Jacobi SVD, kept as those reflections while every level has full rank) on
+the kernel's buffers, and :meth:`CompiledHierarchy.attach` makes it part of one C call with the input
+checks, the kernel and the command, as the weighted controller's one-call step
+(:class:`~wbc.control.shortcut.CompiledShortcut`, whose struct, gathers and command it reuses:
+``hierarchy.c`` is compiled appended to ``shortcut.c``).
 
 When a level's minimizer breaks a row of ``C u ≤ d`` (an inequality binds at that level), or a
 factorization fails, the call says so and the step goes on with the numpy
@@ -44,7 +45,7 @@ _P = ctypes.c_void_p
 
 _BUFFERS = (
     "sq", "above", "floor_", "sr", "T", "u0", "At", "bt", "K", "e", "S", "H", "Z", "Z2", "xi", "z", "Vt", "sv",
-    "Mc", "work",
+    "Mc", "work", "G", "Q", "qbeta", "y",
 )  # fmt: skip
 
 
@@ -165,6 +166,7 @@ class CompiledHierarchy:
             "sq": n, "above": n, "floor_": n, "sr": n, "T": n * p, "u0": n, "At": k * p, "bt": k,
             "K": (kmax + n) * p, "e": kmax + n, "S": (kmax + n) * p, "H": p * p, "Z": p * p, "Z2": p * p,
             "xi": p, "z": p, "Vt": p * p, "sv": p, "Mc": kmax * p, "work": lwork,
+            "G": p * p, "Q": p * p, "qbeta": p, "y": p,
         }  # fmt: skip
         self._buffers = {name: np.zeros(max(1, size)) for name, size in shapes.items()}
         data = HierarchyData()

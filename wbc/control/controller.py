@@ -298,7 +298,7 @@ class WholeBodyController(NotCopyable):
             self._schedule.set_gains(name, kp, kd)
 
     def contact_active(self, name: str) -> bool:
-        return self._schedule.state(name).active
+        return self._schedule.is_active(name)
 
     # ----------------------------------------------------------------------------- compile
     def compile(self) -> Kernel:
@@ -476,20 +476,22 @@ class WholeBodyController(NotCopyable):
 
     def _advance(self, q, v) -> StepPlan:
         """The schedule's clock moves to this step's (one call: :meth:`ContactSchedule.tick`, given the
-        placements measured at ``q`` when a contact awaits one); this step's plan: the last one unless
-        something was in progress or a contact switched."""
+        placements measured at ``q`` when a contact awaits one); this step's plan: the last one unless a
+        contact switched (the schedule's version moved) or the last one was not kept (:meth:`_choose`; a
+        ramp in progress changes bounds only, the plan stays)."""
         schedule = self._schedule
         self._runtime.time = self.time
         measured = self._measure(q, v) if schedule.awaiting_placement else None
-        idle = schedule.tick(self.time, measured)
+        schedule.tick(self.time, measured)
         plan = self._plan
-        if plan is None or not idle or schedule.version != self._plan_version:
+        if plan is None or schedule.version != self._plan_version:
             plan = self._choose()
         return plan
 
     def _choose(self) -> StepPlan:
         """This step's plan (of the activation set now; made if it was not prepared), kept for the next
-        steps while the schedule stays idle at its version."""
+        steps while the schedule stays at its version (not kept: a contact awaits a placement, or the
+        activation is not the schedule's alone)."""
         schedule = self._schedule
         key = schedule.activation if self._by_schedule else self._activation()
         plan = self._plans.get(key)

@@ -244,7 +244,10 @@ class ContactSchedule:
             raise InputError(f"no contact named {name!r}; the controller has {sorted(self._states)}") from None
 
     def is_active(self, name: str) -> bool:
-        return self._states[name].active
+        """Whether contact ``name`` is enforced (without reading the last command's normal forces: a
+        sequencer may ask at every step)."""
+        s = self._states.get(name)
+        return self.state(name).active if s is None else s.active  # state(): InputError naming the contacts
 
     def activate(self, name: str, placement=None, ramp: float = 0.0, ramp_force: float | None = None) -> None:
         """Enforce contact ``name`` from the next step on (cancels a release in progress).
@@ -359,23 +362,24 @@ class ContactSchedule:
         """Move the clock to ``t`` (s): ramps progress, finished releases release their contact,
         finished rises hand over to the contact's own limits."""
         self._time = t
-        for s in self._ramping:
+        for s in self._ramping:  # the bounds written into the parameters by index (run at every step of a ramp)
+            parameters = s.parameters
             if s.rise is not None:
                 t0, duration, f1 = s.rise
                 if t >= t0 + duration:
                     s.rise = None
-                    s.bounds[:] = (s.min_normal_force, s.max_normal_force)
+                    parameters[FMIN], parameters[FMAX] = s.min_normal_force, s.max_normal_force
                 else:
-                    s.bounds[1] = max(0.0, f1 * (t - t0) / duration)
-                    s.bounds[0] = min(s.min_normal_force, s.bounds[1])
+                    high = max(0.0, f1 * (t - t0) / duration)
+                    parameters[FMIN], parameters[FMAX] = min(s.min_normal_force, high), high
                 continue
             t0, duration, f0 = s.ramp or (0.0, 0.0, 0.0)
             if t >= t0 + duration:
                 s.active, s.ramp = False, None
                 self._switched()
-                s.bounds[:] = (s.min_normal_force, s.max_normal_force)
+                parameters[FMIN], parameters[FMAX] = s.min_normal_force, s.max_normal_force
             else:
-                s.bounds[1] = max(0.0, f0 * (1.0 - (t - t0) / duration))
+                parameters[FMAX] = max(0.0, f0 * (1.0 - (t - t0) / duration))
 
     @property
     def _ramping(self) -> list[ContactState]:
