@@ -12,7 +12,12 @@ steady one, after ``--warm`` untraced steps at the same state):
 * ``standing``: two feet, the CoM target at the initial CoM (the minimizer is the answer);
 * ``binding``: the CoM target 0.2 m to the left (the centre-of-pressure bounds bind: a QP);
 * ``single_support``: the left foot released (a lifted foot: the layout's gathered rows);
-* ``two_levels``: CoM above pelvis orientation and posture (two priority levels).
+* ``two_levels``: CoM above pelvis orientation and posture (two priority levels);
+* ``touchdown``: single support, then the left foot set down (the traced step is the first of the
+  new plan: the schedule reads the previous plan's last normal forces in its tick);
+* ``first_step``: standing, the first step after ``compile()`` (no warm step);
+* ``numpy_levels``: the two levels answered in numpy (the levels' one-call step disabled, as when a
+  level binds: the hierarchy on the layout's selection, made once).
 
 ``python -m benchmarks.step_modules`` prints one JSON line per scenario: the entries in order, their
 count and the number of modules.
@@ -33,7 +38,7 @@ import wbc
 __all__ = ["SCENARIOS", "modules_entered", "scenario", "main"]
 
 #: The scenarios by name, in the order they are printed.
-SCENARIOS = ("standing", "binding", "single_support", "two_levels")
+SCENARIOS = ("standing", "binding", "single_support", "two_levels", "touchdown", "first_step", "numpy_levels")
 
 
 def modules_entered(step: Callable[[], Any], package: str = "wbc") -> list[str]:
@@ -71,21 +76,28 @@ def scenario(name: str) -> tuple[wbc.WholeBodyController, np.ndarray, np.ndarray
 
     if name not in SCENARIOS:
         raise ValueError(f"unknown scenario {name!r}; one of {', '.join(SCENARIOS)}")
-    ctrl, spec, com, _ = build(wbc.Solver.DAQP.value, "wrench", levels=2 if name == "two_levels" else 0)
+    levels = 2 if name in ("two_levels", "numpy_levels") else 0
+    ctrl, spec, com, _ = build(wbc.Solver.DAQP.value, "wrench", levels=levels)
     model = spec.model
     q, v = spec.q0.copy(), np.zeros(model.nv)
     if name == "binding":
         com.set_target(wbc.center_of_mass(model, q) + np.array([0.0, 0.2, 0.0]))
-    if name == "single_support":
+    if name in ("single_support", "touchdown"):
         ctrl.deactivate_contact(ctrl.contacts[0].name)
+    if name == "numpy_levels":  # the levels' one-call step disabled: every step takes the numpy hierarchy
+        ctrl._attach = lambda layout, fast, writer: False  # type: ignore[method-assign]
+        ctrl._prepare_plans()
     return ctrl, q, v
 
 
 def trace(name: str, warm: int = 5) -> list[str]:
-    """The modules a steady step of scenario ``name`` enters, after ``warm`` untraced steps."""
+    """The modules the traced step of scenario ``name`` enters, after ``warm`` untraced steps (none
+    for ``first_step``; for ``touchdown`` the foot is set down after them)."""
     ctrl, q, v = scenario(name)
-    for _ in range(warm):
+    for _ in range(0 if name == "first_step" else warm):
         ctrl.step(q, v)
+    if name == "touchdown":
+        ctrl.activate_contact(ctrl.contacts[0].name)
     return modules_entered(lambda: ctrl.step(q, v))
 
 

@@ -49,7 +49,10 @@ def _compare(ctrl, q, v) -> int:
     assert cmd.status is wbc.StepStatus.OPTIMAL
     fast = _compiled(ctrl)
     outputs = ctrl.evaluate(q, v)
-    reference = LexicographicSolver(ctrl.solver, ctrl.fallback).solve(ctrl._layout(), outputs, ctrl.regularization)
+    layout = ctrl._layout()
+    reference = LexicographicSolver(ctrl.solver, ctrl.fallback).solve(
+        layout, layout.selection(outputs), ctrl.regularization
+    )
     assert reference is not None
     scale = max(1.0, float(np.abs(reference).max()))
     assert np.abs(cmd.u - reference).max() <= 1e-9 * scale, "u: C levels vs numpy levels"

@@ -197,7 +197,7 @@ def test_one_level_equals_the_weighted_controller(contact_model):
         weighted = ctrl.step(q, v)
         layout = ctrl._layout()
         assert len(layout.levels) == 1
-        x = solver.solve(layout, ctrl.evaluate(q, v), ctrl.regularization)
+        x = solver.solve(layout, layout.selection(ctrl.evaluate(q, v)), ctrl.regularization)
         assert_close(x, weighted.u, 1e-7, "lexicographic solver on one level vs weighted")
         cases.append((q, v, weighted.u, [t.target for t in (com, hand, posture)]))
     _set_levels({com: 2, hand: 2, posture: 2})
@@ -234,7 +234,8 @@ def test_one_level_equals_weighted_without_equalities():
         cmd = ctrl.step(q, v)
         problem = ctrl.build_problem(q, v)
         assert problem.violation(cmd.u) < 1e-9
-        x = solver.solve(ctrl._layout(), ctrl.evaluate(q, v), ctrl.regularization)
+        layout = ctrl._layout()
+        x = solver.solve(layout, layout.selection(ctrl.evaluate(q, v)), ctrl.regularization)
         assert_close(x, cmd.u, 1e-7, "one level vs weighted (Panda)")
         assert np.max(problem.G @ cmd.u - problem.h) > -1e-6, "an inequality binds"
 

@@ -7,7 +7,8 @@ import re
 import numpy as np
 import pytest
 
-from benchmarks.step_modules import modules_entered, scenario
+import wbc
+from benchmarks.step_modules import modules_entered, scenario, trace
 from wbc.control.strategies import WorkingSet
 from wbc.errors import InputError
 
@@ -56,28 +57,48 @@ def test_a_step_during_a_force_ramp_enters_each_module_once():
 
 def _numpy_levels():
     """Two priority levels answered in numpy (the levels' one-call step disabled: the hierarchy)."""
-    ctrl, q, v = scenario("two_levels")
-    ctrl._attach = lambda layout, fast, writer: False  # type: ignore[method-assign]
-    ctrl._prepare_plans()
-    return ctrl, q, v
+    return scenario("numpy_levels")
 
 
-def test_a_two_level_step_records_the_normal_forces_without_a_call_per_contact():
-    """Two priority levels (the hierarchy's answer through ``CommandWriter.from_x``): the contacts'
-    normal forces are one product, followed by the schedule as the one-call block's are (no call per
-    contact), and each contact's last normal force is its command's."""
-    ctrl, q, v = _numpy_levels()
+@pytest.mark.parametrize("name", ["touchdown", "first_step", "numpy_levels"])
+def test_a_plan_switch_a_first_step_and_the_numpy_levels_enter_each_module_once(name):
+    """The step of a touchdown (another plan: the schedule reads the previous plan's normal forces in
+    its tick, no call of the writer back into it), the first step after ``compile()`` and a step of
+    the levels in numpy (the hierarchy on the layout's selection, made once): each module once."""
+    entries = trace(name)
+    assert entries[0] == "wbc.control.controller"
+    assert len(entries) == len(set(entries)), " › ".join(entries)
+    if name == "numpy_levels":
+        assert "wbc.control.hierarchy" in entries
+
+
+@pytest.mark.parametrize("ramp, stop_at_switch", [(0.0, False), (0.005, False), (0.005, True)])
+def test_the_last_normal_forces_survive_a_plan_switch_without_a_read_between(ramp, stop_at_switch):
+    """A release (at once, or at the end of a ramp: the tick switches the plan), then steps of the
+    single-support plan (or only its first: the states read before another tick), nobody reading the
+    schedule meanwhile: the released foot keeps the normal force of the last command that enforced it
+    (the previous plan's source, read by the tick that found the new one, or by the read), the
+    standing foot reports the last command's."""
+    ctrl, q, v = scenario("standing")
     for _ in range(3):
-        ctrl.step(q, v)
-    entries = modules_entered(lambda: ctrl.step(q, v))
-    assert "wbc.control.hierarchy" in entries
-    assert entries.count("wbc.control.schedule") == 1, " › ".join(entries)
-    assert not any(".contacts" in e for e in entries)
-    cmd = ctrl.step(q, v)
-    for c in ctrl.contacts:
-        expected = c.normal_force(cmd.forces[c.name])
-        assert expected > 100.0  # standing on both feet
-        assert ctrl.contact_state(c.name).last_normal_force == pytest.approx(expected, rel=1e-12)
+        enforced = ctrl.step(q, v)
+    left, right = ctrl.contacts
+    schedule = ctrl._schedule
+    ctrl.deactivate_contact(left.name, ramp=ramp)
+    for _ in range(12):
+        command = ctrl.step(q, v)
+        if schedule.activation[0]:  # this step's plan enforced the left foot (read without a call)
+            enforced = command
+        elif stop_at_switch:
+            break
+    assert not schedule.activation[0]
+    assert ctrl.contact_state(left.name).last_normal_force == pytest.approx(
+        left.normal_force(enforced.forces[left.name]), rel=1e-12, abs=1e-9
+    )
+    assert ctrl.contact_state(right.name).last_normal_force == pytest.approx(
+        right.normal_force(command.forces[right.name]), rel=1e-12
+    )
+    assert left.normal_force(enforced.forces[left.name]) > (1.0 if ramp else 100.0)
 
 
 def test_the_numpy_paths_state_check_refuses_what_the_full_check_refuses():
@@ -100,3 +121,52 @@ def test_the_numpy_paths_state_check_refuses_what_the_full_check_refuses():
     a = ctrl.step(list(q), list(v))
     ctrl.time = 0.0
     assert np.array_equal(ctrl.step(q, v).u, a.u)
+
+
+def _panda_levels_with_a_collision_limit():
+    """The Panda, the hand above the posture, a self-collision limit (rows of ``G`` the kernel traces)."""
+    from wbc import robots, tasks
+
+    spec = robots.load("panda")
+    model = spec.model
+    hand = tasks.PositionTask("panda_hand_tcp", weight=1.0, kp=100.0)
+    posture = tasks.PostureTask(model, weight=1e-3, kp=10.0)
+    posture.set_priority(1)
+    pair = wbc.CollisionPair(
+        wbc.Sphere("panda_hand", 0.06, (0, 0, 0.05)), wbc.Capsule("panda_link0", 0.12, (0, 0, 0), (0, 0, 0.35))
+    )
+    limits = [wbc.TorqueLimit(), wbc.JointPositionLimit(), wbc.JointVelocityLimit(), wbc.SelfCollisionLimit([pair])]
+    ctrl = wbc.WholeBodyController(model, [hand, posture], limits=limits)
+    hand.set_target([0.0, 0.0, 0.2])
+    posture.set_target(spec.q0)
+    return ctrl, spec.q0.copy(), np.zeros(model.nv)
+
+
+@pytest.mark.parametrize("case", ["talos", "talos_lifted", "panda_collision"])
+def test_the_layouts_selection_is_what_its_rows_and_feasibility_test_give(case):
+    """``Layout.selection`` (the hierarchy's one call into the builder) holds ``inequality_matrix``'s
+    ``G`` and ``select``'s rows, and ``C u ≤ d`` is ``Layout.feasible``'s product: Talos on both feet
+    and with a lifted foot (gathered columns), the Panda with its joint limits (rows of ``B̂``) and a
+    self-collision limit (traced rows of ``G``)."""
+    ctrl, q, v = _panda_levels_with_a_collision_limit() if case == "panda_collision" else scenario("numpy_levels")
+    if case == "talos_lifted":
+        ctrl.deactivate_contact(ctrl.contacts[0].name)
+    u = ctrl.step(q, v).u
+    layout = ctrl._layout()
+    assert layout.all_columns != (case == "talos_lifted")
+    if case == "panda_collision":  # both kinds of step-dependent rows
+        assert layout._traced_at.size and layout._bhat_at.size
+    outputs = ctrl.evaluate(q, v)
+    selection = layout.selection(outputs)
+    assert np.array_equal(selection.G, layout.inequality_matrix(outputs))
+    for mine, theirs in zip(selection[:7], layout.select(outputs)):
+        assert np.array_equal(mine, theirs)
+    assert np.array_equal(selection.Bhat, outputs.Bhat[:, layout.columns])
+    rng = np.random.default_rng(3)
+    verdicts = set()
+    for x in (u, u + 1e4 * rng.standard_normal(u.size), u + 1e-3 * rng.standard_normal(u.size)):
+        feasible = layout.feasible(x, outputs)
+        verdicts.add(feasible)
+        np.testing.assert_allclose(selection.C @ x, layout._Cx, rtol=1e-12, atol=1e-9)
+        assert bool((selection.C @ x <= selection.d).all()) == feasible
+    assert verdicts == {True, False}  # both answers met

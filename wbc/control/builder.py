@@ -36,7 +36,7 @@ import enum
 import hashlib
 import importlib
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import casadi as ca
 import numpy as np
@@ -57,7 +57,7 @@ from .qp import QPProblem
 from .step_context import Variables
 from .structure_check import structure_misfit
 
-__all__ = ["Structure", "Layout", "trace_step", "compile_step", "compile_placements", "OUTPUTS"]
+__all__ = ["Structure", "Layout", "Selection", "trace_step", "compile_step", "compile_placements", "OUTPUTS"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -518,6 +518,34 @@ def _groups(blocks: Sequence[RowBlock], active: Sequence[bool]) -> list[Group]:
     return [b.group for b in blocks if active[b.owner] for _ in range(b.rows.stop - b.rows.start)]
 
 
+class Selection(NamedTuple):
+    """One step's QP in a layout's active rows and columns (:meth:`Layout.selection`), selected once
+    for a unit that reads it several times (the hierarchy: every level's feasibility test).
+
+    Attributes:
+        A, b: the cost rows ``A u ≈ b`` (k, n), (k,).
+        A_eq, b_eq: the equalities (m_eq, n), (m_eq,).
+        h: the inequalities' right-hand sides (m_in,).
+        lb, ub: the bounds on ``u`` (n,).
+        G: the inequality rows (m_in, n) (``G u ≤ h``).
+        C, d: every inequality and bound as rows ``C u ≤ d`` (m_in + 2 n_bounded, n), the tolerance
+            traced into ``d`` (:meth:`Layout.feasible`'s product, as one matrix).
+        Bhat: ``B̂`` (nv, n) of the active columns.
+    """
+
+    A: np.ndarray
+    b: np.ndarray
+    A_eq: np.ndarray
+    b_eq: np.ndarray
+    h: np.ndarray
+    lb: np.ndarray
+    ub: np.ndarray
+    G: np.ndarray
+    C: np.ndarray
+    d: np.ndarray
+    Bhat: np.ndarray
+
+
 class Layout:
     """The QP's rows and columns for one set of active contributors.
 
@@ -632,6 +660,7 @@ class Layout:
         self._bhat_index = s.bhat_index[[b for _, b in from_bhat]].astype(np.int64)
         self._bhat_sign = s.bhat_sign[[b for _, b in from_bhat]].astype(float)
         self._Cx = np.zeros(self._C.shape[0])
+        self._C_step = self._C.copy()  # C with this step's traced rows and rows of B̂ (:meth:`selection`)
 
     def inequality_matrix(self, outputs: StepOutputs) -> np.ndarray:
         """``G`` (m_in, n) of the active rows and columns (a new array)."""
@@ -658,6 +687,21 @@ class Layout:
         if not self.all_in:
             h = h[self.in_rows]
         return A, b, A_eq, b_eq, h, lb, ub
+
+    def selection(self, outputs: StepOutputs) -> Selection:
+        """The step's QP in the active rows and columns, with its inequalities and bounds as one matrix
+        ``C`` (``C`` and ``G`` are the layout's buffer, ``A``... as :meth:`select` returns them: both
+        overwritten by the next selection or kernel call)."""
+        C = self._C_step  # the constant rows stay; the traced rows and the rows of B̂ are this step's
+        Bhat = outputs.Bhat if self.all_columns else outputs.Bhat[:, self.columns]
+        if self._traced_at.size:
+            C[self._traced_at] = outputs.G if self._all_traced else outputs.G[self._traced_from][:, self.columns]
+        if self._bhat_at.size:
+            C[self._bhat_at] = self._bhat_sign[:, None] * Bhat[self._bhat_index]
+        G = C[: self.in_rows.size]  # the inequalities; the bounds' rows follow
+        d = outputs.d if self._d_rows is None else outputs.d[self._d_rows]
+        A, b, A_eq, b_eq, h, lb, ub = self.select(outputs)
+        return Selection(A, b, A_eq, b_eq, h, lb, ub, G, C, d, Bhat)
 
     def feasible(self, x: np.ndarray, outputs: StepOutputs) -> bool:
         """Whether ``x`` (n,) is finite and satisfies every active inequality and bound within the

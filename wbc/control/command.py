@@ -87,10 +87,11 @@ def linear_normal_rows(contacts: Sequence, variables: Mapping[str, slice], n: in
 class _NormalForces:
     """The normal forces of a :meth:`CommandWriter.from_x` answer (``block``), which the schedule follows."""
 
-    __slots__ = ("block",)
+    __slots__ = ("block", "normal_at")
 
-    def __init__(self, n_contacts: int) -> None:
+    def __init__(self, n_contacts: int, normal_at: list[int | None]) -> None:
         self.block = np.zeros(n_contacts)
+        self.normal_at = normal_at  # contact k's normal force is block[normal_at[k]] (None: inactive)
 
 
 class CommandWriter:
@@ -125,8 +126,10 @@ class CommandWriter:
         #: (n_contacts, n_u) the contacts' normal forces as linear functions of ``u`` (None: not linear)
         self.normal_rows = linear_normal_rows(contacts, structure.variables.slices, n_u)
         # from_x's normal forces, followed by the schedule like the block's (no call per contact)
-        self._x_normals = _NormalForces(len(self._contacts))
-        self._x_normal_at = [k if c.name in layout.variables else None for k, (c, _, _) in enumerate(self._contacts)]
+        x_normal_at = [k if c.name in layout.variables else None for k, (c, _, _) in enumerate(self._contacts)]
+        self._x_normals = _NormalForces(len(self._contacts), x_normal_at)
+        #: where the one-call block holds each contact's normal force (:meth:`block_layout`)
+        self.normal_at: list[int | None] = []
 
     def block_layout(self, n: int, nv: int, n_errors: int, n_contacts: int) -> None:
         """Where the one-call step's block holds each part (``n`` variables, ``nv`` velocities, the task
@@ -138,7 +141,7 @@ class CommandWriter:
         forces = [(c.name, variables.get(c.name), c.dim) for c, _, _ in self._contacts]  # None: inactive
         at = o + n_errors
         # the normal forces the schedule records: the active contacts' (as from_x)
-        self._normal_at = [at + k if c.name in variables else None for k, (c, _, _) in enumerate(self._contacts)]
+        self.normal_at = [at + k if c.name in variables else None for k, (c, _, _) in enumerate(self._contacts)]
         self._block = (n, self.layout.n_tau, o, errors, forces, at + n_contacts)
 
     def from_block(self, out: np.ndarray, t_start: float, t_qp: float | None = None) -> Command:
@@ -159,8 +162,7 @@ class CommandWriter:
         timings = {"kernel": t_kernel, "qp": t_shortcut if t_qp is None else t_qp, "total": (_clock() - t_start) * 1e6}
         command = Command(tau, forces, block[n:o], errors, StepStatus.OPTIMAL, _NO_CONFLICT, timings, block[:n], None)
         self.block = block  # the contacts' normal forces, read by the schedule when needed
-        if self.schedule.following is not self:
-            self.schedule.follow(self, self._normal_at)
+        self.schedule.latest = self  # read by the schedule when needed (no call)
         return command
 
     def from_x(
@@ -205,8 +207,7 @@ class CommandWriter:
         if rows is not None:  # recorded as the block's are: the schedule follows them
             normals = self._x_normals
             np.dot(rows, u_full, out=normals.block)
-            if schedule.following is not normals:
-                schedule.follow(normals, self._x_normal_at)
+            schedule.latest = normals  # read by the schedule when needed (no call)
         else:
             for contact, columns, state in self._contacts:
                 if state.active:

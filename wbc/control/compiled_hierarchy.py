@@ -5,10 +5,11 @@ LAPACK calls on a problem of a few dozen variables, whose Python overhead is mos
 (Talos, two levels: 4.5 × one level). ``hierarchy.c`` does the same arithmetic (the equalities
 eliminated once through the Delassus matrix, each level's minimizer in the null space of the levels
 above by one Cholesky solve, ``C u ≤ d`` checked at each level, the next null space from Householder
-reflections and a small Jacobi SVD) on the kernel's buffers, and :meth:`CompiledHierarchy.attach`
-makes it part of one C call with the input checks, the kernel and the command, as the weighted
-controller's one-call step (:class:`~wbc.control.shortcut.CompiledShortcut`, whose struct, gathers and
-command it reuses: ``hierarchy.c`` is compiled appended to ``shortcut.c``).
+reflections and a small Jacobi SVD, kept as those reflections while every level has full rank) on
+the kernel's buffers, and :meth:`CompiledHierarchy.attach` makes it part of one C call with the input
+checks, the kernel and the command, as the weighted controller's one-call step
+(:class:`~wbc.control.shortcut.CompiledShortcut`, whose struct, gathers and command it reuses:
+``hierarchy.c`` is compiled appended to ``shortcut.c``).
 
 When a level's minimizer breaks a row of ``C u ≤ d`` (an inequality binds at that level), or a
 factorization fails, the call says so and the step goes on with the numpy
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -31,12 +32,11 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..codegen.cache import CacheUnavailable, cached_source_library, find_compiler
-from ..codegen.kernel import Kernel
 from ..errors import CompileError
 from .builder import Layout
 from .hierarchy import null_space_rank_tolerance
 from .outputs import StepOutputs
-from .shortcut import CompiledShortcut
+from .shortcut import Attachment, CompiledShortcut
 from .shortcut_library import FLAGS, Library, _load, python_include
 
 __all__ = ["CompiledHierarchy", "HierarchyData", "HierarchyLibrary", "hierarchy_library"]
@@ -45,7 +45,7 @@ _P = ctypes.c_void_p
 
 _BUFFERS = (
     "sq", "above", "floor_", "sr", "T", "u0", "At", "bt", "K", "e", "S", "H", "Z", "Z2", "xi", "z", "Vt", "sv",
-    "Mc", "work",
+    "Mc", "work", "G", "Q", "qbeta", "y",
 )  # fmt: skip
 
 
@@ -166,6 +166,7 @@ class CompiledHierarchy:
             "sq": n, "above": n, "floor_": n, "sr": n, "T": n * p, "u0": n, "At": k * p, "bt": k,
             "K": (kmax + n) * p, "e": kmax + n, "S": (kmax + n) * p, "H": p * p, "Z": p * p, "Z2": p * p,
             "xi": p, "z": p, "Vt": p * p, "sv": p, "Mc": kmax * p, "work": lwork,
+            "G": p * p, "Q": p * p, "qbeta": p, "y": p,
         }  # fmt: skip
         self._buffers = {name: np.zeros(max(1, size)) for name, size in shapes.items()}
         data = HierarchyData()
@@ -196,17 +197,10 @@ class CompiledHierarchy:
         """The levels the last call solved (all of them after ``FEASIBLE``, fewer when one bound)."""
         return self._data.solved
 
-    def attach(
-        self,
-        kernel: Kernel,
-        regularization: float,
-        unit_parts: Sequence[tuple[int, int]],
-        check: bool,
-        normal_rows: np.ndarray,
-    ) -> bool:
+    def attach(self, attachment: Attachment) -> bool:
         """As :meth:`CompiledShortcut.attach`: the checks, the kernel, the levels and the command in
         one C call (:attr:`step`, :attr:`step_objects`); False (nothing changed) when it cannot."""
-        if not self.shortcut.attach(kernel, regularization, unit_parts, check, normal_rows):
+        if not self.shortcut.attach(attachment):
             return False
         self.out = self.shortcut.out
         self.step = functools.partial(self._library.step, self._ref)

@@ -62,7 +62,7 @@ from .outputs import StepOutputs, step_outputs
 from .pieces import TAU
 from .qp import QPProblem
 from .schedule import ContactSchedule, ContactState
-from .shortcut import FEASIBLE, CompiledShortcut
+from .shortcut import FEASIBLE, Attachment, CompiledShortcut
 from .solvers import DEFAULT_SOLVER, QPSolver, Solver, make_solver
 from .strategies import (
     Evaluation,
@@ -298,7 +298,7 @@ class WholeBodyController(NotCopyable):
             self._schedule.set_gains(name, kp, kd)
 
     def contact_active(self, name: str) -> bool:
-        return self._schedule.state(name).active
+        return self._schedule.is_active(name)
 
     # ----------------------------------------------------------------------------- compile
     def compile(self) -> Kernel:
@@ -379,7 +379,7 @@ class WholeBodyController(NotCopyable):
                     if plan.one_call:  # its Python side too (a few runs: the interpreter specializes)
                         for _ in range(10):
                             plan.strategies[0].attempt(plan.reset(q0, v0, 0.0))
-                        self._schedule.forget()  # not applied: never read (the next plan's would flush them)
+                        self._schedule.forget()  # not applied: never read (the next tick would read them)
             self._rehearse(q0, v0)
         self._last.tau = None  # forget the warm-up's commands
         self._schedule.forget()
@@ -453,7 +453,7 @@ class WholeBodyController(NotCopyable):
         if writer.normal_rows is None:  # a contact's normal force is not linear in its variables
             return False
         normal = writer.normal_rows[:, layout.columns]  # an inactive contact's columns are not there: zero
-        if not fast.attach(self.kernel, self.regularization, self._unit_parts, self.check_inputs, normal):
+        if not fast.attach(Attachment(self.kernel, self.regularization, self._unit_parts, self.check_inputs, normal)):
             return False
         outputs = self._outputs
         writer.block_layout(n, outputs.a0.size, outputs.errors.size, len(self.contacts))
@@ -476,20 +476,22 @@ class WholeBodyController(NotCopyable):
 
     def _advance(self, q, v) -> StepPlan:
         """The schedule's clock moves to this step's (one call: :meth:`ContactSchedule.tick`, given the
-        placements measured at ``q`` when a contact awaits one); this step's plan: the last one unless
-        something was in progress or a contact switched."""
+        placements measured at ``q`` when a contact awaits one); this step's plan: the last one unless a
+        contact switched (the schedule's version moved) or the last one was not kept (:meth:`_choose`; a
+        ramp in progress changes bounds only, the plan stays)."""
         schedule = self._schedule
         self._runtime.time = self.time
         measured = self._measure(q, v) if schedule.awaiting_placement else None
-        idle = schedule.tick(self.time, measured)
+        schedule.tick(self.time, measured)
         plan = self._plan
-        if plan is None or not idle or schedule.version != self._plan_version:
+        if plan is None or schedule.version != self._plan_version:
             plan = self._choose()
         return plan
 
     def _choose(self) -> StepPlan:
         """This step's plan (of the activation set now; made if it was not prepared), kept for the next
-        steps while the schedule stays idle at its version."""
+        steps while the schedule stays at its version (not kept: a contact awaits a placement, or the
+        activation is not the schedule's alone)."""
         schedule = self._schedule
         key = schedule.activation if self._by_schedule else self._activation()
         plan = self._plans.get(key)

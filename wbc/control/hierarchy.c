@@ -23,10 +23,15 @@
  *      WBC_FAILED when a factorization fails;
  *   4. Z <- a basis of the null space of At_k Z (singular values at most rank_tol |At_k|_F, as the
  *      numpy solver's SVD decides): Householder reflections of (At_k Z)^T applied to Z, then a Jacobi
- *      SVD of the small triangle R^T; no direction left: the levels below change nothing.
+ *      SVD of the small triangle R^T; no direction left: the levels below change nothing. While every
+ *      level has full rank, Z is kept as its reflectors (Z = (H_0 ... H_{r-1})[:, r:], as in a QR of
+ *      the levels' rows) and step 2's normal equations are formed over all p variables and reflected on
+ *      both sides (Z^T (K^T K) Z from r reflections of a p x p matrix: on Talos with 3 | 35 rows, a
+ *      third of the products K Z and (K Z)^T (K Z)); a level of lower rank makes Z explicit.
  * The null space is computed in loops (reflections, Jacobi on a triangle of a few rows): LAPACK's dgesvd
- * with the full V costs 12 us at 3 x 32; the products and the Cholesky factors go to BLAS and LAPACK
- * (hand-written loops were measured slower there).
+ * with the full V costs 12 us at 3 x 32; the products and the levels' Cholesky factors go to BLAS and
+ * LAPACK (hand-written loops were measured slower there); the Delassus factor (m ~ 12) and the
+ * triangular solves are shortcut.c's loops (cheaper than LAPACK's calls at these sizes).
  * wbc.control.hierarchy.LexicographicSolver is its reference in the tests and the path of the steps
  * it hands on.
  */
@@ -61,6 +66,10 @@ typedef struct {
     double *sv;               /* (p,) work: singular values (before them: the diagonal rows' right-hand side) */
     double *Mc;               /* (p, kmax) work: (At_k Z)^T, then its Householder reflectors and R */
     double *work;             /* (lwork,) work: R^T (kmax, p), the reflectors' factors (p) */
+    double *G;                /* (p, p) work: a level's normal equations over all p variables */
+    double *Q;                /* (p, p) the implicit basis's reflectors (column j: zero above row j, 1 at j) */
+    double *qbeta;            /* (p,) their factors */
+    double *y;                /* (p,) work */
 } wbc_hierarchy_data;
 
 /* One-sided Jacobi (Hestenes) on the columns of B (rows, cols; column-major): B V has orthogonal
@@ -105,17 +114,11 @@ static int jacobi_svd(int rows, int cols, double *B, double *V, double *sv) {
     return !converged;
 }
 
-/* The null space of M (kr, nz) (column-major, leading dimension ldm) within the basis Z (p, nz),
- * its rank decided by M's singular values above tol: Householder reflections Q^T M^T = [R; 0] (Q
- * applied to Z's columns in place), then the SVD of R^T (kr, t) by Jacobi, t = min(kr, nz); the new
- * basis [Z Q_t V_null, Z Q_rest] into Z2 (p, nz - rank), returned: its column count, or -1 when the
- * SVD does not converge. Work: Bt (nz, kr), beta (t), Rt (kr, t), V (t, t), sv (t). */
-static int null_space(int p, int kr, int nz, const double *M, int ldm, double tol, double *Z, double *Z2,
-                      double *Bt, double *beta, double *Rt, double *V, double *sv) {
+/* Householder reflections Q^T Bt = [R; 0] of Bt (nz, kr) in place, t = min(kr, nz) of them: reflector c
+ * is I - beta[c] v v^T, v = [1; Bt[c+1:, c]] on rows c.. (beta[c] = 0: none); R (t, kr) is left in
+ * Bt's upper triangle. */
+static void householder(int nz, int kr, double *Bt, double *beta) {
     const int t = kr < nz ? kr : nz;
-    for (int c = 0; c < kr; ++c) {
-        for (int i = 0; i < nz; ++i) Bt[i + (long)c * nz] = M[c + (long)i * ldm];
-    }
     for (int c = 0; c < t; ++c) { /* reflector c: v = Bt[c:, c] (v[0] = 1 implied), beta */
         double *v = Bt + (long)c * nz + c;
         const int len = nz - c;
@@ -137,8 +140,15 @@ static int null_space(int p, int kr, int nz, const double *M, int ldm, double to
             w[0] -= dot;
             for (int i = 1; i < len; ++i) w[i] -= dot * v[i];
         }
-        /* Z <- Z H_c = Z - beta (Z v) v^T, column by column (w = Z v in Z2's first column) */
-        double *restrict w = Z2;
+    }
+}
+
+/* Z (p, nz) <- Z Q, Q the t reflectors householder left in Bt and beta; w (p,) work. */
+static void reflect_basis(int p, int nz, int t, const double *Bt, const double *beta, double *Z, double *restrict w) {
+    for (int c = 0; c < t; ++c) { /* Z <- Z H_c = Z - beta (Z v) v^T, column by column (w = Z v) */
+        if (beta[c] == 0.0) continue;
+        const double *v = Bt + (long)c * nz + c;
+        const int len = nz - c;
         memcpy(w, Z + (long)c * p, sizeof(double) * (size_t)p);
         for (int i = 1; i < len; ++i) {
             const double vi = v[i], *restrict Zi = Z + (long)(c + i) * p;
@@ -151,10 +161,21 @@ static int null_space(int p, int kr, int nz, const double *M, int ldm, double to
             for (int j = 0; j < p; ++j) Zi[j] -= w[j] * vi;
         }
     }
+}
+
+/* The singular values sv (t,) of R^T (kr, t) (R householder's triangle in Bt (nz, kr)) by Jacobi, its
+ * right singular vectors in V (t, t); Rt (kr, t) work. Returns 1 when the sweeps do not converge. */
+static int triangle_svd(int nz, int kr, const double *Bt, double *Rt, double *V, double *sv) {
+    const int t = kr < nz ? kr : nz;
     for (int c = 0; c < t; ++c) { /* R^T (kr, t): R (t, kr) is Bt's upper triangle */
         for (int r = 0; r < kr; ++r) Rt[r + (long)c * kr] = r >= c ? Bt[c + (long)r * nz] : 0.0;
     }
-    if (jacobi_svd(kr, t, Rt, V, sv)) return -1;
+    return jacobi_svd(kr, t, Rt, V, sv);
+}
+
+/* The new basis [Z Q_t V_null, Z Q_rest] into Z2 (p, nz - rank) from Z Q (p, nz; reflect_basis), the
+ * null singular directions V_j (sv[j] <= tol, j < t): its column count. */
+static int next_basis(int p, int nz, int t, const double *Z, double *Z2, const double *V, const double *sv, double tol) {
     int nfree = 0;
     for (int j = 0; j < t; ++j) { /* Z Q_t V_j for the null singular directions */
         if (sv[j] > tol) continue;
@@ -168,6 +189,61 @@ static int null_space(int p, int kr, int nz, const double *M, int ldm, double to
     }
     memcpy(Z2 + (long)nfree * p, Z + (long)t * p, sizeof(double) * (size_t)p * (size_t)(nz - t));
     return nfree + nz - t;
+}
+
+/* The null space of M (kr, nz) (column-major, leading dimension ldm) within the basis Z (p, nz),
+ * its rank decided by M's singular values above tol: Householder reflections Q^T M^T = [R; 0] (Q
+ * applied to Z's columns in place), then the SVD of R^T (kr, t) by Jacobi, t = min(kr, nz); the new
+ * basis [Z Q_t V_null, Z Q_rest] into Z2 (p, nz - rank), returned: its column count, or -1 when the
+ * SVD does not converge. Work: Bt (nz, kr), beta (t), Rt (kr, t), V (t, t), sv (t). */
+static int null_space(int p, int kr, int nz, const double *M, int ldm, double tol, double *Z, double *Z2,
+                      double *Bt, double *beta, double *Rt, double *V, double *sv) {
+    const int t = kr < nz ? kr : nz;
+    for (int c = 0; c < kr; ++c) {
+        for (int i = 0; i < nz; ++i) Bt[i + (long)c * nz] = M[c + (long)i * ldm];
+    }
+    householder(nz, kr, Bt, beta);
+    reflect_basis(p, nz, t, Bt, beta, Z, Z2);
+    if (triangle_svd(nz, kr, Bt, Rt, V, sv)) return -1;
+    return next_basis(p, nz, t, Z, Z2, V, sv, tol);
+}
+
+/* The implicit basis Z = (H_0 ... H_{r-1})[:, r:] of the levels above's null space while each level
+ * had full rank: reflector j is I - qbeta[j] v v^T, v = Q[:, j] (zero above row j, 1 at row j).
+ * x (p,) <- H_j x. */
+static void reflect(int p, const double *Q, const double *qbeta, int j, double *x) {
+    const double beta = qbeta[j];
+    if (beta == 0.0) return;
+    const double *v = Q + (long)j * p;
+    double dot = 0.0;
+    for (int i = j; i < p; ++i) dot += v[i] * x[i];
+    dot *= beta;
+    for (int i = j; i < p; ++i) x[i] -= dot * v[i];
+}
+
+/* G[r:, r:] <- (Z^T G Z) for the implicit basis Z of r reflectors: G (p, p) symmetric, both triangles
+ * stored, reflected on both sides (H_0 first; reflector j leaves rows and columns < j unused after it);
+ * w (p,) work. */
+static void reflect_gram(int p, int r, const double *Q, const double *qbeta, double *G, double *restrict w) {
+    for (int j = 0; j < r; ++j) { /* H G H = G - v u^T - u v^T, u = beta G v - beta^2 (v^T G v) / 2 v */
+        const double beta = qbeta[j];
+        if (beta == 0.0) continue;
+        const double *v = Q + (long)j * p;
+        double vw = 0.0;
+        for (int i = j; i < p; ++i) w[i] = 0.0;
+        for (int c = j; c < p; ++c) {
+            const double vc = v[c], *Gc = G + (long)c * p;
+            for (int i = j; i < p; ++i) w[i] += Gc[i] * vc;
+        }
+        for (int i = j; i < p; ++i) vw += v[i] * w[i];
+        const double half = 0.5 * beta * beta * vw;
+        for (int i = j; i < p; ++i) w[i] = beta * w[i] - half * v[i];
+        for (int c = j; c < p; ++c) {
+            const double vc = v[c], wc = w[c];
+            double *Gc = G + (long)c * p;
+            for (int i = j; i < p; ++i) Gc[i] -= v[i] * wc + w[i] * vc;
+        }
+    }
 }
 
 /* u = T xi + u0 into s->u, then C u <= d (shortcut.c's check); WBC_FAILED when u is not finite. */
@@ -191,7 +267,6 @@ static int hierarchy_reduce(wbc_hierarchy_data *h) {
     const double *A = s->A, *Aeq = s->Aeq;
     const double d_one = 1.0, d_minus = -1.0;
     double *X = s->X, *L = s->L, *T = h->T, *At = h->At;
-    int info = 0;
     for (int j = 0; j < n; ++j) {
         h->sq[j] = sumsq(A + (long)j * k, k);
         h->floor_[j] = sumsq(s->Bhat + (long)j * nv, nv);
@@ -203,12 +278,11 @@ static int hierarchy_reduce(wbc_hierarchy_data *h) {
         for (int j = 0; j < m; ++j) {
             for (int i = 0; i < m; ++i) L[i + j * m] = Aeq[i + (long)(p + j) * m];
         }
-        s->dpotrf("L", &m, L, &m, &info);
-        if (info) return WBC_FAILED;
+        if (cholesky(m, L, m)) return WBC_FAILED; /* loops, as wbc_shortcut's (LAPACK costs more at m ~ 12) */
         memcpy(X, Aeq, sizeof(double) * (size_t)m * (size_t)p);
         memcpy(X + (long)p * m, s->beq, sizeof(double) * (size_t)m);
-        s->dpotrs("L", &m, &p1, L, &m, X, &m, &info);
-        if (info) return WBC_FAILED;
+        double work[(long)m * p1];
+        cholesky_solve_many(m, L, m, p1, X, m, work);
         s->dgemm("N", "N", &k, &p, &m, &d_minus, A + (long)p * k, &k, X, &m, &d_one, At, &k);
         s->dgemv("N", &k, &m, &d_minus, A + (long)p * k, &k, X + (long)p * m, &one, &d_one, h->bt, &one);
         for (int j = 0; j < p; ++j) {
@@ -228,13 +302,20 @@ static int hierarchy_reduce(wbc_hierarchy_data *h) {
     return WBC_FEASIBLE;
 }
 
-/* Steps 2 to 4 over every level; WBC_FEASIBLE with s->u the hierarchy's solution. */
+/* Steps 2 to 4 over every level; WBC_FEASIBLE with s->u the hierarchy's solution.
+ *
+ * While every level above had full rank, Z stays implicit: the reflectors of their null-space updates
+ * (h->Q, h->qbeta: r of them, Z = (H_0 ... H_{r-1})[:, r:]), and a level's normal equations are those
+ * of all p variables, G = K^T K + diag(a^2), g = K^T e + a ed, reflected on both sides, their trailing
+ * block kept (Z^T G Z, Z^T g): a few reflections of a p x p matrix instead of the products K Z and
+ * (K Z)^T (K Z) over a basis of p columns. A level of lower rank makes Z explicit (h->Z) for the
+ * levels below. */
 static int hierarchy_levels(wbc_hierarchy_data *h) {
     wbc_shortcut_data *s = h->s;
     const int k = s->k, p = s->p, n = p + s->m, one = 1;
     const double d_one = 1.0, d_zero = 0.0, d_minus = -1.0;
     int nz = p, info = 0, code = WBC_FEASIBLE;
-    int identity = 1; /* Z = I (level 0) */
+    int implicit = 1, r = 0; /* Z implicit: r reflectors (Z = I at level 0) */
     memset(h->xi, 0, sizeof(double) * (size_t)p);
     memset(h->above, 0, sizeof(double) * (size_t)n);
     h->solved = 0;
@@ -251,7 +332,7 @@ static int hierarchy_levels(wbc_hierarchy_data *h) {
             if (block) {
                 a = sumsq(Ai + r0, kr);
             } else {
-                for (int r = 0; r < kr; ++r) a += Ai[rows[r]] * Ai[rows[r]];
+                for (int q = 0; q < kr; ++q) a += Ai[rows[q]] * Ai[rows[q]];
             }
             h->above[i] += a;
             h->sr[i] = sqrt(s->reg * (last ? h->above[i] : h->above[i] + h->floor_[i]) + 1e-12);
@@ -265,23 +346,33 @@ static int hierarchy_levels(wbc_hierarchy_data *h) {
             if (block) {
                 memcpy(Kj, Atj + r0, sizeof(double) * (size_t)kr);
             } else {
-                for (int r = 0; r < kr; ++r) Kj[r] = Atj[rows[r]];
+                for (int q = 0; q < kr; ++q) Kj[q] = Atj[rows[q]];
             }
             for (int i = p; i < n; ++i) Kj[kr + i - p] = h->sr[i] * Tj[i];
             a[j] = h->sr[j] * Tj[j];
             ed[j] = -a[j] * h->xi[j];
         }
-        for (int r = 0; r < kr; ++r) e[r] = h->bt[rows[r]];
+        for (int q = 0; q < kr; ++q) e[q] = h->bt[rows[q]];
         for (int i = p; i < n; ++i) e[kr + i - p] = -h->sr[i] * h->u0[i];
-        if (!identity) s->dgemv("N", &ld, &p, &d_minus, K, &ld, h->xi, &one, &d_one, e, &one); /* e -= K xi */
+        if (lev) s->dgemv("N", &ld, &p, &d_minus, K, &ld, h->xi, &one, &d_one, e, &one); /* e -= K xi */
         const double *S = K;
         int lds = ld; /* S's leading dimension */
-        if (identity) { /* H = K^T K + diag(a^2), g = K^T e + a ed */
-            s->dsyrk("L", "T", &nz, &ld, &d_one, S, &ld, &d_zero, h->H, &nz);
-            s->dgemv("T", &ld, &nz, &d_one, S, &ld, e, &one, &d_zero, h->z, &one);
+        if (implicit) { /* G = K^T K + diag(a^2), g = K^T e + a ed; H = Z^T G Z, z = Z^T g */
+            double *G = r ? h->G : h->H, *g = r ? h->y : h->z;
+            s->dsyrk("L", "T", &p, &ld, &d_one, K, &ld, &d_zero, G, &p);
+            s->dgemv("T", &ld, &p, &d_one, K, &ld, e, &one, &d_zero, g, &one);
             for (int j = 0; j < p; ++j) {
-                h->H[j + (long)j * nz] += a[j] * a[j];
-                h->z[j] += a[j] * ed[j];
+                G[j + (long)j * p] += a[j] * a[j];
+                g[j] += a[j] * ed[j];
+            }
+            if (r) {
+                for (int c = 0; c < p; ++c) { /* both triangles */
+                    for (int i = c + 1; i < p; ++i) G[c + (long)i * p] = G[i + (long)c * p];
+                }
+                reflect_gram(p, r, h->Q, h->qbeta, G, h->z);
+                for (int j = 0; j < r; ++j) reflect(p, h->Q, h->qbeta, j, g);
+                for (int c = 0; c < nz; ++c) memcpy(h->H + (long)c * nz, G + r + (long)(r + c) * p, sizeof(double) * (size_t)nz);
+                memcpy(h->z, g + r, sizeof(double) * (size_t)nz);
             }
         } else { /* S = [K Z; diag(a) Z], e = [e; ed]: H = S^T S, g = S^T e */
             lds = ld + p;
@@ -298,10 +389,15 @@ static int hierarchy_levels(wbc_hierarchy_data *h) {
         }
         s->dpotrf("L", &nz, h->H, &nz, &info);
         if (info) return WBC_FAILED;
-        s->dpotrs("L", &nz, &one, h->H, &nz, h->z, &nz, &info);
-        if (info) return WBC_FAILED;
-        if (identity) {
+        cholesky_solve(nz, h->H, nz, h->z);
+        if (implicit && r == 0) {
             for (int j = 0; j < p; ++j) h->xi[j] += h->z[j];
+        } else if (implicit) { /* xi += Z z = H_0 ... H_{r-1} [0; z] */
+            double *y = h->y;
+            memset(y, 0, sizeof(double) * (size_t)r);
+            memcpy(y + r, h->z, sizeof(double) * (size_t)nz);
+            for (int j = r - 1; j >= 0; --j) reflect(p, h->Q, h->qbeta, j, y);
+            for (int j = 0; j < p; ++j) h->xi[j] += y[j];
         } else {
             s->dgemv("N", &p, &nz, &d_one, h->Z, &p, h->z, &one, &d_one, h->xi, &one);
         }
@@ -313,18 +409,50 @@ static int hierarchy_levels(wbc_hierarchy_data *h) {
         double scale = 0.0;
         for (int j = 0; j < p; ++j) {
             const double *Kj = K + (long)j * ld;
-            for (int r = 0; r < kr; ++r) scale += Kj[r] * Kj[r];
+            for (int q = 0; q < kr; ++q) scale += Kj[q] * Kj[q];
         }
         scale = fmax(sqrt(scale), 1e-300);
-        if (identity) {
-            memset(h->Z, 0, sizeof(double) * (size_t)p * (size_t)p);
-            for (int j = 0; j < p; ++j) h->Z[j + (long)j * p] = 1.0;
-            identity = 0;
-        }
+        const double tol = h->rank_tol * scale;
         const int t = kr < nz ? kr : nz;
-        double *Rt = h->work, *beta = h->work + (long)kr * t;
-        const int nfree = null_space(p, kr, nz, S, lds, h->rank_tol * scale, h->Z, h->Z2, h->Mc, beta, Rt, h->Vt, h->sv);
-        if (nfree < 0) return WBC_FAILED;
+        double *Rt = h->work, *beta = h->work + (long)kr * t, *Bt = h->Mc;
+        int nfree;
+        if (implicit) { /* (At_k Z)^T = (H_{r-1} ... H_0 At_k^T)[r:] into Bt (nz, kr) */
+            double *y = h->y;
+            for (int q = 0; q < kr; ++q) {
+                for (int j = 0; j < p; ++j) y[j] = K[q + (long)j * ld];
+                for (int j = 0; j < r; ++j) reflect(p, h->Q, h->qbeta, j, y);
+                memcpy(Bt + (long)q * nz, y + r, sizeof(double) * (size_t)nz);
+            }
+            householder(nz, kr, Bt, beta);
+            if (triangle_svd(nz, kr, Bt, Rt, h->Vt, h->sv)) return WBC_FAILED;
+            int full = 1;
+            for (int j = 0; j < t; ++j) full &= h->sv[j] > tol;
+            if (full) { /* the level's reflectors join the implicit basis */
+                for (int c = 0; c < t; ++c) {
+                    double *v = h->Q + (long)(r + c) * p;
+                    memset(v, 0, sizeof(double) * (size_t)(r + c));
+                    v[r + c] = 1.0;
+                    memcpy(v + r + c + 1, Bt + (long)c * nz + c + 1, sizeof(double) * (size_t)(nz - c - 1));
+                    h->qbeta[r + c] = beta[c];
+                }
+                r += t;
+                nz -= t;
+                if (nz == 0) break;
+                continue;
+            }
+            for (int c = 0; c < nz; ++c) { /* Z explicit from now on: Z e_c = H_0 ... H_{r-1} e_{r+c} */
+                double *Zc = h->Z + (long)c * p;
+                memset(Zc, 0, sizeof(double) * (size_t)p);
+                Zc[r + c] = 1.0;
+                for (int j = r - 1; j >= 0; --j) reflect(p, h->Q, h->qbeta, j, Zc);
+            }
+            implicit = 0;
+            reflect_basis(p, nz, t, Bt, beta, h->Z, h->Z2);
+            nfree = next_basis(p, nz, t, h->Z, h->Z2, h->Vt, h->sv, tol);
+        } else {
+            nfree = null_space(p, kr, nz, S, lds, tol, h->Z, h->Z2, Bt, beta, Rt, h->Vt, h->sv);
+            if (nfree < 0) return WBC_FAILED;
+        }
         if (nfree == 0) break;
         memcpy(h->Z, h->Z2, sizeof(double) * (size_t)p * (size_t)nfree);
         nz = nfree;
@@ -361,7 +489,8 @@ static const wbc_abi_entry_t wbc_hierarchy_fields[] = {
     WBC_HFIELD(floor_), WBC_HFIELD(sr),      WBC_HFIELD(T),         WBC_HFIELD(u0),    WBC_HFIELD(At),
     WBC_HFIELD(bt),    WBC_HFIELD(K),        WBC_HFIELD(e),         WBC_HFIELD(S),     WBC_HFIELD(H),
     WBC_HFIELD(Z),     WBC_HFIELD(Z2),       WBC_HFIELD(xi),        WBC_HFIELD(z),     WBC_HFIELD(Vt),
-    WBC_HFIELD(sv),    WBC_HFIELD(Mc),       WBC_HFIELD(work),
+    WBC_HFIELD(sv),    WBC_HFIELD(Mc),       WBC_HFIELD(work),      WBC_HFIELD(G),     WBC_HFIELD(Q),
+    WBC_HFIELD(qbeta), WBC_HFIELD(y),
 };
 
 size_t wbc_hierarchy_abi_size(void) { return sizeof(wbc_hierarchy_data); }

@@ -51,9 +51,8 @@ from scipy.linalg.lapack import dpotrs as _dpotrs
 from .qp import QPProblem
 
 if TYPE_CHECKING:
-    from .builder import Layout
+    from .builder import Layout, Selection
     from .fallback import FallbackPolicy
-    from .outputs import StepOutputs
     from .solvers import QPSolver
 
 __all__ = ["LexicographicSolver", "null_space_rank_tolerance"]
@@ -134,10 +133,17 @@ class LexicographicSolver:
         self.fallback = fallback
         self.rank_tolerance = float(rank_tolerance)
 
-    def solve(self, layout: Layout, outputs: StepOutputs, regularization: float) -> np.ndarray | None:
+    def solve(self, layout: Layout, selection: Selection, regularization: float) -> np.ndarray | None:
         """The lexicographic solution ``u`` (n,) in the layout's active variables, or None when the
-        first level's QP has no solution (the constraints are infeasible)."""
-        A, b, A_eq, b_eq, h, lb, ub = layout.select(outputs)
+        first level's QP has no solution (the constraints are infeasible).
+
+        Args:
+            layout: the step's levels and variables.
+            selection: the step's QP in the layout's rows and columns (:meth:`Layout.selection`: read
+                here, nothing selected again).
+            regularization: the controller's ``ε``.
+        """
+        A, b, A_eq, b_eq, h, lb, ub, G, C, d, Bhat = selection
         squares = np.einsum("ij,ij->j", A, A)
         red = _reduce(layout, A, b, A_eq, b_eq, regularization * squares + 1e-12)
         if red is None:
@@ -147,7 +153,6 @@ class LexicographicSolver:
         constraints = None
         last = len(layout.levels) - 1
         above = np.zeros_like(squares)  # Σ over this level and the levels above of ‖A[:, i]‖²
-        Bhat = outputs.Bhat if layout.all_columns else outputs.Bhat[:, layout.columns]
         floor = np.einsum("ij,ij->j", Bhat, Bhat)  # ‖B̂[:, i]‖²: the accelerations an input produces
         for k, rows in enumerate(layout.levels):
             above += np.einsum("ij,ij->j", A[rows], A[rows])
@@ -161,9 +166,9 @@ class LexicographicSolver:
             H = M.T @ M + RZ.T @ RZ
             z = _spd_solve(H, M.T @ c + RZ.T @ rho)
             candidate = None if z is None else xi + (z if Z is None else Z @ z)
-            if candidate is None or not layout.feasible(red.T @ candidate + red.u0, outputs):
+            if candidate is None or not bool((C @ (red.T @ candidate + red.u0) <= d).all()):  # C u ≤ d
                 if constraints is None:
-                    constraints = self._constraints(layout, outputs, red, h, lb, ub)
+                    constraints = self._constraints(G, red, h, lb, ub)
                 z = self._level_qp(M, c, RZ, rho, Z, xi, constraints, red)
                 if z is None:
                     if k == 0:
@@ -187,10 +192,10 @@ class LexicographicSolver:
         return Vt[rank:].T
 
     @staticmethod
-    def _constraints(layout: Layout, outputs, red: _Reduced, h, lb, ub):
-        """The inequalities and bounds as rows ``C_ξ ξ ≤ e`` in the scaled reduced variables, and the
-        bounds on ξ that stay bounds (at level 0: the actuator block), computed once per step."""
-        G = layout.inequality_matrix(outputs)
+    def _constraints(G: np.ndarray, red: _Reduced, h, lb, ub):
+        """The inequalities ``G u ≤ h`` and bounds as rows ``C_ξ ξ ≤ e`` in the scaled reduced
+        variables, and the bounds on ξ that stay bounds (at level 0: the actuator block), computed once
+        per step."""
         rows, rhs = [G @ red.T], [h - G @ red.u0]
         n_xi = red.T.shape[1]
         xi_lb, xi_ub = np.full(n_xi, -np.inf), np.full(n_xi, np.inf)

@@ -161,17 +161,14 @@ class ContactSchedule:
         #: every contact's ``active``, in contact order (the step's activation set, read without a call)
         self.activation: tuple[bool, ...] = ()
         self._switched(0)
-        #: the source whose ``block`` holds the last command's normal forces (read when needed), or None
-        self.following: Any = None
-        self._normal_at: list[int | None] = []
-
-    def follow(self, source: Any, indices: Sequence[int | None]) -> None:
-        """From now on, until a normal force is recorded (:meth:`record`), the last command's normal
-        forces are ``source.block[i]`` for the ``i`` of ``indices`` (one per contact, in order; None:
-        that contact's is kept): read into the states only when one is next read or written (the
-        one-call step writes them in C; nothing is done per step)."""
-        self._flush()
-        self.following, self._normal_at = source, list(indices)
+        #: the source of the last command's normal forces, set by the command writers (an assignment, no
+        #: call): ``source.block[i]`` for the ``i`` of ``source.normal_at`` (one per contact, in order;
+        #: None: that contact's is kept), read into the states only when one is read or written, or
+        #: None (read already). The :meth:`tick` that finds another source than the previous tick did
+        #: reads the previous source's last command (the contacts the new source leaves out keep that
+        #: force): a switch of plan needs no call of its own, and nothing is done per step.
+        self.latest: Any = None
+        self._seen: Any = None  # the source :meth:`tick` found last
 
     def snapshot(self) -> ScheduleSnapshot:
         """A copy of everything the schedule holds (the last command's normal forces read first), for
@@ -182,7 +179,7 @@ class ContactSchedule:
 
     def restore(self, snapshot: ScheduleSnapshot) -> None:
         """Put back what :meth:`snapshot` saved (into the same parameter arrays: the kernel reads them in
-        place) and stop following any source: what happened since is forgotten."""
+        place) and forget the last command's source (:attr:`latest`): what happened since is forgotten."""
         for name, saved in snapshot.states.items():
             s = self._states[name]
             parameters = s.parameters
@@ -192,7 +189,7 @@ class ContactSchedule:
                     setattr(s, field.name, getattr(saved, field.name))
         self._time, self._any_ramp, self.awaiting_placement = snapshot.time, snapshot.any_ramp, snapshot.any_pending
         self._switched(snapshot.version - self.version)
-        self.following = None
+        self.latest = self._seen = None
 
     def _switched(self, change: int = 1) -> None:
         """A contact was activated or released: the version moves by ``change``, :attr:`activation` follows."""
@@ -200,24 +197,36 @@ class ContactSchedule:
         self.activation = tuple([s.active for s in self._states.values()])
 
     def forget(self) -> None:
-        """Stop following a source without reading it (its commands were not applied)."""
-        self.following = None
+        """Forget the last command's source without reading it (its commands were not applied)."""
+        self.latest = self._seen = None
 
     def _flush(self) -> None:
-        source = self.following
+        """Read the last command's normal forces into the states; the source is then read."""
+        source, seen = self.latest, self._seen
         if source is not None:
-            self.following = None
-            block = source.block
-            if block is not None:
-                for s, i in zip(self._states.values(), self._normal_at):
-                    if i is not None:
-                        s.last_normal_force = float(block[i])
+            self.latest = self._seen = None
+            if seen is not None and seen is not source:  # the plan switched since the last tick
+                self._read(seen)
+            self._read(source)
+
+    def _read(self, source: Any) -> None:
+        block = source.block
+        if block is not None:
+            for s, i in zip(self._states.values(), source.normal_at):
+                if i is not None:
+                    s.last_normal_force = float(block[i])
 
     def tick(self, t: float, measured: np.ndarray | None = None) -> bool:
         """The step's one call: move the clock to ``t`` (s); True when nothing was in progress (no ramp,
         no placement awaited). Else False: ramps progress (:meth:`advance`) and the contacts awaiting a
         placement are placed where ``measured`` puts them (:meth:`place_measured`; ``measured`` is given
-        when :attr:`awaiting_placement`)."""
+        when :attr:`awaiting_placement`). When the source of the last command's normal forces
+        (:attr:`latest`) changed (the plan switched), the previous source's last command is read."""
+        latest = self.latest
+        if latest is not self._seen:  # the last command came from another plan's writer than the one before
+            if self._seen is not None:  # that one's last command: the contacts the new source leaves out keep it
+                self._read(self._seen)
+            self._seen = latest
         if not (self._any_ramp or self.awaiting_placement):
             self._time = t
             return True
@@ -235,7 +244,10 @@ class ContactSchedule:
             raise InputError(f"no contact named {name!r}; the controller has {sorted(self._states)}") from None
 
     def is_active(self, name: str) -> bool:
-        return self._states[name].active
+        """Whether contact ``name`` is enforced (without reading the last command's normal forces: a
+        sequencer may ask at every step)."""
+        s = self._states.get(name)
+        return self.state(name).active if s is None else s.active  # state(): InputError naming the contacts
 
     def activate(self, name: str, placement=None, ramp: float = 0.0, ramp_force: float | None = None) -> None:
         """Enforce contact ``name`` from the next step on (cancels a release in progress).
@@ -350,23 +362,24 @@ class ContactSchedule:
         """Move the clock to ``t`` (s): ramps progress, finished releases release their contact,
         finished rises hand over to the contact's own limits."""
         self._time = t
-        for s in self._ramping:
+        for s in self._ramping:  # the bounds written into the parameters by index (run at every step of a ramp)
+            parameters = s.parameters
             if s.rise is not None:
                 t0, duration, f1 = s.rise
                 if t >= t0 + duration:
                     s.rise = None
-                    s.bounds[:] = (s.min_normal_force, s.max_normal_force)
+                    parameters[FMIN], parameters[FMAX] = s.min_normal_force, s.max_normal_force
                 else:
-                    s.bounds[1] = max(0.0, f1 * (t - t0) / duration)
-                    s.bounds[0] = min(s.min_normal_force, s.bounds[1])
+                    high = max(0.0, f1 * (t - t0) / duration)
+                    parameters[FMIN], parameters[FMAX] = min(s.min_normal_force, high), high
                 continue
             t0, duration, f0 = s.ramp or (0.0, 0.0, 0.0)
             if t >= t0 + duration:
                 s.active, s.ramp = False, None
                 self._switched()
-                s.bounds[:] = (s.min_normal_force, s.max_normal_force)
+                parameters[FMIN], parameters[FMAX] = s.min_normal_force, s.max_normal_force
             else:
-                s.bounds[1] = max(0.0, f0 * (1.0 - (t - t0) / duration))
+                parameters[FMAX] = max(0.0, f0 * (1.0 - (t - t0) / duration))
 
     @property
     def _ramping(self) -> list[ContactState]:

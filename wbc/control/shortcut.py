@@ -37,7 +37,7 @@ import ctypes
 import functools
 import sysconfig
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -87,6 +87,25 @@ def _split_rows(C: np.ndarray, traced: np.ndarray) -> tuple:
         c0, c1 = 0, 0
     b_rows = np.flatnonzero(unit)
     return g_rows, c0, c1, b_rows, column[b_rows], value[b_rows]
+
+
+class Attachment(NamedTuple):
+    """What a one-call step runs on (:meth:`CompiledShortcut.attach`,
+    :meth:`~wbc.control.compiled_hierarchy.CompiledHierarchy.attach`).
+
+    Attributes:
+        kernel: the controller's kernel (inputs ``q``, ``v``, then its bound parameters).
+        regularization: the controller's (fixed from now on for the step).
+        unit_parts: ``(start, stop)`` of every part of ``q`` that must have unit norm.
+        check: whether the step checks ``q`` and ``v`` (finite, unit norms).
+        normal_rows: (n_contacts, n) each contact's normal force as a linear function of ``u``.
+    """
+
+    kernel: Kernel
+    regularization: float
+    unit_parts: Sequence[tuple[int, int]]
+    check: bool
+    normal_rows: np.ndarray
 
 
 class CompiledShortcut:
@@ -261,26 +280,12 @@ class CompiledShortcut:
         return self._data.t_kernel, self._data.t_qp
 
     # ----------------------------------------------------------------------------- the whole step
-    def attach(
-        self,
-        kernel: Kernel,
-        regularization: float,
-        unit_parts: Sequence[tuple[int, int]],
-        check: bool,
-        normal_rows: np.ndarray,
-    ) -> bool:
+    def attach(self, attachment: Attachment) -> bool:
         """Attach the kernel whose outputs this shortcut reads, so that :attr:`step` runs the input
         checks, the kernel and the shortcut in one C call (with the gathers of a layout with inactive
         contacts, and ``B̂``'s active columns for the command). False (nothing changed) when the
-        kernel is not a compiled library of the expected ABI.
-
-        Args:
-            kernel: the controller's kernel (inputs ``q``, ``v``, then its bound parameters).
-            regularization: the controller's (fixed from now on for :attr:`step`).
-            unit_parts: ``(start, stop)`` of every part of ``q`` that must have unit norm.
-            check: whether :attr:`step` checks ``q`` and ``v`` (finite, unit norms).
-            normal_rows: (n_contacts, n) each contact's normal force as a linear function of ``u``.
-        """
+        kernel is not a compiled library of the expected ABI."""
+        kernel, regularization, unit_parts, check, normal_rows = attachment
         symbol = kernel_symbol(kernel)
         if symbol is None:
             return False

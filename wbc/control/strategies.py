@@ -291,7 +291,8 @@ class Hierarchy(Strategy):
         )  # fmt: skip
 
     def attempt(self, step: Step) -> Command | None:
-        x = self.solver.solve(self.layout, self.outputs, self.regularization)
+        layout = self.layout
+        x = self.solver.solve(layout, layout.selection(self.outputs), self.regularization)
         return None if x is None else self.writer.from_x(x, step.t_start, step.kernel)
 
 
