@@ -23,6 +23,7 @@ from wbc.locomotion import (
     plan_on_terrain,
     plan_walk,
     step_violations,
+    support_polygon,
 )
 from wbc.locomotion.footsteps import tilt_rotation
 from wbc.locomotion.swing import SwingState, SwingTrajectory
@@ -189,3 +190,20 @@ def test_a_crossover_step_is_ahead_of_the_stance_sole_before_it_crosses_and_is_n
             assert right.to_local(p)[0] >= SHAPE.length + LIMITS.clearance - 1e-6, f"across before ahead at {t:.3f} s"
     with pytest.raises(InputError, match="min_cross_swing"):
         CaptureStepPlanner(PARAMS, SHAPE, limits, min_cross_swing=-0.1)
+
+
+def test_with_crossover_steps_a_step_is_needed_only_past_the_cross_trigger():
+    """Talos pushed 520 N sideways holds it by its hip strategy, its DCM 6.4 mm outside the feet; a
+    crossing step taken there fell. With crossover steps allowed, a step is needed only once the DCM
+    is ``cross_trigger`` outside; without them the trigger is not used."""
+    left, right = START
+    poly = support_polygon([left, right], SHAPE)
+    edge = right.position[1] - SHAPE.width / 2
+    near, far = [0.0, edge - 0.005], [0.0, edge - 0.015]
+    crossing = LIMITS.scaled(max_cross=0.17, max_forward=0.4)
+    planner = CaptureStepPlanner(PARAMS, SHAPE, crossing, cross_trigger=0.01)
+    assert not planner.needs_step(near, poly) and planner.needs_step(far, poly)
+    assert CaptureStepPlanner(PARAMS, SHAPE, crossing).needs_step(near, poly)
+    assert CaptureStepPlanner(PARAMS, SHAPE, LIMITS, cross_trigger=0.01).needs_step(near, poly)
+    with pytest.raises(InputError, match="cross_trigger"):
+        CaptureStepPlanner(PARAMS, SHAPE, crossing, cross_trigger=-0.01)

@@ -120,3 +120,16 @@ def test_fast_gaits_reach_the_issue_speeds(robot):
     summary = walk.summarize(walker, run, command)
     assert not summary["fell"] and summary["failed_steps"] == 0
     assert summary["cruise_speed_m_s"] >= {"talos": 0.4, "g1": 0.5}[robot]
+
+
+@pytest.mark.slow
+def test_the_legs_limit_leaves_the_hip_strategy_alone_while_both_feet_stand():
+    """Pushed 520 N toward its right, standing Talos holds it by its hip strategy, also with the
+    legs' collision limit of crossover steps in its QP: at the swing's barrier gain while both feet
+    stood, it fell at 2.95 s without taking a step (:data:`wbc.sim.walking.STANCE_LEG_GAIN`). No
+    recovery step is taken (the DCM stays within :data:`wbc.sim.walking.CROSS_TRIGGER` of the feet)."""
+    _, run, _ = walk.stand_and_push(
+        "talos", (0.0, -520.0, 0.0), duration=3.5, crossover=True, recovery_tolerance=walk.LATERAL_TOLERANCE
+    )
+    assert not run["fell"] and not run["recoveries"]
+    assert run["status"].all(), "every step solved as posed"

@@ -166,6 +166,10 @@ class CaptureStepPlanner:
         min_cross_swing: shortest swing of a crossover step, s: it goes around the stance leg (ahead,
             then across), farther than a step on its own side, and a swing the leg cannot follow
             lands late, the DCM running on meanwhile.
+        cross_trigger: with crossover steps allowed (``limits.max_cross`` > 0), a step is needed
+            (:meth:`needs_step`) only once the DCM is this far outside the support polygon, m (before
+            the margin): nearer, the hip strategy may still bring it back, and a crossing step (on
+            one foot for over half a second) does worse than not stepping.
     """
 
     def __init__(
@@ -185,6 +189,7 @@ class CaptureStepPlanner:
         zmp_margin: float = 0.02,
         dcm_tolerance: float = 0.02,
         min_cross_swing: float = 0.0,
+        cross_trigger: float = 0.0,
     ) -> None:
         if not isinstance(params, GaitParameters):
             raise InputError(f"params must be GaitParameters, got {type(params).__name__}")
@@ -211,6 +216,7 @@ class CaptureStepPlanner:
             ("zmp_margin", zmp_margin),
             ("dcm_tolerance", dcm_tolerance),
             ("min_cross_swing", min_cross_swing),
+            ("cross_trigger", cross_trigger),
         ):
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
                 raise InputError(f"capture-step planner: {name} must be finite and >= 0, got {v!r}")
@@ -227,12 +233,15 @@ class CaptureStepPlanner:
         self.min_remaining = float(min_remaining)
         self.dcm_tolerance = float(dcm_tolerance)
         self.min_cross_swing = float(min_cross_swing)
+        self.cross_trigger = float(cross_trigger)
         self.zmp_margin = min(float(zmp_margin), shape.length / 2, shape.width / 2)
 
     # ------------------------------------------------------------------------------- decision
     def needs_step(self, dcm, polygon) -> bool:
-        """Whether the DCM ``dcm`` ((2,) or (3,)) is outside ``polygon`` (k, 2) shrunk by the margin."""
-        return _polygon.signed_distance(dcm, polygon) > -self.margin
+        """Whether the DCM ``dcm`` ((2,) or (3,)) is outside ``polygon`` (k, 2) shrunk by the margin
+        (with crossover steps allowed: grown by ``cross_trigger``)."""
+        trigger = self.cross_trigger if self.limits.max_cross > 0 else 0.0
+        return _polygon.signed_distance(dcm, polygon) > trigger - self.margin
 
     # ------------------------------------------------------------------------------- solving
     def _boxes(self, foot: Foot, crossing: bool = False) -> tuple[np.ndarray, np.ndarray]:

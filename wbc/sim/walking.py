@@ -221,15 +221,25 @@ CROSS_ZMP_MARGIN = 0.045
 CROSS_DCM_TOLERANCE = 0.02
 #: ... the swing ending with this downward speed (m/s), so that a lagging foot still strikes on time ...
 CROSS_TOUCHDOWN_SPEED = 0.2
-#: ... and the legs' collision capsules kept this far apart (m) while a foot is off the ground ...
+#: ... any recovery step taken only once the DCM is this far outside the feet (m): Talos pushed
+#: 520 N sideways standing holds it by its hip strategy, the DCM at most 6.4 mm outside; a crossing
+#: step taken at once (at 0) fell at 2.31 s ...
+CROSS_TRIGGER = 0.01
+#: ... and the legs' collision capsules kept this far apart (m) from the release of a foot on ...
 LEG_MARGIN = 0.01
-#: ... and this far while both feet are on it (m; a foot releasing its load included): planted feet
-#: do not cross, and the barrier at :data:`LEG_MARGIN` made the QP infeasible while a lateral push
-#: moved the pelvis (the legs' capsules 1.8 cm apart approaching: measured at 540 N, from 0.06 s into
-#: the push) and its fallback softened the contacts, unloading both feet (to 6 and 8 N) before the
-#: crossing step; switched on at the release instead of the lift-off, it still did (1.4 cm apart,
-#: 11 ms into the release, with the crossing step of :data:`CROSS_MIN_SWING`).
+#: ... by a barrier of this gain (1/s, ``λ`` of :class:`wbc.SelfCollisionLimit`) ...
+LEG_GAIN = 20.0
+#: ... and this far while both feet are planted (m): planted feet do not cross, and the barrier at
+#: :data:`LEG_MARGIN` made the QP infeasible while a lateral push moved the pelvis (the legs'
+#: capsules 1.8 cm apart approaching: measured at 540 N, from 0.06 s into the push) and its
+#: fallback softened the contacts, unloading both feet (to 6 and 8 N) before the crossing step ...
 STANCE_LEG_MARGIN = 0.0
+#: ... with this gain (1/s): at :data:`LEG_GAIN` the barrier held the hip strategy back (pushed
+#: 520 N sideways, standing Talos with the legs' limit fell at 2.95 s without a step, and held the
+#: push without the limit; 540 N: fell at 2.61 s instead of 2.90 s); at this gain it holds 520 N
+#: and falls at 2.89 s at 540 N, and the barrier at :data:`LEG_MARGIN` from the release has the
+#: legs 1 cm apart at the lift-off (every step solved as posed until then).
+STANCE_LEG_GAIN = 100.0
 #: The legs' links checked against each other: the last this many joints of each leg (thigh, shin,
 #: ankle, foot) ...
 LEG_LINKS = 4
@@ -335,7 +345,8 @@ class Walker:
         crossover: recovery steps may cross over in front of the stance foot (``max_cross`` of
             :data:`MAX_CROSS` stance widths; forward reach :data:`CROSS_REACH`; weight transfer
             :data:`CROSS_TRANSFER`; swings of at least :data:`CROSS_MIN_SWING` landing at
-            :data:`CROSS_TOUCHDOWN_SPEED`), with the legs kept :data:`LEG_MARGIN` apart by a
+            :data:`CROSS_TOUCHDOWN_SPEED`; planned once the DCM is :data:`CROSS_TRIGGER` outside the
+            feet), with the legs kept :data:`LEG_MARGIN` apart (from a foot's release) by a
             :class:`wbc.SelfCollisionLimit` on their collision capsules (:func:`leg_collision_pairs`).
         recovery_tolerance: take a recovery step whose plan leaves at most this much of the DCM
             uncaptured, m (:class:`wbc.locomotion.GaitSequencer`).
@@ -406,7 +417,7 @@ class Walker:
         self.legs_limit: wbc.SelfCollisionLimit | None = None
         if crossover:  # the default limits and the legs kept apart
             self.leg_pairs = leg_collision_pairs(spec)
-            self.legs_limit = wbc.SelfCollisionLimit(self.leg_pairs, margin=LEG_MARGIN, name="legs")
+            self.legs_limit = wbc.SelfCollisionLimit(self.leg_pairs, margin=LEG_MARGIN, gain=LEG_GAIN, name="legs")
             limits = [wbc.TorqueLimit(), wbc.JointPositionLimit(), wbc.JointVelocityLimit(), self.legs_limit]
         self.controller = wbc.WholeBodyController(model, all_tasks, list(self.contacts.values()), limits=limits)
         self.controller.compile()
@@ -424,11 +435,12 @@ class Walker:
             crouch=gait.crouch,
         )
         self.limits = loco.StepLimits(**gait.limits)
-        transfer, zmp_margin, min_cross_swing = 0.1, 0.02, 0.0
+        transfer, zmp_margin, min_cross_swing, cross_trigger = 0.1, 0.02, 0.0, 0.0
         if crossover:  # wider reach, a quicker lift-off, and feet that strike the ground on time
             self.limits = self.limits.scaled(max_cross=MAX_CROSS * self.limits.width, max_forward=CROSS_REACH)
             self.params = dataclasses.replace(self.params, touchdown_velocity=CROSS_TOUCHDOWN_SPEED)
             transfer, zmp_margin, min_cross_swing = CROSS_TRANSFER, CROSS_ZMP_MARGIN, CROSS_MIN_SWING
+            cross_trigger = CROSS_TRIGGER
             dcm_tolerance = min(dcm_tolerance, CROSS_DCM_TOLERANCE)
         self.rise = self.params.double_support if rise is None else rise
         self.stabilizer = loco.DCMStabilizer(k_dcm=gait.k_dcm if k_dcm is None else k_dcm, margin=0.01)
@@ -440,6 +452,7 @@ class Walker:
             transfer=transfer,
             zmp_margin=zmp_margin,
             min_cross_swing=min_cross_swing,
+            cross_trigger=cross_trigger,
         )
         self.adjust = adjust
         self.clip_zmp = clip_zmp
@@ -605,9 +618,12 @@ class Walker:
             q, v = sim.get_state()
             s = self.sensing(t)
             out = seq.update(s, DT)
-            if self.legs_limit is not None:  # see STANCE_LEG_MARGIN
-                swinging = any(p is FootPhase.SWING for p in seq.phase.values())
-                self.legs_limit.set(margin=LEG_MARGIN if swinging else STANCE_LEG_MARGIN)
+            if self.legs_limit is not None:  # see STANCE_LEG_MARGIN, STANCE_LEG_GAIN
+                standing = all(p is FootPhase.STANCE for p in seq.phase.values())
+                if standing:
+                    self.legs_limit.set(margin=STANCE_LEG_MARGIN, gain=STANCE_LEG_GAIN)
+                else:
+                    self.legs_limit.set(margin=LEG_MARGIN, gain=LEG_GAIN)
             if i % 10 == 0:
                 for f, frame in self.frame.items():
                     if seq.phase[f] is not FootPhase.SWING:
