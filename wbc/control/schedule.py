@@ -216,12 +216,12 @@ class ContactSchedule:
                 if i is not None:
                     s.last_normal_force = float(block[i])
 
-    def tick(self, t: float, measured: np.ndarray | None = None) -> bool:
-        """The step's one call: move the clock to ``t`` (s); True when nothing was in progress (no ramp,
-        no placement awaited). Else False: ramps progress (:meth:`advance`) and the contacts awaiting a
-        placement are placed where ``measured`` puts them (:meth:`place_measured`; ``measured`` is given
-        when :attr:`awaiting_placement`). When the source of the last command's normal forces
-        (:attr:`latest`) changed (the plan switched), the previous source's last command is read."""
+    def tick(self, t: float, measured: np.ndarray | None = None) -> None:
+        """The step's one call: move the clock to ``t`` (s); when something is in progress, ramps
+        progress (:meth:`advance`) and the contacts awaiting a placement are placed where ``measured``
+        puts them (:meth:`place_measured`; ``measured`` is given when :attr:`awaiting_placement`). When
+        the source of the last command's normal forces (:attr:`latest`) changed (the plan switched),
+        the previous source's last command is read."""
         latest = self.latest
         if latest is not self._seen:  # the last command came from another plan's writer than the one before
             if self._seen is not None:  # that one's last command: the contacts the new source leaves out keep it
@@ -229,11 +229,10 @@ class ContactSchedule:
             self._seen = latest
         if not (self._any_ramp or self.awaiting_placement):
             self._time = t
-            return True
+            return
         self.advance(t)
         if measured is not None and self.awaiting_placement:
             self.place_measured(measured)
-        return False
 
     def state(self, name: str) -> ContactState:
         """The state of contact ``name``; :class:`InputError` naming the known contacts if unknown."""
