@@ -95,7 +95,10 @@ DEFAULT_FLAGS: tuple[str, ...] = ("-Og", "-fPIC", "-shared", "-fno-math-errno", 
 #: Compiler flags of *hot* traced kernels (``trace(..., hot=True)``: the classical dynamics, a few
 #: thousand operations called in inner loops). Measured on Talos (issue 27, same run, interleaved
 #: with Pinocchio): CRBA 12-15 % and RNEA ~3 % faster than at ``-Og``, for 1.7-1.9x the compiler
-#: time (CRBA 0.2 -> 0.36 s); ABA gained nothing measurable and stays at ``-Og``.
+#: time (CRBA 0.2 -> 0.36 s); ABA gained nothing measurable and stays at ``-Og``. With the
+#: instruction-set flags too, as the default's (Talos, per-call medians, same process: ABA 0.85x,
+#: RNEA 0.87-0.88x; CRBA 0.92-0.93x in one process, 1.11x in another: the same library's time moved
+#: by 15 % between processes, so CRBA's effect is within its layout's noise).
 HOT_FLAGS: tuple[str, ...] = ("-O2", "-fPIC", "-shared", "-fno-math-errno", *ISA_FLAGS)
 
 
