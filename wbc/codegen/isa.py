@@ -16,7 +16,7 @@ Portability. The flag is added only on an x86-64 Linux machine whose kernel repo
 ``/proc/cpuinfo`` (it does only when the operating system saves the AVX registers). The flags are
 part of every cached library's key (:mod:`wbc.codegen.cache`), so a machine without AVX sharing a
 cache directory computes other keys and never loads an AVX library. Set ``WBC_KERNEL_ISA=baseline``
-to build without it.
+to build without it (also to use a read-only cache built without it: its keys lack the flag).
 """
 
 from __future__ import annotations
