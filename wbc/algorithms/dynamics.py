@@ -37,7 +37,15 @@ from ..spatial.algebra import (
 from .kinematics import TreeKinematics
 from .linalg import spd_inverse
 
-__all__ = ["rnea", "nonlinear_effects", "crba", "aba", "ArticulatedBodies", "gravity_acceleration"]
+__all__ = [
+    "rnea",
+    "nonlinear_effects",
+    "crba",
+    "composite_inertias",
+    "aba",
+    "ArticulatedBodies",
+    "gravity_acceleration",
+]
 
 ForceMap = Mapping[int, object] | None
 
@@ -83,11 +91,7 @@ def nonlinear_effects(model: Model, q, v, kin: TreeKinematics | None = None):
 def crba(model: Model, q, kin: TreeKinematics | None = None):
     """The joint-space inertia matrix ``M(q)`` (nv, nv), symmetric (composite-rigid-body algorithm)."""
     kin = kin or TreeKinematics(model, q)
-    Ic = [RigidInertia.from_matrix(I) for I in model.inertias]
-    for i in range(model.njoints - 1, 0, -1):
-        p = model.joints[i].parent
-        if p > 0:
-            Ic[p] = Ic[p] + Ic[i].act(kin.liMi[i])
+    Ic = composite_inertias(model, kin)
     M = ca.SX.zeros(model.nv, model.nv) if _symbolic(q) else ca.DM.zeros(model.nv, model.nv)
     for i in range(1, model.njoints):
         ji = model.joints[i]
@@ -101,6 +105,26 @@ def crba(model: Model, q, kin: TreeKinematics | None = None):
             jk = model.joints[k]
             M[jk.idx_v : jk.idx_v + jk.nv, sl_i] = ca.mtimes(kin.S[k].T, F)
     return symmetric(M)
+
+
+def composite_inertias(model: Model, kin: TreeKinematics) -> list[RigidInertia]:
+    """Each body's composite (subtree) inertia in its joint frame, by its ten parameters.
+
+    The constant parts of the children's moved inertias (:meth:`RigidInertia.moved`) are summed
+    with the body's own inertia first, as numbers, and added once to the varying parts.
+    """
+    n = model.njoints
+    constant = [RigidInertia.from_matrix(I) for I in model.inertias]
+    varying: list[RigidInertia | None] = [None] * n
+    Ic: list = [None] * n
+    for i in range(n - 1, 0, -1):
+        Ic[i] = constant[i] if varying[i] is None else varying[i] + constant[i]
+        p = model.joints[i].parent
+        if p > 0:
+            moved, moved_constant = Ic[i].moved(kin.liMi[i])
+            constant[p] = constant[p] + moved_constant
+            varying[p] = moved if varying[p] is None else varying[p] + moved
+    return Ic
 
 
 def _symbolic(x) -> bool:
