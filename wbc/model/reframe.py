@@ -143,7 +143,11 @@ def _build(model: Model) -> Reframed:
 
     def killing(direction: np.ndarray, residual: np.ndarray) -> list[float]:
         """Shifts along ``direction`` that zero one coordinate of ``residual``."""
-        return [float(-residual[k] / direction[k]) for k in range(3) if abs(direction[k]) > 1e-9 and abs(residual[k]) > _ZERO]
+        return [
+            float(-residual[k] / direction[k])
+            for k in range(3)
+            if abs(direction[k]) > 1e-9 and abs(residual[k]) > _ZERO
+        ]
 
     def best_child(k: int, t_i: float, a_i: np.ndarray) -> int:
         r = base[k] - t_i * a_i
@@ -184,5 +188,7 @@ def _build(model: Model) -> Reframed:
         R = Tj.R.T @ np.asarray(f.placement.R, dtype=float)
         p = Tj.R.T @ (np.asarray(f.placement.p, dtype=float).reshape(3, 1) - Tj.p)
         frames.append(Frame(f.name, f.kind, f.joint, SE3(R, p)))
-    new = Model(model.name, tuple(new_joints), tuple(inertias), tuple(frames), model.actuated, model.gravity, model.source)
+    new = Model(
+        model.name, tuple(new_joints), tuple(inertias), tuple(frames), model.actuated, model.gravity, model.source
+    )
     return Reframed(new, tuple(T))
