@@ -56,7 +56,8 @@ def structured_tree_urdf(seed: int, n: int) -> str:
         com, rpy = rng.uniform(-0.1, 0.1, 3), rng.uniform(-np.pi, np.pi, 3)
         return (
             f'<link name="link{i}"><inertial><origin xyz="{_f(com)}" rpy="{_f(rpy)}"/><mass value="{m!r}"/>'
-            f'<inertia ixx="{float(d[0])!r}" iyy="{float(d[1])!r}" izz="{float(d[2])!r}" ixy="0" ixz="0" iyz="0"/></inertial></link>\n'
+            f'<inertia ixx="{float(d[0])!r}" iyy="{float(d[1])!r}" izz="{float(d[2])!r}" ixy="0" ixz="0" iyz="0"/>'
+            "</inertial></link>\n"
         )
 
     parts = [f'<robot name="structured_{seed}_{n}">\n', link(0)]

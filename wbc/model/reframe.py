@@ -43,7 +43,8 @@ from .model import Frame, Joint, JointType, Model
 
 __all__ = ["Reframed", "reframed"]
 
-_MOVABLE = (JointType.REVOLUTE, JointType.REVOLUTE_UNBOUNDED, JointType.PRISMATIC)
+_REVOLUTE = (JointType.REVOLUTE, JointType.REVOLUTE_UNBOUNDED)
+_MOVABLE = (*_REVOLUTE, JointType.PRISMATIC)
 
 #: Below this (m, or a rotation matrix entry), a coordinate is taken as zero: rounding only.
 _ZERO = 1e-15
@@ -107,6 +108,19 @@ def _parent_turn(a_p: np.ndarray, R0: np.ndarray, a: np.ndarray) -> tuple[float,
     return c, s
 
 
+def _is_permutation(R: np.ndarray) -> bool:
+    """Whether ``R`` has only entries 0 and ±1 (a signed permutation: as cheap as the identity traced)."""
+    return bool(np.all((np.abs(R) < _ZERO * 10) | (np.abs(np.abs(R) - 1.0) < _ZERO * 10)))
+
+
+def _rotation_cost(R: np.ndarray, joint: Joint) -> int:
+    """0 for a placement rotation that costs nothing traced (about a revolute joint's own axis: merged
+    into its angle; a signed permutation), else 1."""
+    if _is_permutation(R) or (joint.type in _REVOLUTE and _is_about(R, np.asarray(joint.axis, dtype=float))):
+        return 0
+    return 1
+
+
 def _nonzeros(p: np.ndarray) -> int:
     return int(np.count_nonzero(np.abs(p) > _ZERO))
 
@@ -125,16 +139,26 @@ def _build(model: Model) -> Reframed:
     R0 = [np.asarray(j.placement.R, dtype=float) for j in joints]
     p0 = [np.asarray(j.placement.p, dtype=float).reshape(3) for j in joints]
 
-    # rotations about the own axis: the one most children's placements want
+    # rotations about the own axis: the one that leaves the cheapest placement rotations (its own and
+    # its children's), among the turns its children's placements want
     C = [np.eye(3) for _ in range(n)]
     for i in range(1, n):
-        if not movable[i] or joints[i].type is JointType.PRISMATIC:
+        if joints[i].type not in _REVOLUTE:
             continue
-        wanted = [_parent_turn(axis[i], R0[k], axis[k]) if movable[k] else None for k in children[i]]
-        turns = [w for w in wanted if w is not None]
-        if turns:
-            best = max(turns, key=lambda w: sum(1 for x in turns if abs(x[0] - w[0]) + abs(x[1] - w[1]) < 1e-12))
-            C[i] = _rot(axis[i], *best)
+        candidates = [np.eye(3)]
+        for k in children[i]:
+            if joints[k].type in _REVOLUTE:
+                turn = _parent_turn(axis[i], R0[k], axis[k])
+                if turn is not None:
+                    candidates.append(_rot(axis[i], *turn))
+            if not _is_about(R0[k], axis[k]) and _is_about(R0[k], axis[i]) and not _is_permutation(R0[k]):
+                candidates.append(R0[k])  # a turn about this axis: the child's placement becomes the identity
+
+        def rotation_cost(C_i: np.ndarray, i: int = i) -> int:
+            own = _rotation_cost(C[joints[i].parent].T @ R0[i] @ C_i, joints[i])
+            return own + sum(_rotation_cost(C_i.T @ R0[k], joints[k]) for k in children[i])
+
+        C[i] = min(candidates, key=rotation_cost)  # the first (identity) on ties
 
     # the edges with the rotations chosen: p' = base + t_child u - t_parent a_parent
     base = [C[joints[i].parent].T @ p0[i] if i > 0 else np.zeros(3) for i in range(n)]
@@ -163,11 +187,11 @@ def _build(model: Model) -> Reframed:
         for k in children[i]:
             options += [float(s) for s in killing(axis[i], -base[k])]
 
-        def cost(s: float, i: int = i, inbound: np.ndarray = inbound) -> float:
+        def translation_cost(s: float, i: int = i, inbound: np.ndarray = inbound) -> float:
             own = size[i] * _nonzeros(inbound + s * u[i])
             return own + sum(size[k] * best_child(k, s, axis[i]) for k in children[i])
 
-        t[i] = min(options, key=lambda s: (cost(s), abs(s)))
+        t[i] = min(options, key=lambda s: (translation_cost(s), abs(s)))
 
     T = [SE3(C[i], (t[i] * axis[i]).reshape(3, 1)) for i in range(n)]
     new_joints: list[Joint] = [joints[0]]
