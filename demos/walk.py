@@ -17,7 +17,8 @@ footholds on the surfaces, swings clearing the edges, the CoM height following t
 ``summary.json`` the height gained. ``--preset fast`` walks with the faster gaits
 (:data:`wbc.sim.walking.FAST_GAITS`). ``--lateral-push FY`` pushes the standing robot sideways
 (N over 0.1 s, toward its right) twice in the same run, without and with crossover steps, and writes
-``lateral_push.json`` and ``lateral_push.png``.
+``lateral_push.json`` (each run's ``fell_at_s``), ``lateral_push.png`` (from above) and
+``lateral_push_time.png`` (the lateral CoM, DCM and soles against time).
 
 With ``--push FX FY`` (N, over 0.1 s at ``--push-time``) the capture-step planner re-solves the next
 step's location and timing online (:class:`wbc.locomotion.CaptureStepPlanner`); standing, a push
@@ -246,7 +247,7 @@ LATERAL_PUSH_LENGTH = 0.1
 
 def lateral_push(robot: str, force: float, out: Path, plots: bool = True) -> int:
     """Push the standing robot toward its right with ``force`` N over 0.1 s, without then with
-    crossover steps (same push, same settings otherwise); write ``lateral_push.json`` (+ ``.png``)."""
+    crossover steps (same push, same settings otherwise); write ``lateral_push.json`` (+ the two PNGs)."""
     runs = lateral_push_with_and_without_crossover(robot, force)
     result = {
         "robot": robot,
