@@ -53,9 +53,12 @@ def test_the_garbage_collector_is_frozen_inside_and_restored_after():
 
 
 def test_one_realtime_mode_at_a_time():
-    with wbc.realtime_mode(gc_freeze=False, lock_memory=False):
-        with pytest.raises(wbc.InputError, match="already active"), wbc.realtime_mode(lock_memory=False):
-            pass
+    with (
+        wbc.realtime_mode(gc_freeze=False, lock_memory=False),
+        pytest.raises(wbc.InputError, match="already active"),
+        wbc.realtime_mode(lock_memory=False),
+    ):
+        pass
     with wbc.realtime_mode(gc_freeze=False, lock_memory=False):  # released after
         pass
 
@@ -64,13 +67,12 @@ def test_one_realtime_mode_at_a_time():
 def test_memory_that_cannot_be_locked_is_a_clear_warning_or_error(monkeypatch, code):
     libc = _FailingLibc(code)
     monkeypatch.setattr(realtime, "_libc", lambda: libc)
-    with pytest.warns(wbc.WbcPerformanceWarning, match=r"memory not locked .*RLIMIT_MEMLOCK is .*CAP_IPC_LOCK") as w:
-        with wbc.realtime_mode(gc_freeze=False) as status:
-            assert not status.memory_locked and len(status.problems) == 1
+    warning = r"memory not locked .*RLIMIT_MEMLOCK is .*CAP_IPC_LOCK"
+    with pytest.warns(wbc.WbcPerformanceWarning, match=warning) as w, wbc.realtime_mode(gc_freeze=False) as status:
+        assert not status.memory_locked and len(status.problems) == 1
     assert errno.errorcode[code] in str(w[0].message)
-    with pytest.raises(wbc.RealtimeUnavailable, match="memory not locked"):
-        with wbc.realtime_mode(required=True):
-            pytest.fail("entered")
+    with pytest.raises(wbc.RealtimeUnavailable, match="memory not locked"), wbc.realtime_mode(required=True):
+        pytest.fail("entered")
     assert gc.isenabled() and gc.get_freeze_count() == 0
 
 
@@ -81,13 +83,11 @@ def test_future_pages_are_locked_only_without_a_limit(monkeypatch):
     monkeypatch.setattr(realtime, "_libc", lambda: libc)
     monkeypatch.setattr(realtime, "_has_capability", lambda bit: False)
     monkeypatch.setattr(resource, "getrlimit", lambda which: (8 << 20, 8 << 20))
-    with pytest.warns(wbc.WbcPerformanceWarning, match="RLIMIT_MEMLOCK is 8 MiB"):
-        with wbc.realtime_mode(gc_freeze=False):
-            pass
+    with pytest.warns(wbc.WbcPerformanceWarning, match="RLIMIT_MEMLOCK is 8 MiB"), wbc.realtime_mode(gc_freeze=False):
+        pass
     monkeypatch.setattr(realtime, "_has_capability", lambda bit: bit == realtime.CAP_IPC_LOCK)
-    with pytest.warns(wbc.WbcPerformanceWarning):
-        with wbc.realtime_mode(gc_freeze=False):
-            pass
+    with pytest.warns(wbc.WbcPerformanceWarning), wbc.realtime_mode(gc_freeze=False):
+        pass
     assert libc.flags == [realtime.MCL_CURRENT, realtime.MCL_CURRENT | realtime.MCL_FUTURE]
 
 
