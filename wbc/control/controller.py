@@ -457,7 +457,9 @@ class WholeBodyController(NotCopyable):
         fast = None
         if len(layout.levels) == 1 and solver.try_unconstrained:
             fast = CompiledShortcut.build(layout, outputs)
-        levels = CompiledHierarchy.build(layout, outputs) if len(layout.levels) > 1 else None
+        levels = None
+        if len(layout.levels) > 1 or (fast is None and solver.try_unconstrained and layout.eq_rows.size == 0):
+            levels = CompiledHierarchy.build(layout, outputs)  # one level without equalities: its minimizer
         if fast is not None and self._attach(layout, fast, writer):
             units.append(OneCall(fast, self._state, writer))  # it runs the kernel (or raises)
         elif levels is not None and self._attach(layout, levels, writer):
@@ -468,8 +470,8 @@ class WholeBodyController(NotCopyable):
             if not fast.attached:
                 units.append(Shortcut(fast, reg, writer))
             units.append(WorkingSet(fast, solver, self._tolerance, writer))
-        elif len(layout.levels) == 1 and solver.try_unconstrained:  # no compiled shortcut for this layout
-            units.append(Minimizer(solver, layout, outputs, reg, writer))
+        elif len(layout.levels) == 1 and solver.try_unconstrained and not (levels is not None and levels.attached):
+            units.append(Minimizer(solver, layout, outputs, reg, writer))  # no compiled shortcut for this layout
         if len(layout.levels) > 1:
             units.append(Hierarchy(LexicographicSolver(solver, self.fallback), layout, outputs, reg, writer))
         units.append(FullQP(self.fallback, solver, layout, outputs, reg, writer))
