@@ -20,8 +20,10 @@ and its fallback. ``q̈ = a₀ + B̂ u`` holds exactly by construction: the equa
 QP constraints.
 
 Everything a step needs is prepared by :meth:`WholeBodyController.compile` (the kernel, the plans of
-the layouts, the compiled routines): the first step costs what any step costs. Steps on one controller
-from several threads are serialized (each caller receives the command of its own state).
+the layouts, the compiled routines), and :meth:`WholeBodyController.warm_up` rehearses the step at the
+loop's state right before its first step (the caches hold its code again): the first step costs what
+any step costs. Steps on one controller from several threads are serialized (each caller receives the
+command of its own state).
 
 The model may be a :class:`~wbc.Model` or a clustered :class:`~wbc.ClusterModel` (rotors,
 transmissions, loops): the kernel's dynamics come from the step context of the model's type
@@ -303,7 +305,8 @@ class WholeBodyController(NotCopyable):
     # ----------------------------------------------------------------------------- compile
     def compile(self) -> Kernel:
         """Trace and compile the control kernel (cached on disk by content) and prepare every step's
-        plan (:mod:`wbc.control.strategies`): after it, the first step costs what any step costs.
+        plan (:mod:`wbc.control.strategies`), each run once: after it, a first step right away costs what
+        any step costs (with work in between, call :meth:`warm_up` right before the loop's first step).
         Done by the first step when not called before (and after the tasks changed)."""
         with self._lock:
             return self._compile()
