@@ -25,7 +25,9 @@ Scenarios (every step timed; each record gives the step's p50, p99, p99.9, max a
   those steps' times are someone else's, and the ``*_own`` percentiles leave them out; ``gc_steps``
   counts the steps during which Python's garbage collector ran, and the ``*_quiet`` percentiles leave
   out both; ``fault_steps`` counts the steps with a page fault (minor faults, the balance loop's: those
-  of its simulator step and logging too).
+  of its simulator step and logging too). The anchor, ``floor``: the machine's own tail in the same
+  run, fixed work (a pure-Python loop calibrated to the standing step's median) timed as the steps are
+  (what any code of that length sees here: interrupts, the other cores' load on the shared caches).
 
 * ``--fresh N``: the standing benchmark (``--steps``, default 300) in N fresh processes, one after
   the other: each process's first step (right after ``compile()``, nothing run before in the
@@ -47,6 +49,7 @@ import resource
 import subprocess
 import sys
 import time
+from itertools import product
 
 import numpy as np
 
@@ -546,22 +549,56 @@ TAIL_FIGURES = (
 )
 
 
+def floor_run(steps: int, target_us: float) -> dict:
+    """The machine's own tail (the anchor of ``--tail``): fixed work, a pure-Python loop calibrated to
+    take ``target_us`` µs at the median, timed ``steps`` times as the steps are (preempted runs counted)."""
+    clock = time.perf_counter
+
+    def work(n: int) -> None:
+        for _ in range(n):
+            pass
+
+    n = 64
+    while True:  # calibrate: the loop's median over 50 runs near the target
+        times = []
+        for _ in range(50):
+            t0 = clock()
+            work(n)
+            times.append(clock() - t0)
+        took = float(np.median(times)) * 1e6
+        if abs(took - target_us) < 0.05 * target_us or n > 1 << 24:
+            break
+        n = max(1, round(n * target_us / max(took, 1e-3)))
+    t_us, preempted = np.zeros(steps), np.zeros(steps, dtype=bool)
+    with wbc.realtime_mode(lock_memory=False):  # the loop allocates nothing the collector tracks; frozen anyway
+        for i in range(steps):
+            switches = _usage()[0]
+            t0 = clock()
+            work(n)
+            t_us[i] = (clock() - t0) * 1e6
+            preempted[i] = _usage()[0] != switches
+    return {"scenario": "floor", "realtime": None, "iterations": n, **percentiles(t_us), **_own(t_us, preempted)}
+
+
 def _tail_main(args) -> int:
     """The tail of the standing benchmark and of the balance demo's loop over ``--steps`` steps, each
-    without and with :func:`wbc.realtime_mode`, alternately over ``--rounds``."""
+    without and with :func:`wbc.realtime_mode`, alternately over ``--rounds``, and the machine's floor."""
     lines = []
     for k in range(max(1, args.rounds)):
         for realtime in (False, True):
             standing = run(args.steps, args.solver, args.contact_model, realtime=realtime)
-            for record in (standing, balance_run(args.steps, realtime)):
+            records = [standing, balance_run(args.steps, realtime)]
+            if realtime:
+                records.append(floor_run(args.steps, standing["step_us_median"]))
+            for record in records:
                 record["p999_to_p50"] = round(record["step_us_p999"] / record["step_us_median"], 3)
                 record["p999_own_to_p50"] = round(record["step_us_p999_own"] / record["step_us_median"], 3)
                 record["round"] = k
                 lines.append(record)
     summary: dict = {"benchmark": "tail", "steps": args.steps, "rounds": max(1, args.rounds)}
-    for scenario in ("standing", "balance_demo"):
-        for realtime in (False, True):
-            mine = [r for r in lines if r["scenario"] == scenario and r["realtime"] is realtime]
+    for scenario, realtime in product(("standing", "balance_demo", "floor"), (False, True, None)):
+        mine = [r for r in lines if r["scenario"] == scenario and r["realtime"] is realtime]
+        if mine:
             summary[f"{scenario}{'_realtime' if realtime else ''}"] = {
                 key: round(float(np.median([r[key] for r in mine])), 3) for key in TAIL_FIGURES
             }
