@@ -158,6 +158,8 @@ def test_warm_up_refuses_a_bad_state_by_name():
         ctrl.warm_up(bad, v)
     with pytest.raises(wbc.InputError, match="v"):
         ctrl.warm_up(q, v[:-1])
+    with pytest.raises(wbc.InputError, match="times must be a positive integer, got 0"):
+        ctrl.warm_up(q, v, times=0)
 
 
 # ---------------------------------------------------------------------------------------- the balance loop
