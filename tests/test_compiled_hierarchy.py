@@ -22,7 +22,7 @@ from wbc.control.compiled_hierarchy import CompiledHierarchy, hierarchy_library
 from wbc.control.hierarchy import LexicographicSolver
 from wbc.control.shortcut import FEASIBLE, INFEASIBLE
 from wbc.control.shortcut_library import shortcut_library
-from wbc.control.strategies import Hierarchy, OneCall
+from wbc.control.strategies import Hierarchy, Minimizer, OneCall
 from wbc.errors import CompileError
 
 pytestmark = pytest.mark.skipif(find_compiler() is None, reason="no C compiler")
@@ -126,6 +126,55 @@ def test_panda_levels_with_a_binding_limit():
         hand.set_target(T)
         posture.set_target(target)
         codes.append(_compare(ctrl, q, v))
+    assert FEASIBLE in codes and INFEASIBLE in codes, codes
+
+
+def test_panda_one_level_in_c_equals_the_minimizer_and_the_qp():
+    """The Panda's weighted step (one level, no equality): one C call (the levels' path), no numpy
+    minimizer in its plan; its commands equal the solver's weighted minimizer where no row binds and
+    the full QP's where the elbow is driven into its limit (the C call hands those steps on)."""
+    case = robot_case("panda")
+    model, spec = case.model, case.spec
+    hand = tasks.FrameTask("panda_hand_tcp", weight=1.0, kp=100.0)
+    posture = tasks.PostureTask(model, weight=1e-2, kp=50.0)
+    ctrl = wbc.WholeBodyController(model, [hand, posture])
+    rng = np.random.default_rng(11)
+    j = model.joints[model.joint_id("panda_joint4")]
+    codes = []
+    for trial in range(8):
+        q, v = spec.q0.copy(), rng.normal(size=model.nv) * 0.05
+        target = spec.q0.copy()
+        if trial % 2:
+            q[j.idx_q] = j.upper[0] - 0.011
+            v[j.idx_v] = 0.3
+            target[j.idx_q] = j.upper[0] + 0.5  # the posture pulls the joint into its limit
+        T = wbc.frame_placement(model, spec.q0, "panda_hand_tcp")
+        T[0:3, 3] += rng.normal(size=3) * 0.05
+        hand.set_target(T)
+        posture.set_target(target)
+        cmd = ctrl.step(q, v)
+        assert cmd.status is wbc.StepStatus.OPTIMAL
+        first = ctrl._plan.strategies[0]
+        assert isinstance(first, OneCall) and isinstance(first.fast, CompiledHierarchy) and first.fast.attached
+        assert not any(isinstance(s, Minimizer) for s in ctrl._plan.strategies)
+        outputs = ctrl.evaluate(q, v)
+        layout = ctrl._layout()
+        A, b, A_eq, b_eq, *_ = layout.select(outputs)
+        r = ctrl.regularization * np.einsum("ij,ij->j", A, A) + 1e-12
+        minimizer = ctrl.solver.minimizer(A, b, r, A_eq, b_eq)
+        code = first.fast(ctrl.regularization)
+        codes.append(code)
+        if code == FEASIBLE:
+            reference = minimizer
+            assert layout.feasible(minimizer, outputs)
+        else:  # a row binds at the minimizer: the full QP (as the numpy levels pose it) answers
+            assert not layout.feasible(minimizer, outputs)
+            reference = LexicographicSolver(ctrl.solver, ctrl.fallback).solve(
+                layout, layout.selection(outputs), ctrl.regularization
+            )
+        scale = max(1.0, float(np.abs(reference).max()))
+        assert np.abs(cmd.u - reference).max() <= 1e-9 * scale, "u: one C level vs the reference"
+        assert_close(cmd.qdd, outputs.a0 + outputs.Bhat @ reference, 1e-9, "qdd")
     assert FEASIBLE in codes and INFEASIBLE in codes, codes
 
 

@@ -144,9 +144,11 @@ class CompiledHierarchy:
 
     @classmethod
     def build(cls, layout: Layout, outputs: StepOutputs) -> CompiledHierarchy | None:
-        """The compiled hierarchy of ``layout``, or None where it does not apply (one level, no cost
-        row, equalities other than the contacts' own rows) or no library is available."""
-        if len(layout.levels) < 2 or layout.cost_rows.size == 0:
+        """The compiled hierarchy of ``layout``, or None where it does not apply (no cost row,
+        equalities other than the contacts' own rows, one level with equalities: the compiled shortcut's
+        case) or no library is available. One level without equalities (a fixed base, no contact) is
+        the weighted problem's minimizer, as :class:`~wbc.control.strategies.Minimizer` computes it."""
+        if layout.cost_rows.size == 0 or (len(layout.levels) < 2 and layout.eq_rows.size):
             return None
         if layout.eq_rows.size and not layout.eliminable:
             return None

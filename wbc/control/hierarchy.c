@@ -173,6 +173,27 @@ static int triangle_svd(int nz, int kr, const double *Bt, double *Rt, double *V,
     return jacobi_svd(kr, t, Rt, V, sv);
 }
 
+/* Whether every singular value of R, the upper triangle householder left in Bt (t x kr, t = min(kr,
+ * nz)), is above tol, proven without its SVD: sigma_min(R) >= sigma_min(R_1) >= 1 / |R_1^-1|_F, R_1 its
+ * leading t x t triangle (a wider R's trailing columns only raise it). 1: proven (every level of full
+ * rank, the common case: the SVD is not needed); 0: not proven (the SVD decides). W (t * t) work. */
+static int surely_full_rank(int nz, int kr, const double *Bt, double tol, double *W) {
+    const int t = kr < nz ? kr : nz;
+    double fro = 0.0; /* |R_1^-1|_F^2, R_1^-1 by columns: R_1 x_j = e_j */
+    for (int j = 0; j < t; ++j) {
+        double *x = W + (long)j * t;
+        for (int i = j; i >= 0; --i) {
+            const double d = Bt[i + (long)i * nz];
+            if (d == 0.0) return 0;
+            double sum = i == j ? 1.0 : 0.0;
+            for (int l = i + 1; l <= j; ++l) sum -= Bt[i + (long)l * nz] * x[l];
+            x[i] = sum / d;
+            fro += x[i] * x[i];
+        }
+    }
+    return isfinite(fro) && fro * tol * tol < 1.0;
+}
+
 /* The new basis [Z Q_t V_null, Z Q_rest] into Z2 (p, nz - rank) from Z Q (p, nz; reflect_basis), the
  * null singular directions V_j (sv[j] <= tol, j < t): its column count. */
 static int next_basis(int p, int nz, int t, const double *Z, double *Z2, const double *V, const double *sv, double tol) {
@@ -424,9 +445,12 @@ static int hierarchy_levels(wbc_hierarchy_data *h) {
                 memcpy(Bt + (long)q * nz, y + r, sizeof(double) * (size_t)nz);
             }
             householder(nz, kr, Bt, beta);
-            if (triangle_svd(nz, kr, Bt, Rt, h->Vt, h->sv)) return WBC_FAILED;
-            int full = 1;
-            for (int j = 0; j < t; ++j) full &= h->sv[j] > tol;
+            int full = surely_full_rank(nz, kr, Bt, tol, h->Vt);
+            if (!full) { /* the SVD decides, as numpy's does (its directions are needed below) */
+                if (triangle_svd(nz, kr, Bt, Rt, h->Vt, h->sv)) return WBC_FAILED;
+                full = 1;
+                for (int j = 0; j < t; ++j) full &= h->sv[j] > tol;
+            }
             if (full) { /* the level's reflectors join the implicit basis */
                 for (int c = 0; c < t; ++c) {
                     double *v = h->Q + (long)(r + c) * p;

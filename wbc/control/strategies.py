@@ -23,7 +23,8 @@ contributors), the units tried in order; each :meth:`Strategy.attempt` returns t
 A layout gets the units that apply to it (``WholeBodyController._make_plan``): a weighted layout
 whose equalities are the contacts' own rows gets 1 (or 2 and 3), 4 and 6; a layout with priority
 levels 1 (its levels in C: :class:`~wbc.control.compiled_hierarchy.CompiledHierarchy`, where the
-equalities are the contacts' own rows or none) or 2, then 5 and 6; any other weighted one 2, the
+equalities are the contacts' own rows or none) or 2, then 5 and 6; a weighted layout without
+equalities (a fixed base, no contact) 1 (its one level in C) and 6; any other weighted one 2, the
 Minimizer and 6.
 
 The working set (4): first in C (:meth:`~wbc.control.shortcut.CompiledShortcut.binding`: Goldfarb and
