@@ -17,7 +17,8 @@ footholds on the surfaces, swings clearing the edges, the CoM height following t
 ``summary.json`` the height gained. ``--preset fast`` walks with the faster gaits
 (:data:`wbc.sim.walking.FAST_GAITS`). ``--lateral-push FY`` pushes the standing robot sideways
 (N over 0.1 s, toward its right) twice in the same run, without and with crossover steps, and writes
-``lateral_push.json`` and ``lateral_push.png``.
+``lateral_push.json`` (each run's ``fell_at_s``), ``lateral_push.png`` (from above) and
+``lateral_push_time.png`` (the lateral CoM, DCM and soles against time).
 
 With ``--push FX FY`` (N, over 0.1 s at ``--push-time``) the capture-step planner re-solves the next
 step's location and timing online (:class:`wbc.locomotion.CaptureStepPlanner`); standing, a push
@@ -52,6 +53,7 @@ try:
         GAITS,
         LATERAL_TOLERANCE,
         PRESETS,
+        FootPhase,
         Walker,
         lateral_push_with_and_without_crossover,
         summarize,
@@ -237,21 +239,30 @@ def plot_terrain(walker: Walker, run: dict, out: Path) -> Path:
     return save_figure(fig, out / "terrain.png")
 
 
+#: The push of :func:`lateral_push` (:func:`wbc.sim.walking.stand_and_push`'s defaults): at this time, s ...
+LATERAL_PUSH_TIME = 1.0
+#: ... for this long, s.
+LATERAL_PUSH_LENGTH = 0.1
+
+
 def lateral_push(robot: str, force: float, out: Path, plots: bool = True) -> int:
     """Push the standing robot toward its right with ``force`` N over 0.1 s, without then with
-    crossover steps (same push, same settings otherwise); write ``lateral_push.json`` (+ ``.png``)."""
+    crossover steps (same push, same settings otherwise); write ``lateral_push.json`` (+ the two PNGs)."""
     runs = lateral_push_with_and_without_crossover(robot, force)
     result = {
         "robot": robot,
-        "push": {"force_N": [0.0, -force, 0.0], "duration_s": 0.1, "time_s": 1.0},
+        "push": {"force_N": [0.0, -force, 0.0], "duration_s": LATERAL_PUSH_LENGTH, "time_s": LATERAL_PUSH_TIME},
         "crossover_recovery_tolerance_m": LATERAL_TOLERANCE,
-        **{name: summary for name, (_, _, summary) in runs.items()},
+        **{
+            name: {**summary, "fell_at_s": float(run["t"][-1]) if summary["fell"] else None}
+            for name, (_, run, summary) in runs.items()
+        },
     }
     (out / "lateral_push.json").write_text(json.dumps(result, indent=2) + "\n")
     print(
         json.dumps(
             {
-                k: {"fell": v["fell"], "recovery_steps": v["recovery_steps"]}
+                k: {"fell": v["fell"], "fell_at_s": v["fell_at_s"], "recovery_steps": v["recovery_steps"]}
                 for k, v in result.items()
                 if isinstance(v, dict) and "fell" in v
             },
@@ -260,6 +271,7 @@ def lateral_push(robot: str, force: float, out: Path, plots: bool = True) -> int
     )
     if plots:
         plot_lateral_push(runs, out / "lateral_push.png", force)
+        plot_lateral_push_in_time(runs, out / "lateral_push_time.png", force)
     return 0 if not result["with_crossover"]["fell"] else 1
 
 
@@ -287,7 +299,7 @@ def plot_lateral_push(runs: dict, path: Path, force: float) -> Path:
         ax.set_title(f"{name.replace('_', ' ')}: {outcome} (recovery steps: {steps})", fontsize=10)
         ax.set_aspect("equal")
         ax.set_xlim(-0.4, 0.7)
-        ax.set_ylim(-0.75, 0.35)
+        ax.set_ylim(-0.85, 0.35)
         ax.set_xlabel("x (m)")
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("y (m)")
@@ -295,6 +307,49 @@ def plot_lateral_push(runs: dict, path: Path, force: float) -> Path:
     walker = next(iter(runs.values()))[0]
     fig.suptitle(
         f"{walker.spec.name} standing, pushed {force:.0f} N to its right for 0.1 s: without and with crossover steps"
+    )
+    return save_figure(fig, path)
+
+
+def plot_lateral_push_in_time(runs: dict, path: Path, force: float) -> Path:
+    """The two runs of :func:`lateral_push` against time: the lateral CoM and DCM, each sole's lateral
+    position (thick while its contact is enforced) with its outer edges, the push and the fall."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    stance = list(FootPhase).index(FootPhase.STANCE)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.8), sharex=True, sharey=True)
+    colors = {loco.Foot.LEFT: "tab:blue", loco.Foot.RIGHT: "tab:orange"}
+    for ax, (name, (walker, run, summary)) in zip(axes, runs.items()):
+        t, half = run["t"], walker.shape.width / 2
+        for k, foot in enumerate(loco.Foot):
+            y = run["soles"][:, k, 1]
+            down = run["phase"][:, k] == stance
+            ax.plot(t, y, color=colors[foot], lw=0.8, alpha=0.6)
+            ax.plot(
+                t, np.where(down, y, np.nan), color=colors[foot], lw=2.5, label=f"{foot.value} sole (in contact: thick)"
+            )
+            ax.fill_between(t, y - half, y + half, where=down, color=colors[foot], alpha=0.15, lw=0)
+        ax.plot(t, run["com"][:, 1], color="k", lw=1.2, label="CoM")
+        ax.plot(t, run["dcm"][:, 1], color="tab:red", lw=1.0, label="DCM")
+        ax.axvspan(LATERAL_PUSH_TIME, LATERAL_PUSH_TIME + LATERAL_PUSH_LENGTH, color="tab:purple", alpha=0.2, lw=0)
+        if summary["fell"]:
+            ax.axvline(t[-1], color="k", ls=":", lw=1)
+            ax.annotate("fell", (t[-1], 0.25), ha="right", fontsize=9)
+        steps = ", ".join(f"{r['foot']} at {r['t']:.2f} s" for r in summary["recovery_steps"]) or "none"
+        outcome = f"fell at {t[-1]:.2f} s" if summary["fell"] else "stood"
+        ax.set_title(f"{name.replace('_', ' ')}: {outcome}\nrecovery steps: {steps}", fontsize=9)
+        ax.set_xlabel("time (s)")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("lateral position y (m)")
+    axes[0].set_ylim(-0.85, 0.3)
+    axes[0].legend(loc="lower left", fontsize=7)
+    walker = next(iter(runs.values()))[0]
+    fig.suptitle(
+        f"{walker.spec.name} standing, pushed {force:.0f} N to its right for 0.1 s (shaded purple): "
+        "without and with crossover steps"
     )
     return save_figure(fig, path)
 

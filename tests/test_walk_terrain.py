@@ -133,3 +133,31 @@ def test_the_legs_limit_leaves_the_hip_strategy_alone_while_both_feet_stand():
     )
     assert not run["fell"] and not run["recoveries"]
     assert run["status"].all(), "every step solved as posed"
+
+
+@pytest.mark.slow
+def test_the_lateral_push_command_line_runs_g1_both_ways_and_plots_both_against_time(tmp_path):
+    """``demos/walk.py --robot g1 --lateral-push 200``: G1 holds 200 N toward its right both ways
+    (no step: its hip strategy holds up to 220 N, see the README), ``lateral_push.json`` says when
+    each run fell (``fell_at_s``, None here), and the two figures are written: from above and the
+    lateral CoM, DCM and soles against time."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    demo = Path(__file__).resolve().parents[1] / "demos" / "walk.py"
+    done = subprocess.run(
+        [sys.executable, str(demo), "--robot", "g1", "--lateral-push", "200", "--out", str(tmp_path), "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads((tmp_path / "lateral_push.json").read_text())
+    assert result["robot"] == "g1" and result["push"]["force_N"] == [0.0, -200.0, 0.0]
+    for name in ("without_crossover", "with_crossover"):
+        assert not result[name]["fell"] and result[name]["fell_at_s"] is None
+        assert result[name]["recovery_steps"] == []
+    for name in ("lateral_push", "lateral_push_time"):
+        assert (tmp_path / f"{name}.png").stat().st_size > 10_000

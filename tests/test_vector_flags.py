@@ -1,6 +1,7 @@
-"""The instruction-set flags of compiled code (wbc.codegen.isa): ``-mavx`` only on x86-64 Linux with
-AVX, part of every kernel's and the shortcut's flags, and the same bits as the baseline encoding
-(no fused multiply-add) on every scalar operation and on a traced step kernel."""
+"""The vector flags of compiled code (wbc.codegen.cache.vector_flags: ``-mavx`` where the processor
+has AVX): part of every traced kernel's and the shortcut's flags, off with ``WBC_VECTOR_FLAGS=0``,
+and the same bits as the baseline encoding (no fused multiply-add) on every scalar operation and on
+a traced step kernel, at the default and the hot optimization levels."""
 
 from __future__ import annotations
 
@@ -14,46 +15,31 @@ import pytest
 import wbc
 from wbc import tasks
 from wbc.codegen import DEFAULT_FLAGS, HOT_FLAGS, emit
-from wbc.codegen.cache import find_compiler
-from wbc.codegen.isa import ISA_FLAGS, isa_flags
+from wbc.codegen.cache import find_compiler, vector_flags
 from wbc.control import builder
 from wbc.control.shortcut_library import FLAGS as SHORTCUT_FLAGS
 from wbc.robots import synthetic
 
 from .test_codegen_split import _every_operation, _same_bits
 
-CPUINFO = "processor\t: 0\nflags\t\t: fpu sse sse2 {extra}\nbugs\t\t: none\n"
+VECTOR_FLAGS = vector_flags()
 
 
-@pytest.mark.parametrize(
-    "machine, system, extra, expected",
-    [
-        ("x86_64", "linux", "avx avx2 fma", ("-mavx",)),
-        ("AMD64", "linux", "avx", ("-mavx",)),
-        ("x86_64", "linux", "ssse3 avx512f", ()),  # no plain "avx" flag: not trusted
-        ("x86_64", "linux", "", ()),
-        ("aarch64", "linux", "avx", ()),
-        ("x86_64", "darwin", "avx", ()),
-    ],
-)
-def test_avx_only_on_x86_64_linux_that_reports_it(machine, system, extra, expected):
-    cpuinfo = CPUINFO.format(extra=extra)
-    assert isa_flags(machine, system, cpuinfo, setting="") == expected
-
-
-def test_baseline_setting_and_missing_flags_line():
-    assert isa_flags("x86_64", "linux", CPUINFO.format(extra="avx"), setting="baseline") == ()
-    assert isa_flags("x86_64", "linux", "processor\t: 0\n", setting="") == ()
+def test_switched_off_by_the_environment(monkeypatch):
+    monkeypatch.setenv("WBC_VECTOR_FLAGS", "0")
+    assert vector_flags() == ()
+    monkeypatch.setenv("WBC_VECTOR_FLAGS", "1")
+    assert vector_flags() == VECTOR_FLAGS
 
 
 def test_every_compiled_kind_carries_the_flags():
     """Traced kernels (default and hot) and the hand-written shortcut (and hierarchy) routines."""
     for flags in (DEFAULT_FLAGS, HOT_FLAGS, SHORTCUT_FLAGS):
-        assert tuple(flags[len(flags) - len(ISA_FLAGS) :]) == ISA_FLAGS
+        assert tuple(flags[len(flags) - len(VECTOR_FLAGS) :]) == VECTOR_FLAGS
         assert "-mfma" not in flags and not any(f.startswith("-march") for f in flags)
 
 
-needs_isa = pytest.mark.skipif(not ISA_FLAGS or find_compiler() is None, reason="no instruction-set flags here")
+needs_vector_flags = pytest.mark.skipif(not VECTOR_FLAGS or find_compiler() is None, reason="no vector flags here")
 
 
 def _library(function: ca.Function, directory: Path, flags: tuple[str, ...]) -> ca.Function:
@@ -65,7 +51,7 @@ def _library(function: ca.Function, directory: Path, flags: tuple[str, ...]) -> 
         sources.append(str(directory / name))
     library = directory / f"{function.name()}.so"
     subprocess.run(
-        [find_compiler(), *DEFAULT_FLAGS[: -len(ISA_FLAGS)], *flags, *sources, "-o", str(library), "-lm"], check=True
+        [find_compiler(), *DEFAULT_FLAGS[: -len(VECTOR_FLAGS)], *flags, *sources, "-o", str(library), "-lm"], check=True
     )
     return ca.external(function.name(), str(library))
 
@@ -74,14 +60,14 @@ def _same_outputs(function: ca.Function, tmp_path: Path, arguments: list[list[np
     """The same bits with and without the instruction-set flags, at the default and the hot
     optimization levels (-O2 would contract products and sums into fused multiply-adds if allowed)."""
     for level, flags in (("default", DEFAULT_FLAGS), ("hot", HOT_FLAGS)):
-        baseline = _library(function, tmp_path / level / "baseline", flags[: len(flags) - len(ISA_FLAGS)])
-        isa = _library(function, tmp_path / level / "isa", flags)
+        baseline = _library(function, tmp_path / level / "baseline", flags[: len(flags) - len(VECTOR_FLAGS)])
+        vector = _library(function, tmp_path / level / "vector", flags)
         for args in arguments:
-            for mine, reference in zip(isa(*args), baseline(*args)):
+            for mine, reference in zip(vector(*args), baseline(*args)):
                 assert _same_bits(mine.full(), reference.full()), level
 
 
-@needs_isa
+@needs_vector_flags
 def test_every_operation_same_bits_with_and_without(tmp_path):
     function = _every_operation()
     rng = np.random.default_rng(3)
@@ -89,7 +75,7 @@ def test_every_operation_same_bits_with_and_without(tmp_path):
     _same_outputs(function, tmp_path, arguments)
 
 
-@needs_isa
+@needs_vector_flags
 def test_a_step_kernel_same_bits_with_and_without(tmp_path):
     """The controller's step kernel of a random floating-base tree with two point contacts: every
     output (B̂, a₀, the Delassus rows, the costs) the same bits in both encodings."""
