@@ -268,3 +268,19 @@ def test_a_delayed_timeline_is_the_plan_shifted_in_time():
         timeline.delayed(since, -0.1)
     with pytest.raises(InputError, match="crouching"):
         timeline.delayed(0.1, 0.1)
+
+
+def test_a_delayed_timeline_stands_where_the_foot_landed():
+    left, right = Footstep(Foot.LEFT, (0.0, 0.1, 0.0)), Footstep(Foot.RIGHT, (0.0, -0.1, 0.0))
+    limits = StepLimits(width=0.2, min_width=0.15)
+    plan = plan_from_velocity(VelocityCommand(0.2), left, right, 3, PARAMS.step_duration, limits, SHAPE)
+    timeline = plan_walk(plan, (0.0, 0.0, 0.8), PARAMS, SHAPE)
+    first = timeline.steps[0]
+    landed = first.footstep.moved((0.02, -0.01, -0.03))
+    later = timeline.delayed(first.touchdown, 0.1, landed)
+    assert later.footholds_at(later.t0)[first.foot] == landed
+    again = next(k for k, st in enumerate(later.steps) if st.foot is first.foot)
+    start = later.swings[again].state(later.steps[again].liftoff).position
+    assert np.allclose(start, landed.position, atol=1e-12), "its next swing starts where it landed"
+    with pytest.raises(InputError, match="landed"):
+        timeline.delayed(first.touchdown, 0.1, "left")

@@ -297,7 +297,7 @@ class GaitSequencer:
                 tl = self.timeline
                 if late > 0 and due >= tl.t0 and not any(st.liftoff < due < st.touchdown for st in tl.steps):
                     # what follows the touchdown starts from it (the other foot's release with this rise)
-                    self.timeline = tl.delayed(due, t - due)
+                    self.timeline = tl.delayed(due, t - due, foothold)
                 landing = foothold.pose
                 ctrl.activate_contact(name, landing, ramp=self.rise, ramp_force=RISE_LOAD * self.weight)
                 self.foot_tasks[f].set_weight(0.0)
