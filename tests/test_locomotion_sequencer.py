@@ -135,10 +135,16 @@ def test_contact_switches_follow_the_timeline():
 
 
 def test_a_loaded_sole_lands_early_within_the_window():
-    timeline, _, seq, _, _ = run(early_load_at=0.1)
+    timeline, ctrl, seq, _, _ = run(early_load_at=0.1)
     assert [td.early for td in seq.touchdowns] == [True] * 3
     for st, td in zip(timeline.steps, seq.touchdowns):
         assert td.t == pytest.approx(st.touchdown - 0.1, abs=1.5 * DT)
+    # the mirror of a late touchdown: the other foot's release starts at the planned touchdown, after
+    # the early foot's force rise began, and ends after it
+    releases = [c for c in ctrl.calls if c[0] == "release"]
+    enforced = [c for c in ctrl.calls if c[0] == "enforce"]
+    for enf, rel in zip(enforced[:-1], releases[1:]):
+        assert rel[1] > enf[1] and rel[1] + rel[3] >= enf[1] + enf[4] - DT / 2
     assert TOUCHDOWN_WINDOW > 0.1 and len(seq.touchdowns) == 3
 
 
