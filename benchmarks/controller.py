@@ -17,10 +17,17 @@ Scenarios (every step timed; each record gives the step's p50, p99, p99.9, max a
   support) with their kernel and QP medians (``Command.timings``), and ratios to standing;
 * ``--tail``: the tail over ``--steps`` (default 20 000) steps, first step included, of the standing
   benchmark (a controller built and compiled just before) and of the balance demo's loop
-  (:class:`wbc.sim.balance.Balance`); ``preempted`` counts the steps during which the OS switched the
-  process out (involuntary context switches, read between steps): on a shared machine those steps'
-  times are someone else's, and the ``*_own`` percentiles leave them out; ``gc_steps`` counts the
-  steps during which Python's garbage collector ran, and the ``*_quiet`` percentiles leave out both.
+  (:class:`wbc.sim.balance.Balance`), each without and with :func:`wbc.realtime_mode` (garbage
+  collector frozen, memory locked; then the controller is warmed up at the loop's state,
+  :meth:`~wbc.WholeBodyController.warm_up`), alternately over ``--rounds``; the summary gives each
+  variant's medians over the rounds and ``p999_to_p50``. ``preempted`` counts the steps during which the
+  OS switched the process out (involuntary context switches, read between steps): on a shared machine
+  those steps' times are someone else's, and the ``*_own`` percentiles leave them out; ``gc_steps``
+  counts the steps during which Python's garbage collector ran, and the ``*_quiet`` percentiles leave
+  out both; ``fault_steps`` counts the steps with a page fault (minor faults, the balance loop's: those
+  of its simulator step and logging too). The anchor, ``floor``: the machine's own tail in the same
+  run, fixed work (a pure-Python loop calibrated to the standing step's median) timed as the steps are
+  (what any code of that length sees here: interrupts, the other cores' load on the shared caches).
 
 * ``--fresh N``: the standing benchmark (``--steps``, default 300) in N fresh processes, one after
   the other: each process's first step (right after ``compile()``, nothing run before in the
@@ -35,12 +42,14 @@ own timers (``kernel_us`` and ``qp_us`` come from C clocks on the one-call path)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import resource
 import subprocess
 import sys
 import time
+from itertools import product
 
 import numpy as np
 
@@ -111,9 +120,10 @@ class _Collections:
         gc.callbacks.remove(self._on)
 
 
-def _switches() -> int:
-    """Involuntary context switches of this process so far (the OS took the CPU away)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw
+def _usage() -> tuple[int, int]:
+    """Involuntary context switches (the OS took the CPU away) and minor page faults of this process so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_nivcsw, usage.ru_minflt
 
 
 def run(
@@ -125,6 +135,7 @@ def run(
     lean: float = 0.0,
     reset: int = 0,
     robot: str = "talos",
+    realtime: bool = False,
 ) -> dict:
     """Stand for ``steps`` ms, timing every step (the first one right after ``compile()``); the JSON record.
 
@@ -133,6 +144,8 @@ def run(
             standing, the anchors' scenario).
         reset: with ``lean``, back to ``half_sitting`` at rest every ``reset`` steps (0: never).
         robot: ``"talos"`` (the anchors' controller) or ``"panda"`` (:func:`build_panda`, with ``levels``).
+        realtime: the loop in :func:`wbc.realtime_mode`, the controller warmed up at the initial state
+            right before it (entering locks the process's memory: the caches are cold after).
     """
     if robot == "panda":
         ctrl, spec = build_panda(solver, levels)
@@ -143,11 +156,14 @@ def run(
     t_step, t_kernel, t_qp = np.zeros(steps), np.zeros(steps), np.zeros(steps)
     preempted = np.zeros(steps, dtype=bool)
     collected = np.zeros(steps, dtype=bool)
+    faulted = np.zeros(steps, dtype=bool)
     failures = binding = 0
     cmd = None
     clock = time.perf_counter
-    switches = _switches()
-    with _Collections() as gcs:
+    with wbc.realtime_mode() if realtime else contextlib.nullcontext(), _Collections() as gcs:
+        if realtime:
+            ctrl.warm_up(q, v)
+        switches, faults = _usage()
         for i in range(steps):
             if reset and i % reset == 0:
                 q, v = spec.q0.copy(), np.zeros(model.nv)
@@ -156,8 +172,8 @@ def run(
             cmd = ctrl.step(q, v)
             t_step[i] = clock() - t0
             collected[i] = gcs.count != collections
-            now = _switches()
-            preempted[i], switches = now != switches, now
+            now, now_faults = _usage()
+            preempted[i], faulted[i] = now != switches, now_faults != faults
             t_kernel[i] = cmd.timings["kernel"]
             t_qp[i] = cmd.timings["qp"]
             failures += cmd.status is not wbc.StepStatus.OPTIMAL
@@ -166,7 +182,7 @@ def run(
             v_mean = v + 0.5 * dt * cmd.qdd
             v = v + dt * cmd.qdd
             q = wbc.integrate(model, q, v_mean, dt)
-            switches = _switches()
+            switches, faults = _usage()
     assert cmd is not None
     com, com0 = wbc.center_of_mass(model, q), wbc.center_of_mass(model, spec.q0)
     normal = sum(c.normal_force(cmd.forces[c.name]) for c in ctrl.contacts)
@@ -179,6 +195,7 @@ def run(
         "joint_limits": limits,
         "levels": levels or 1,
         "scenario": {"lean_m": lean, "reset_steps": reset} if lean else "standing",
+        "realtime": realtime,
         "qp": {
             "variables": int(cmd.u.size),
             "equalities": int(sum(c.equality_dim for c in ctrl.contacts)),
@@ -187,6 +204,7 @@ def run(
         "kernel_ops": ctrl.kernel.n_instructions,
         **percentiles(t_us),
         **_own(t_us, preempted, collected),
+        "fault_steps": int(faulted.sum()),
         "kernel_us_median": round(float(np.median(t_kernel)), 1),
         "qp_us_median": round(float(np.median(t_qp)), 1),
         "python_us_median": round(float(np.median(t_us - t_kernel - t_qp)), 2),
@@ -479,52 +497,118 @@ def _walk_main(args) -> int:
 
 
 # ----------------------------------------------------------------------------------- the tail
-def balance_run(steps: int) -> dict:
+def balance_run(steps: int, realtime: bool = False) -> dict:
     """The balance demo's loop (Talos, its standard scenario over ``steps`` ms: sway and pushes), every
-    step timed, the first one right after ``compile()``."""
+    step timed, the first one right after the loop's warm-up (:meth:`wbc.sim.balance.Balance.run`);
+    ``realtime``: the loop in :func:`wbc.realtime_mode`."""
     from wbc.sim.balance import Balance, standard_scenario
 
     balance = Balance("talos", standard_scenario("talos", duration=steps * 1e-3))
     preempted: list[bool] = []
     collected: list[bool] = []
-    switches = [_switches(), 0]
+    faulted: list[bool] = []
+    last: list[int] = []  # switches, collections, faults at the last call (none before the first step)
 
-    def on_step(i, t, q, v, cmd) -> None:  # after the step, before the simulator's: switches (and
-        now = _switches()  # collections) since the last call (the simulator's step included: a superset)
-        preempted.append(now != switches[0])
-        collected.append(gcs.count != switches[1])
-        switches[:] = now, gcs.count
+    def on_step(i, t, q, v, cmd) -> None:  # after the step, before the simulator's: switches, collections
+        now = [*_usage(), gcs.count]  # and faults since the last call (the simulator's step and the
+        if not last:  # logging included: a superset); the first step: none (reported apart)
+            last[:] = now
+        preempted.append(now[0] != last[0])
+        faulted.append(now[1] != last[1])
+        collected.append(now[2] != last[2])
+        last[:] = now
 
     with _Collections() as gcs:
-        run = balance.run(progress=False, on_step=on_step)
+        run = balance.run(progress=False, on_step=on_step, realtime=realtime)
     t_us = np.asarray(run["step_us"])
     mask = np.asarray(preempted[: t_us.size], dtype=bool)
     gc_mask = np.asarray(collected[: t_us.size], dtype=bool)
     return {
         "scenario": "balance_demo",
         "robot": "talos",
+        "realtime": realtime,
         "steps": int(t_us.size),
         "fell": bool(run["fell"]),
         **percentiles(t_us),
         **_own(t_us, mask, gc_mask),
+        "fault_steps": int(np.sum(faulted[: t_us.size])),
     }
 
 
+#: The figures of a tail record the summary gives as medians over the rounds.
+TAIL_FIGURES = (
+    "step_us_median",
+    "step_us_p99",
+    "step_us_p999",
+    "step_us_max",
+    "first_step_us",
+    "step_us_p999_own",
+    "step_us_max_own",
+    "p999_to_p50",
+    "p999_own_to_p50",
+)
+
+
+def floor_run(steps: int, target_us: float) -> dict:
+    """The machine's own tail (the anchor of ``--tail``): fixed work, a pure-Python loop calibrated to
+    take ``target_us`` µs at the median, timed ``steps`` times as the steps are (preempted runs counted)."""
+    clock = time.perf_counter
+
+    def work(n: int) -> None:
+        for _ in range(n):
+            pass
+
+    n = 64
+    while True:  # calibrate: the loop's median over 50 runs near the target
+        times = []
+        for _ in range(50):
+            t0 = clock()
+            work(n)
+            times.append(clock() - t0)
+        took = float(np.median(times)) * 1e6
+        if abs(took - target_us) < 0.05 * target_us or n > 1 << 24:
+            break
+        n = max(1, round(n * target_us / max(took, 1e-3)))
+    t_us, preempted = np.zeros(steps), np.zeros(steps, dtype=bool)
+    with wbc.realtime_mode(lock_memory=False):  # the loop allocates nothing the collector tracks; frozen anyway
+        for i in range(steps):
+            switches = _usage()[0]
+            t0 = clock()
+            work(n)
+            t_us[i] = (clock() - t0) * 1e6
+            preempted[i] = _usage()[0] != switches
+    return {"scenario": "floor", "realtime": None, "iterations": n, **percentiles(t_us), **_own(t_us, preempted)}
+
+
 def _tail_main(args) -> int:
-    """The tail of the standing benchmark and of the balance demo's loop over ``--steps`` steps."""
+    """The tail of the standing benchmark and of the balance demo's loop over ``--steps`` steps, each
+    without and with :func:`wbc.realtime_mode`, alternately over ``--rounds``, and the machine's floor."""
     lines = []
     for k in range(max(1, args.rounds)):
-        for record in (run(args.steps, args.solver, args.contact_model), balance_run(args.steps)):
-            record["p999_to_p50"] = round(record["step_us_p999"] / record["step_us_median"], 3)
-            record["p999_own_to_p50"] = round(record["step_us_p999_own"] / record["step_us_median"], 3)
-            record["round"] = k
-            record["gc_enabled"] = gc.isenabled()
-            lines.append(record)
+        for realtime in (False, True):
+            standing = run(args.steps, args.solver, args.contact_model, realtime=realtime)
+            records = [standing, balance_run(args.steps, realtime)]
+            if realtime:
+                records.append(floor_run(args.steps, standing["step_us_median"]))
+            for record in records:
+                record["p999_to_p50"] = round(record["step_us_p999"] / record["step_us_median"], 3)
+                record["p999_own_to_p50"] = round(record["step_us_p999_own"] / record["step_us_median"], 3)
+                record["round"] = k
+                lines.append(record)
+    summary: dict = {"benchmark": "tail", "steps": args.steps, "rounds": max(1, args.rounds)}
+    for scenario, realtime in product(("standing", "balance_demo", "floor"), (False, True, None)):
+        mine = [r for r in lines if r["scenario"] == scenario and r["realtime"] is realtime]
+        if mine:
+            summary[f"{scenario}{'_realtime' if realtime else ''}"] = {
+                key: round(float(np.median([r[key] for r in mine])), 3) for key in TAIL_FIGURES
+            }
+    lines.append(summary)
     if _printed_as_json(args, lines, "failures"):
         return 0
-    keep = ("scenario", "preempted", "gc_steps")
-    for line in lines:
+    keep = ("scenario", "realtime", "preempted", "gc_steps", "fault_steps")
+    for line in lines[:-1]:
         print(json.dumps({k: line[k] for k in line if "step_us" in k or "p999" in k or k in keep}))
+    print(json.dumps(summary))
     return 0
 
 

@@ -32,8 +32,10 @@ How to read it: ``ratio = wbc_us / pinocchio_us`` (below 1: wbc is faster). Only
 meaningful across machines; the µs are what this machine did while this run lasted. ``ops`` is
 the kernel's CasADi instruction count (``n_instructions``), the operation count the PV-OSIMr paper
 compares algorithms by; ``code_kb`` the size of its shared library and ``flags`` the compiler
-flags it was built with (RNEA and CRBA are *hot*: ``-O2``, the others ``-Og``; see
-:data:`wbc.codegen.HOT_FLAGS`). The ``aba_kernel_build`` line reports, for Talos' ABA, the trace time, a
+flags it was built with (RNEA and CRBA are *hot*: ``-O2``, the others ``-Og``, both with ``-mavx``
+where the processor has AVX; see :data:`wbc.codegen.HOT_FLAGS`; the table shows the first). RNEA,
+CRBA and ABA are traced on the equivalent model with cheaper joint frames
+(:func:`wbc.model.reframe.reframed`). The ``aba_kernel_build`` line reports, for Talos' ABA, the trace time, a
 cold compile into a fresh temporary cache directory (``compile_s``, wall time of
 ``compile_function``), and a second ``compile_function`` on that directory (``cache_hit_s``, wall
 time, which still regenerates and hashes the C source, and ``load_s``, the library load alone).

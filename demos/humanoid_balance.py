@@ -214,6 +214,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--video", type=Path, default=None, help="render an mp4 offscreen (needs OpenGL and ffmpeg)")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--realtime",
+        action="store_true",
+        help="run the loop in wbc.realtime_mode (garbage collector frozen, memory locked where permitted)",
+    )
     parser.add_argument("--replay", action="store_true", help="write replay.html (a 3D replay; needs wbc[viz])")
     args = parser.parse_args(argv)
     mjcf = from_arguments(parser, args)
@@ -242,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
             renderer.update_scene(balance.sim.mjdata)
             frames.append(renderer.render())
 
-    run = balance.run(progress=not args.quiet, replay=replay, on_step=on_step)
+    run = balance.run(progress=not args.quiet, replay=replay, on_step=on_step, realtime=args.realtime)
     if replay is not None:
         replay.write(out / "replay.html")
     if viewer is not None:

@@ -23,6 +23,7 @@ from .maximal import MaximalDynamics, MaximalMethod, maximal_forward_dynamics
 from .model import *  # the names of wbc.model.__all__
 from .model import checks
 from .numeric import *  # the names of wbc.numeric.__all__ (uncompiled in wbc.eager, symbolic in wbc.symbolic)
+from .realtime import RealtimeStatus, realtime_mode
 
 __version__ = "0.1.0"
 
@@ -43,6 +44,8 @@ __all__ = [
     "LinkConstraint",
     "InputMatrixMethod",
     "DelassusMethod",
+    "RealtimeStatus",
+    "realtime_mode",
 ]
 __all__ += model.__all__
 __all__ += numeric.__all__

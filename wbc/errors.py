@@ -17,6 +17,7 @@ __all__ = [
     "MissingDependency",
     "SimulationDiverged",
     "NotCopyableError",
+    "RealtimeUnavailable",
     "ModelWarning",
     "WbcPerformanceWarning",
     "WbcSecurityWarning",
@@ -74,3 +75,8 @@ class WbcSecurityWarning(UserWarning):
 class NotCopyableError(WbcError, TypeError):
     """An object that cannot be copied or pickled (a controller: it holds loaded compiled kernels,
     their buffers and solver state); the message says what to do instead."""
+
+
+class RealtimeUnavailable(WbcError):
+    """What :func:`wbc.realtime_mode` was required to do is not permitted here (locking the process's
+    memory); the message says why and what grants it."""

@@ -25,6 +25,7 @@ import casadi as ca
 import numpy as np
 
 from ..model.model import Model
+from ..model.reframe import reframed
 from ..spatial.algebra import (
     RigidInertia,
     act_force,
@@ -37,7 +38,15 @@ from ..spatial.algebra import (
 from .kinematics import TreeKinematics
 from .linalg import spd_inverse
 
-__all__ = ["rnea", "nonlinear_effects", "crba", "aba", "ArticulatedBodies", "gravity_acceleration"]
+__all__ = [
+    "rnea",
+    "nonlinear_effects",
+    "crba",
+    "composite_inertias",
+    "aba",
+    "ArticulatedBodies",
+    "gravity_acceleration",
+]
 
 ForceMap = Mapping[int, object] | None
 
@@ -52,9 +61,23 @@ def _vj(kin: TreeKinematics, i: int, x):
     return ca.mtimes(kin.S[i], x[j.idx_v : j.idx_v + j.nv])
 
 
+def _own_kinematics(model: Model, q, v, fext: ForceMap) -> tuple[Model, TreeKinematics, ForceMap]:
+    """The kinematics a recursion builds for itself: on the equivalent model with cheaper joint
+    frames (:func:`wbc.model.reframe.reframed`; joint-space results are the same), the external
+    forces re-expressed in its frames."""
+    frames = reframed(model)
+    if fext:
+        fext = {i: frames.force_in_new_frame(i, f) for i, f in fext.items()}
+    return frames.model, TreeKinematics(frames.model, q, v), fext
+
+
 def rnea(model: Model, q, v, a, fext: ForceMap = None, kin: TreeKinematics | None = None):
-    """Inverse dynamics ``τ = M q̈ + h − Σ Jᵀ fext`` (nv, 1), N m / N."""
-    kin = kin or TreeKinematics(model, q, v)
+    """Inverse dynamics ``τ = M q̈ + h − Σ Jᵀ fext`` (nv, 1), N m / N.
+
+    Without ``kin``, the recursion runs on the equivalent model of :func:`wbc.model.reframe.reframed`.
+    """
+    if kin is None:
+        model, kin, fext = _own_kinematics(model, q, v, fext)
     a = a if a.shape[1] == 1 else a.T
     acc = [gravity_acceleration(model)]
     f = [None] * model.njoints
@@ -81,13 +104,13 @@ def nonlinear_effects(model: Model, q, v, kin: TreeKinematics | None = None):
 
 
 def crba(model: Model, q, kin: TreeKinematics | None = None):
-    """The joint-space inertia matrix ``M(q)`` (nv, nv), symmetric (composite-rigid-body algorithm)."""
-    kin = kin or TreeKinematics(model, q)
-    Ic = [RigidInertia.from_matrix(I) for I in model.inertias]
-    for i in range(model.njoints - 1, 0, -1):
-        p = model.joints[i].parent
-        if p > 0:
-            Ic[p] = Ic[p] + Ic[i].act(kin.liMi[i])
+    """The joint-space inertia matrix ``M(q)`` (nv, nv), symmetric (composite-rigid-body algorithm).
+
+    Without ``kin``, the recursion runs on the equivalent model of :func:`wbc.model.reframe.reframed`.
+    """
+    if kin is None:
+        model, kin, _ = _own_kinematics(model, q, None, None)
+    Ic = composite_inertias(model, kin)
     M = ca.SX.zeros(model.nv, model.nv) if _symbolic(q) else ca.DM.zeros(model.nv, model.nv)
     for i in range(1, model.njoints):
         ji = model.joints[i]
@@ -101,6 +124,26 @@ def crba(model: Model, q, kin: TreeKinematics | None = None):
             jk = model.joints[k]
             M[jk.idx_v : jk.idx_v + jk.nv, sl_i] = ca.mtimes(kin.S[k].T, F)
     return symmetric(M)
+
+
+def composite_inertias(model: Model, kin: TreeKinematics) -> list[RigidInertia]:
+    """Each body's composite (subtree) inertia in its joint frame, by its ten parameters.
+
+    The constant parts of the children's moved inertias (:meth:`RigidInertia.moved`) are summed
+    with the body's own inertia first, as numbers, and added once to the varying parts.
+    """
+    n = model.njoints
+    constant = [RigidInertia.from_matrix(I) for I in model.inertias]
+    varying: list[RigidInertia | None] = [None] * n
+    Ic: list = [None] * n
+    for i in range(n - 1, 0, -1):
+        Ic[i] = constant[i] if varying[i] is None else varying[i] + constant[i]
+        p = model.joints[i].parent
+        if p > 0:
+            moved, moved_constant = Ic[i].moved(kin.liMi[i])
+            constant[p] = constant[p] + moved_constant
+            varying[p] = moved if varying[p] is None else varying[p] + moved
+    return Ic
 
 
 def _symbolic(x) -> bool:
@@ -155,7 +198,11 @@ def aba(
     """Forward dynamics ``q̈`` (nv, 1) by the articulated-body algorithm.
 
     ``tau`` (nv,) are the generalized forces of every degree of freedom (zeros on a free-flyer).
+    Without ``kin`` and ``bodies``, the recursion runs on the equivalent model of
+    :func:`wbc.model.reframe.reframed`.
     """
+    if kin is None and bodies is None:
+        model, kin, fext = _own_kinematics(model, q, v, fext)
     kin = kin or TreeKinematics(model, q, v)
     bodies = bodies or ArticulatedBodies.compute(model, kin)
     tau = tau if tau.shape[1] == 1 else tau.T

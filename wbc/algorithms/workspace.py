@@ -11,6 +11,11 @@ everything it computes once (placements, velocities, articulated-body inertias) 
     Bhat = ws.input_matrix([WeldConstraint("left_sole_link")])                   # (nv, n_act + 6)
     f = wbc.codegen.compile_function(wbc.codegen.trace(...))                     # as usual
 
+RNEA, CRBA and ABA run on their own kinematics of the equivalent model with cheaper joint frames
+(:func:`wbc.model.reframe.reframed`: the same joint-space results, fewer operations traced) rather
+than on the shared one; the articulated-body quantities the IIM and the Delassus algorithms share
+are computed on the shared kinematics.
+
 The same methods back :mod:`wbc.eager` (numbers, uncompiled), the kernels of the compiled numeric
 API :mod:`wbc.numeric` and :mod:`wbc.symbolic` (CasADi in, CasADi out). Frames are given by name
 or index; external forces ``fext`` as ``{frame name: wrench}``, each wrench ``[f; n]`` (N, N m)
@@ -156,15 +161,15 @@ class Workspace:
     # ----------------------------------------------------------------------------- dynamics
     def rnea(self, a, fext: Mapping[str, object] | None = None):
         """Inverse dynamics ``τ = M a + h − Σ Jᵀ fext`` (nv, 1)."""
-        return dynamics.rnea(self.model, self.q, self.v, a, self.external_forces(fext), kin=self.kinematics)
+        return dynamics.rnea(self.model, self.q, self.v, a, self.external_forces(fext))
 
     def nonlinear_effects(self):
         """``h(q, v)`` (nv, 1): Coriolis, centrifugal and gravity terms."""
-        return dynamics.nonlinear_effects(self.model, self.q, self.v, kin=self.kinematics)
+        return dynamics.nonlinear_effects(self.model, self.q, self.v)
 
     def crba(self):
         """The joint-space inertia matrix ``M(q)`` (nv, nv)."""
-        return dynamics.crba(self.model, self.q, kin=self.kinematics)
+        return dynamics.crba(self.model, self.q)
 
     def aba(self, tau, fext: Mapping[str, object] | None = None):
         """Forward dynamics ``q̈`` (nv, 1) with ``M q̈ + h = τ + Σ Jᵀ fext``.
@@ -173,9 +178,7 @@ class Workspace:
             ModelError: the model has joints that move no mass (then ``M`` is singular).
         """
         checks.invertible_dynamics(self.model, "forward dynamics (ABA)")
-        return dynamics.aba(
-            self.model, self.q, self.v, tau, self.external_forces(fext), kin=self.kinematics, bodies=self.bodies
-        )
+        return dynamics.aba(self.model, self.q, self.v, tau, self.external_forces(fext))
 
     def free_acceleration(self):
         """``a₀ = −M⁻¹ h`` (nv, 1): the acceleration with zero inputs."""

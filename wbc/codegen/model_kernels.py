@@ -154,12 +154,12 @@ def _body_forces(model: Model, F) -> dict[int, Any]:
 
 
 def _aba_fext(model: Model, q, v, tau, F):
-    ws = Workspace(model, q, v)
-    return dynamics.aba(model, q, v, tau, _body_forces(model, F), kin=ws.kinematics, bodies=ws.bodies)
+    checks.invertible_dynamics(model, "the articulated-body algorithm")
+    return dynamics.aba(model, q, v, tau, _body_forces(model, F))
 
 
 def _rnea_fext(model: Model, q, v, a, F):
-    return dynamics.rnea(model, q, v, a, _body_forces(model, F), kin=Workspace(model, q, v).kinematics)
+    return dynamics.rnea(model, q, v, a, _body_forces(model, F))
 
 
 _TREE_FUNCTIONS: dict[str, _Function] = {

@@ -25,6 +25,7 @@ MuJoCo is the optional ``sim`` extra; ``import wbc`` never imports this module.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import math
@@ -52,6 +53,7 @@ from wbc.control.contacts.base import DEFAULT_CONTACT_KP
 from wbc.model.checks import option
 from wbc.model.clusters import ClusterModel
 from wbc.model.model import Model
+from wbc.realtime import realtime_mode
 
 from . import catalog
 from .catalog import FootKind, LeggedRobot
@@ -322,14 +324,20 @@ class Balance:
         progress: bool = True,
         replay=None,
         on_step: Callable | None = None,
+        realtime: bool = False,
     ) -> dict:
         """Simulate the scenario; returns the log (arrays over time, see :meth:`summarize`).
+
+        The controller is warmed up at the initial state right before the loop
+        (:meth:`~wbc.WholeBodyController.warm_up`): the first step costs what a step costs.
 
         Args:
             progress: a progress bar on stderr (where stderr is a terminal).
             replay: a :class:`wbc.viz.Replay` to record into (about 30 frames per second).
             on_step: called as ``on_step(i, t, q, v, cmd)`` after every control step, before the
                 simulator steps (a viewer's sync, a video frame, a check).
+            realtime: run the loop in :func:`wbc.realtime_mode` (garbage collector frozen, memory
+                locked where permitted, a warning where not).
 
         Returns:
             ``t`` (T,), ``com``/``com_ref`` (T, 3) (the CoM sampled every 10 steps), ``base_z`` (T,),
@@ -345,6 +353,29 @@ class Balance:
         log: dict = {k: [] for k in ("t", "com", "com_ref", "base_z", "tau", *forces, "slip", "step_us", "status")}
         pending = sorted(sc.pushes, key=lambda p: p.time_s)
         bar = tqdm(total=steps, unit="step", desc=spec.name, disable=not progress or not sys.stderr.isatty())
+        with realtime_mode() if realtime else contextlib.nullcontext():
+            self.controller.warm_up(*sim.get_state())  # last: nothing evicts it before the first step
+            fell = self._loop(steps, log, pending, feet0, base_z0, bar, replay, on_step)
+        bar.close()
+        out: dict = {k: np.asarray(v) for k, v in log.items()}
+        out["fell"] = fell
+        out["base_z0"] = base_z0
+        return out
+
+    def _loop(
+        self,
+        steps: int,
+        log: dict,
+        pending: list[Push],
+        feet0: dict,
+        base_z0: float,
+        bar: tqdm,
+        replay,
+        on_step: Callable | None,
+    ) -> bool:
+        """The control loop of :meth:`run` (``steps`` steps at most, ``log`` appended to, the ``pending``
+        pushes applied when due); whether the robot fell."""
+        sc, sim = self.scenario, self.sim
         fell = False
         for i in range(steps):
             t = i * self.dt
@@ -369,11 +400,7 @@ class Balance:
             if q[2] < 0.5 * base_z0:
                 fell = True
                 break
-        bar.close()
-        out: dict = {k: np.asarray(v) for k, v in log.items()}
-        out["fell"] = fell
-        out["base_z0"] = base_z0
-        return out
+        return fell
 
     def push_spans(self) -> list[tuple[float, float]]:
         """The scenario's pushes as (start, end) times, s (to mark them on plots)."""

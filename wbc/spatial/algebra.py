@@ -229,17 +229,55 @@ class RigidInertia(NamedTuple):
         With ``h' = R h`` and the origin moved by ``p``: ``I' = R I Rᵀ − [h']×[p]× − [p]×[h']× − m [p]×[p]×``,
         ``h' + m p`` (no division by the mass: composites of massless bodies are fine).
         """
+        moved, constant = self.moved(X)
+        return moved + constant
+
+    def moved(self, X: SE3) -> tuple[RigidInertia, RigidInertia]:
+        """:meth:`act` as two parts whose sum it is: one that varies with ``X.R`` and a constant one
+        (numpy, mass 0) when ``X.p`` is a constant: ``m p`` and ``−m [p]×[p]×``. A sum of moved
+        inertias (a composite) adds its constants first, where they fold, and once to the rest.
+
+        A constant ``p`` takes ``[x]×[y]× = y xᵀ − (x·y) 1`` entry by entry: terms of its zero
+        components are never formed when tracing. A symbolic ``p`` gives a zero constant part.
+        """
         Rh = ca.mtimes(X.R, self.h)
-        P = skew(X.p)
         RIRt = ca.mtimes(ca.mtimes(X.R, self.I), X.R.T)
-        HP = ca.mtimes(skew(Rh), P)
-        I = symmetric(RIRt - HP - HP.T - self.m * ca.mtimes(P, P))
-        return RigidInertia(self.m, Rh + self.m * _as_ca(X.p), I)
+        if not isinstance(X.p, np.ndarray):
+            P = skew(X.p)
+            HP = ca.mtimes(skew(Rh), P)
+            I = symmetric(RIRt - HP - HP.T - self.m * ca.mtimes(P, P))
+            return RigidInertia(self.m, Rh + self.m * X.p, I), RigidInertia(0.0, ca.DM.zeros(3, 1), ca.DM.zeros(3, 3))
+        p = np.asarray(X.p, dtype=float).reshape(3)
+        xp = [Rh[k] * p[k] if p[k] != 0.0 else None for k in range(3)]
+        I = ca.SX.zeros(3, 3) if isinstance(RIRt, ca.SX) else ca.DM.zeros(3, 3)
+        for j in range(3):
+            for k in range(j, 3):
+                if j == k:  # 2 Σ_{l≠k} x_l p_l
+                    terms = [xp[l] for l in range(3) if l != k and xp[l] is not None]
+                    I[j, k] = RIRt[j, k] + 2 * _sum(terms) if terms else RIRt[j, k]
+                else:  # −(p_j x_k + x_j p_k)
+                    terms = [t for t in (_scaled(Rh[k], p[j]), _scaled(Rh[j], p[k])) if t is not None]
+                    I[j, k] = RIRt[j, k] - _sum(terms) if terms else RIRt[j, k]
+        constant = RigidInertia(
+            0.0, ca.DM(self.m * p.reshape(3, 1)), ca.DM(self.m * (float(p @ p) * np.eye(3) - np.outer(p, p)))
+        )
+        return RigidInertia(self.m, Rh, symmetric(I)), constant
 
     def times(self, V: Matrix) -> Matrix:
         """``I V`` (6, k): the momenta of the motions ``V`` (6, k), ``[m v − h × ω; I ω + h × v]``."""
         lin, ang = V[0:3, :], V[3:6, :]
         return ca.vertcat(self.m * lin - _cross(self.h, ang), ca.mtimes(self.I, ang) + _cross(self.h, lin))
+
+
+def _scaled(x: Matrix, c: float) -> Matrix | None:
+    return x * c if c != 0.0 else None
+
+
+def _sum(terms: list) -> Matrix:
+    out = terms[0]
+    for t in terms[1:]:
+        out = out + t
+    return out
 
 
 def rigid_body_force(I: np.ndarray, v: Matrix, a: Matrix | None = None) -> Matrix:
