@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from wbc.errors import InputError
 from wbc.locomotion import (
     CaptureStepPlanner,
     DCMStabilizer,
@@ -134,10 +135,16 @@ def test_contact_switches_follow_the_timeline():
 
 
 def test_a_loaded_sole_lands_early_within_the_window():
-    timeline, _, seq, _, _ = run(early_load_at=0.1)
+    timeline, ctrl, seq, _, _ = run(early_load_at=0.1)
     assert [td.early for td in seq.touchdowns] == [True] * 3
     for st, td in zip(timeline.steps, seq.touchdowns):
         assert td.t == pytest.approx(st.touchdown - 0.1, abs=1.5 * DT)
+    # the mirror of a late touchdown: the other foot's release starts at the planned touchdown, after
+    # the early foot's force rise began, and ends after it
+    releases = [c for c in ctrl.calls if c[0] == "release"]
+    enforced = [c for c in ctrl.calls if c[0] == "enforce"]
+    for enf, rel in zip(enforced[:-1], releases[1:]):
+        assert rel[1] > enf[1] and rel[1] + rel[3] >= enf[1] + enf[4] - DT / 2
     assert TOUCHDOWN_WINDOW > 0.1 and len(seq.touchdowns) == 3
 
 
@@ -175,3 +182,111 @@ def test_a_sole_still_above_the_ground_at_touchdown_goes_on_down_and_lands_late(
     assert td.foothold.position[2] == -drop, "held on the lower ground"
     enforce = next(c for c in ctrl.calls if c[0] == "enforce")
     assert enforce[3][2, 3] == -drop
+
+
+def late_walk(drop: float, n_steps: int = 3):
+    """A walk whose footholds (past x = 0.05 m) are ``drop`` m lower than planned: every swing lands
+    late, its sole following its frame task's target. Returns the plan, the recorder, the sequencer
+    and the phases at each step."""
+    left, right = Footstep(Foot.LEFT, (0.0, 0.1, 0.0)), Footstep(Foot.RIGHT, (0.0, -0.1, 0.0))
+    limits = StepLimits(width=0.2, min_width=0.15)
+    plan = plan_from_velocity(VelocityCommand(0.2), left, right, n_steps, PARAMS.step_duration, limits, SHAPE)
+    timeline = plan_walk(plan, (0.0, 0.0, 0.8), PARAMS, SHAPE)
+
+    def ground(f, pose):
+        fs = Footstep.from_pose(f, pose)
+        return Footstep(f, (fs.position[0], fs.position[1], -drop if fs.position[0] > 0.05 else 0.0), fs.yaw)
+
+    ctrl, tasks, seq = sequencer(timeline, limits, foothold=ground)
+    soles = {f: timeline.feet0[f].pose for f in Foot}
+    phases = []
+    for i in range(int((timeline.t_end + 1.0) / DT)):
+        t = ctrl.now = i * DT
+        ref = seq.timeline.sample(t)
+        for f in Foot:
+            if seq.phase[f] is FootPhase.SWING and tasks[f].target is not None:
+                soles[f] = tasks[f].target[0]
+        phases.append(seq.update(Sensing(t, ref.com, ref.com_velocity, dict(soles), {f: 0.0 for f in Foot}), DT).phase)
+    return timeline, ctrl, seq, phases
+
+
+def test_a_late_touchdown_delays_the_rest_of_the_plan():
+    """Issue 28: after a late touchdown the other foot's release started at once, its ramp shortened by
+    the lateness, its force bound ramping down while the landed foot's was still rising (the QP was
+    infeasible). The rest of the plan now starts from the actual touchdown: each release starts with
+    the landed foot's rise and lasts as long, every step lifts off and lands late by the summed
+    lateness so far, and each swing keeps its duration."""
+    from wbc.locomotion.sequencer import LATE_HEIGHT, LATE_SPEED
+
+    drop = 0.03
+    timeline, ctrl, seq, _ = late_walk(drop)
+    lateness = (drop - LATE_HEIGHT) / LATE_SPEED  # 0.13 s, less than the double support
+    assert len(seq.touchdowns) == len(timeline.steps) == 4
+    assert all(td.late == pytest.approx(lateness, abs=2 * DT) for td in seq.touchdowns)
+    releases = [c for c in ctrl.calls if c[0] == "release"]
+    enforced = [c for c in ctrl.calls if c[0] == "enforce"]
+    rise = enforced[0][4]
+    for enf, rel in zip(enforced[:-1], releases[1:]):  # each landing, then the other foot's release
+        assert rel[2] != enf[2]
+        assert rel[1] >= enf[1] - DT / 2, "the other foot's release starts no sooner than the landing"
+        assert rel[1] + rel[3] >= enf[1] + rise - DT, "its force bound reaches zero no sooner than the rise ends"
+        assert rel[3] == pytest.approx(PARAMS.double_support, abs=1.5 * DT)
+    delay = 0.0
+    for st, td, rel in zip(timeline.steps, seq.touchdowns, releases):
+        assert rel[1] + rel[3] == pytest.approx(st.liftoff + delay, abs=1.5 * DT), "lifted off late by the delay"
+        delay += td.late
+        assert td.t == pytest.approx(st.touchdown + delay, abs=1.5 * DT), "landed late by the summed lateness"
+    assert seq.timeline.steps == () or seq.timeline.t0 > timeline.steps[-1].touchdown
+    assert not seq.walking
+
+
+def test_an_on_time_walk_is_not_re_timed():
+    timeline, _, seq, _ = late_walk(drop=0.0)
+    assert [td.late for td in seq.touchdowns] == [0.0] * 4
+    assert seq.timeline is timeline
+
+
+def test_a_delayed_timeline_is_the_plan_shifted_in_time():
+    """:meth:`GaitTimeline.delayed` (a crouched gait: its CoM height, the DCM, the ZMP, the feet)."""
+    params = GaitParameters(
+        single_support=0.6, double_support=0.2, initial_double_support=0.8, final_double_support=0.8, crouch=0.04
+    )
+    left, right = Footstep(Foot.LEFT, (0.0, 0.1, 0.0)), Footstep(Foot.RIGHT, (0.0, -0.1, 0.0))
+    limits = StepLimits(width=0.2, min_width=0.15)
+    plan = plan_from_velocity(VelocityCommand(0.2, 0.05, 0.1), left, right, 4, params.step_duration, limits, SHAPE)
+    timeline = plan_walk(plan, (0.01, 0.0, 0.8), params, SHAPE)
+    since, delay = timeline.steps[1].touchdown, 0.137
+    later = timeline.delayed(since, delay)
+    assert len(later.steps) == len(timeline.steps) - 2 and later.t0 == pytest.approx(since + delay)
+    for tau in (0.0, 0.05, 0.2, 0.5, 0.93, 1.4, 2.0, 3.5):
+        a, b = timeline.sample(since + tau), later.sample(since + delay + tau)
+        for key in ("com", "com_velocity", "com_acceleration", "dcm", "zmp"):
+            assert np.allclose(getattr(a, key), getattr(b, key), atol=1e-9), (key, tau)
+        for f in Foot:
+            assert a.feet[f].state is b.feet[f].state
+            assert np.allclose(a.feet[f].pose, b.feet[f].pose, atol=1e-9), (f, tau)
+            assert np.allclose(a.feet[f].velocity, b.feet[f].velocity, atol=1e-9), (f, tau)
+        assert a.heading == pytest.approx(b.heading, abs=1e-12)
+    mid = 0.5 * (timeline.steps[2].liftoff + timeline.steps[2].touchdown)
+    with pytest.raises(InputError, match="in a swing"):
+        timeline.delayed(mid, 0.1)
+    with pytest.raises(InputError, match="delay"):
+        timeline.delayed(since, -0.1)
+    with pytest.raises(InputError, match="crouching"):
+        timeline.delayed(0.1, 0.1)
+
+
+def test_a_delayed_timeline_stands_where_the_foot_landed():
+    left, right = Footstep(Foot.LEFT, (0.0, 0.1, 0.0)), Footstep(Foot.RIGHT, (0.0, -0.1, 0.0))
+    limits = StepLimits(width=0.2, min_width=0.15)
+    plan = plan_from_velocity(VelocityCommand(0.2), left, right, 3, PARAMS.step_duration, limits, SHAPE)
+    timeline = plan_walk(plan, (0.0, 0.0, 0.8), PARAMS, SHAPE)
+    first = timeline.steps[0]
+    landed = first.footstep.moved((0.02, -0.01, -0.03))
+    later = timeline.delayed(first.touchdown, 0.1, landed)
+    assert later.footholds_at(later.t0)[first.foot] == landed
+    again = next(k for k, st in enumerate(later.steps) if st.foot is first.foot)
+    start = later.swings[again].state(later.steps[again].liftoff).position
+    assert np.allclose(start, landed.position, atol=1e-12), "its next swing starts where it landed"
+    with pytest.raises(InputError, match="landed"):
+        timeline.delayed(first.touchdown, 0.1, "left")

@@ -13,7 +13,12 @@ time and the measured state (:class:`Sensing`: CoM, sole poses, sole normal forc
    is still above the surface at the planned time (more than :data:`LATE_HEIGHT`: the swing goes on
    down at :data:`LATE_SPEED` until it lands, at most :data:`LATE_LIMIT`); the contact is then
    re-enforced where the foot landed, on the surface under it (``foothold``:
-   ``activate_contact(name, placement, ramp, ramp_force)``);
+   ``activate_contact(name, placement, ramp, ramp_force)``). A late touchdown delays the rest of the
+   plan by its lateness (:meth:`GaitTimeline.delayed`: the next release, double support and swing
+   start from the actual touchdown), so that the other foot's release ramp starts with the landed
+   foot's force rise, not before it ends (released at once, the other foot's force bound ramped down
+   while the landed foot's was still rising from zero and the QP was infeasible); the online step
+   adjustment waits while a foot is overdue;
 3. runs the DCM stabilizer on the support polygon of the feet in contact and sets the CoM and
    pelvis-orientation targets.
 
@@ -186,7 +191,8 @@ class GaitSequencer:
         self.declined = 0  # recovery steps not taken: not capturable within the step limits
         self._last_adjust = -1.0
         self._last_recovery = -1.0
-        self._late: dict = {}  # foot -> planned touchdown time, while a late sole goes on down
+        # foot -> (its planned touchdown, the first control step past it) (s), while a late sole goes on down
+        self._late: dict = {}
 
     def footholds(self, sensing: Sensing) -> dict:
         """Where the soles stand now."""
@@ -194,7 +200,13 @@ class GaitSequencer:
 
     def _replan(self, s: Sensing) -> GaitTimeline:
         tl, t = self.timeline, s.t
-        if self.adjust and tl.steps and t - self._last_adjust >= 0.02 and t < tl.steps[-1].touchdown:
+        if (
+            self.adjust
+            and tl.steps
+            and t - self._last_adjust >= 0.02
+            and t < tl.steps[-1].touchdown
+            and not self._overdue(t)
+        ):
             self._last_adjust = t
             new = self.planner.adjust(tl, t, s.com, s.com_velocity)
             if new is not None:
@@ -224,6 +236,18 @@ class GaitSequencer:
                 else:  # no step within reach stops it: stay on both feet
                     self.declined += 1
         return tl
+
+    def _overdue(self, t: float) -> bool:
+        """Whether a swinging foot is past its planned touchdown (landing late: the plan is re-timed
+        when it lands, :meth:`GaitTimeline.delayed`)."""
+        tl = self.timeline
+        phase = self.phase.items()
+        return any(p is FootPhase.SWING and tl.contact_state(f, t) is ContactState.STANCE for f, p in phase)
+
+    def _planned_touchdown(self, f: Foot, t: float) -> float:
+        """The planned touchdown (s) of foot ``f``'s swing that ended at or before ``t`` (``t`` if none)."""
+        done = [st.touchdown for st in self.timeline.steps if st.foot is f and st.touchdown <= t]
+        return max(done) if done else t
 
     def _switch(self, f: Foot, ref: GaitSample, s: Sensing, dt: float) -> None:
         """Advance foot ``f``'s phase (release, swing, touchdown) at the reference ``ref``."""
@@ -257,8 +281,9 @@ class GaitSequencer:
             late = 0.0
             if planned and not early and foothold is not None:
                 height = float(s.soles[f][2, 3] - foothold.position[2])
-                due = self._late.setdefault(f, t)
-                late = t - due
+                if f not in self._late:
+                    self._late[f] = (self._planned_touchdown(f, t), t)
+                late = t - self._late[f][1]
                 loaded = s.normal_forces[f] > TOUCHDOWN_LOAD * self.weight
                 if height > LATE_HEIGHT and not loaded and late < LATE_LIMIT:
                     pose = fr.pose.copy()  # the planned foothold, lowered as time goes on
@@ -268,7 +293,11 @@ class GaitSequencer:
                     self.foot_tasks[f].set_target(pose, velocity, np.zeros(6))
                     return
             if foothold is not None:
-                self._late.pop(f, None)
+                due = self._late.pop(f, (t, t))[0]
+                tl = self.timeline
+                if late > 0 and due >= tl.t0 and not any(st.liftoff < due < st.touchdown for st in tl.steps):
+                    # what follows the touchdown starts from it (the other foot's release with this rise)
+                    self.timeline = tl.delayed(due, t - due, foothold)
                 landing = foothold.pose
                 ctrl.activate_contact(name, landing, ramp=self.rise, ramp_force=RISE_LOAD * self.weight)
                 self.foot_tasks[f].set_weight(0.0)
@@ -296,6 +325,9 @@ class GaitSequencer:
         ref = tl.sample(s.t)
         for f in self.names:
             self._switch(f, ref, s, dt)
+            if self.timeline is not tl:  # a late touchdown re-timed the plan: the other foot follows it
+                tl = self.timeline
+                ref = tl.sample(s.t)
         feet = self.footholds(s)
         stance = [feet[f] for f in self.names if self.phase[f] is not FootPhase.SWING]
         polygon = support_polygon(stance, self.shape) if stance else tl.support_polygon(s.t)

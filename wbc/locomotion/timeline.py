@@ -529,6 +529,51 @@ class GaitTimeline:
         phases.append(Phase(PhaseKind.DOUBLE_SUPPORT, t, math.inf, both, None, len(self.steps)))
         return tuple(phases)
 
+    def delayed(self, since: float, delay: float, landed: Footstep | None = None) -> GaitTimeline:
+        """This plan from ``since`` on, ``delay`` s later (a late touchdown re-times what follows it).
+
+        The new timeline starts at ``since + delay`` from this one's state at ``since`` (the footholds,
+        the CoM and its height, the ZMP), and the steps that lift off at or after ``since`` lift off
+        and land ``delay`` s later: its reference at ``since + delay + τ`` is this one's at
+        ``since + τ``. ``landed``: where a foot actually stands, in place of its planned foothold
+        (its next swing starts there, and the ZMP plan stands on it).
+
+        Raises:
+            InputError: ``since`` before the start, in a swing (the plan is re-timed between
+                steps) or before the crouch is done, or ``delay`` not finite and >= 0.
+        """
+        since, delay = float(since), float(delay)
+        if not (math.isfinite(since) and since >= self.t0):
+            raise InputError(f"a timeline starting at {self.t0} s cannot be delayed from {since!r} s")
+        if not (math.isfinite(delay) and delay >= 0):
+            raise InputError(f"a timeline's delay must be finite and >= 0 s, got {delay!r}")
+        if landed is not None and not isinstance(landed, Footstep):
+            raise InputError(f"landed must be a Footstep, got {type(landed).__name__}")
+        if any(s.liftoff < since < s.touchdown for s in self.steps):
+            raise InputError(f"the timeline is in a swing at {since} s: it is delayed between steps only")
+        if self.crouch_phase is not None and since < self.crouch_phase[1]:
+            raise InputError(f"the timeline is still crouching at {since} s: it is delayed after its first lift-off")
+        c = self.evaluate(since)
+        com = c["com"][0].copy()
+        if self.params.com_height is CoMHeight.LOWER_FOOT or self.params.crouch > 0:
+            com[2] = self.com_height(since)[0]  # the same height base (the crouch already done)
+        start = since + delay
+        feet = self.footholds_at(since)
+        if landed is not None:
+            feet[landed.foot] = landed
+        return GaitTimeline(
+            feet,
+            [s.shifted(dt=delay) for s in self.steps if s.liftoff >= since],
+            com,
+            start,
+            self.params,
+            self.shape,
+            c["zmp"][0],
+            extra_knots=[(t + delay, p) for t, p in self.extra_knots if t > since],
+            omega=self.omega,
+            terrain=self.terrain,
+        )
+
     # ------------------------------------------------------------------------------- queries
     @property
     def duration(self) -> float:
