@@ -94,8 +94,11 @@ def vector_flags() -> tuple[str, ...]:
     ran 10-25 % faster (issue 27, same run, interleaved with Pinocchio). The results stay bit for
     bit those of CasADi's VM: the same IEEE operations, no fused multiply-add (no ``-mfma``, and
     contraction off should a user's flags allow it). The flags are part of the cache key, so a
-    machine without AVX never loads a library built with them.
+    machine without AVX never loads a library built with them. ``WBC_VECTOR_FLAGS=0`` gives ``()``
+    (also what finds the kernels of a read-only cache built without them).
     """
+    if os.environ.get("WBC_VECTOR_FLAGS", "1") == "0":
+        return ()
     return _vector_flags(platform.system(), platform.machine())
 
 
