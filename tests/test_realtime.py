@@ -208,3 +208,26 @@ def test_balance_run_in_realtime_mode_and_the_step_makes_no_reference_cycles():
         assert gc.collect() == 0
     finally:
         gc.enable()
+
+
+def test_walker_run_warms_up_right_before_its_loop_with_no_effect():
+    """The Walker's loop, as the balance demo's: the warm-up comes right before the first step, at its
+    state; the run's torques are those of a run without it, bit for bit."""
+    pytest.importorskip("mujoco")
+    from wbc.sim.walking import Walker
+
+    warmed = Walker("g1")
+    calls: list[tuple] = []
+    controller = warmed.controller
+    warm_up, step = controller.warm_up, controller.step
+    controller.warm_up = lambda q, v: (calls.append(("warm_up", q.copy(), v.copy())), warm_up(q, v))[1]
+    controller.step = lambda q, v: (calls.append(("step", q.copy(), v.copy())), step(q, v))[1]
+    run = warmed.run(0.05, progress=False)
+    assert [c[0] for c in calls[:3]] == ["warm_up", "step", "step"]
+    np.testing.assert_array_equal(calls[0][1], calls[1][1])
+    np.testing.assert_array_equal(calls[0][2], calls[1][2])
+    plain = Walker("g1")
+    plain.controller.warm_up = lambda q, v: None
+    other = plain.run(0.05, progress=False)
+    assert len(run["tau"]) == 50
+    np.testing.assert_array_equal(run["tau"], other["tau"])

@@ -590,7 +590,9 @@ class Walker:
 
         Each control step senses MuJoCo (:meth:`sensing`), lets the gait sequencer
         (:meth:`sequencer`: re-plans, contact switches, stabilizer, task targets) update the
-        controller, solves it, applies the torques and any pushes, and steps MuJoCo.
+        controller, solves it, applies the torques and any pushes, and steps MuJoCo. The controller is
+        warmed up at the initial state right before the loop
+        (:meth:`~wbc.WholeBodyController.warm_up`): the first step costs what a step costs.
 
         Args:
             pushes: ``(time s, force (3,) N, duration s)`` on the pelvis.
@@ -613,6 +615,7 @@ class Walker:
         yaw_prev, yaw_total = None, 0.0
         pending = sorted(pushes, key=lambda push: push[0])
         bar = tqdm(total=steps, unit="step", disable=not (progress and sys.stderr.isatty()))
+        ctrl.warm_up(*sim.get_state())  # last before the loop: its first step costs what a step costs
         for i in range(steps):
             t = i * DT
             q, v = sim.get_state()
