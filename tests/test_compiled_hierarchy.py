@@ -102,19 +102,19 @@ def test_talos_levels_equal_the_numpy_hierarchy(levels):
     assert INFEASIBLE in codes, "a binding level was handed on"
 
 
-def test_panda_levels_with_a_binding_limit():
-    """The Panda (no equalities): the hand above the posture, the elbow driven into its limit in some
-    steps; the C levels answer the others; the commands equal the numpy hierarchy's."""
+def _panda_trials(levels: int, trials: int, seed: int):
+    """The Panda (no equalities): the hand task and the posture (above it with ``levels`` 2, weighted
+    with 1); per trial a random hand target and velocity, every other trial the elbow driven into its
+    limit by the posture's target; yields ``(ctrl, q, v)`` with the targets set."""
     case = robot_case("panda")
     model, spec = case.model, case.spec
     hand = tasks.FrameTask("panda_hand_tcp", weight=1.0, kp=100.0)
     posture = tasks.PostureTask(model, weight=1e-2, kp=50.0)
-    posture.set_priority(1)
+    posture.set_priority(levels - 1)
     ctrl = wbc.WholeBodyController(model, [hand, posture])
-    rng = np.random.default_rng(5)
+    rng = np.random.default_rng(seed)
     j = model.joints[model.joint_id("panda_joint4")]
-    codes = []
-    for trial in range(6):
+    for trial in range(trials):
         q, v = spec.q0.copy(), rng.normal(size=model.nv) * 0.05
         target = spec.q0.copy()
         if trial % 2:
@@ -125,7 +125,13 @@ def test_panda_levels_with_a_binding_limit():
         T[0:3, 3] += rng.normal(size=3) * 0.05
         hand.set_target(T)
         posture.set_target(target)
-        codes.append(_compare(ctrl, q, v))
+        yield ctrl, q, v
+
+
+def test_panda_levels_with_a_binding_limit():
+    """The Panda (no equalities): the hand above the posture, the elbow driven into its limit in some
+    steps; the C levels answer the others; the commands equal the numpy hierarchy's."""
+    codes = [_compare(ctrl, q, v) for ctrl, q, v in _panda_trials(2, 6, seed=5)]
     assert FEASIBLE in codes and INFEASIBLE in codes, codes
 
 
@@ -133,25 +139,8 @@ def test_panda_one_level_in_c_equals_the_minimizer_and_the_qp():
     """The Panda's weighted step (one level, no equality): one C call (the levels' path), no numpy
     minimizer in its plan; its commands equal the solver's weighted minimizer where no row binds and
     the full QP's where the elbow is driven into its limit (the C call hands those steps on)."""
-    case = robot_case("panda")
-    model, spec = case.model, case.spec
-    hand = tasks.FrameTask("panda_hand_tcp", weight=1.0, kp=100.0)
-    posture = tasks.PostureTask(model, weight=1e-2, kp=50.0)
-    ctrl = wbc.WholeBodyController(model, [hand, posture])
-    rng = np.random.default_rng(11)
-    j = model.joints[model.joint_id("panda_joint4")]
     codes = []
-    for trial in range(8):
-        q, v = spec.q0.copy(), rng.normal(size=model.nv) * 0.05
-        target = spec.q0.copy()
-        if trial % 2:
-            q[j.idx_q] = j.upper[0] - 0.011
-            v[j.idx_v] = 0.3
-            target[j.idx_q] = j.upper[0] + 0.5  # the posture pulls the joint into its limit
-        T = wbc.frame_placement(model, spec.q0, "panda_hand_tcp")
-        T[0:3, 3] += rng.normal(size=3) * 0.05
-        hand.set_target(T)
-        posture.set_target(target)
+    for ctrl, q, v in _panda_trials(1, 8, seed=11):
         cmd = ctrl.step(q, v)
         assert cmd.status is wbc.StepStatus.OPTIMAL
         first = ctrl._plan.strategies[0]
