@@ -295,7 +295,7 @@ class GaitSequencer:
             if foothold is not None:
                 due = self._late.pop(f, (t, t))[0]
                 tl = self.timeline
-                if late > 0 and due >= tl.t0 and not any(st.liftoff < due < st.touchdown for st in tl.steps):
+                if late > 0 and due >= tl.t0 and not tl.in_swing(due):
                     # what follows the touchdown starts from it (the other foot's release with this rise)
                     self.timeline = tl.delayed(due, t - due, foothold)
                 landing = foothold.pose

@@ -549,7 +549,7 @@ class GaitTimeline:
             raise InputError(f"a timeline's delay must be finite and >= 0 s, got {delay!r}")
         if landed is not None and not isinstance(landed, Footstep):
             raise InputError(f"landed must be a Footstep, got {type(landed).__name__}")
-        if any(s.liftoff < since < s.touchdown for s in self.steps):
+        if self.in_swing(since):
             raise InputError(f"the timeline is in a swing at {since} s: it is delayed between steps only")
         if self.crouch_phase is not None and since < self.crouch_phase[1]:
             raise InputError(f"the timeline is still crouching at {since} s: it is delayed after its first lift-off")
@@ -592,6 +592,10 @@ class GaitTimeline:
     def footholds_at(self, t: float) -> dict:
         """The footholds at ``t``: the latest one each foot stood on (or, in swing, left)."""
         return dict(self._phase_feet[self.phase_index(t)])
+
+    def in_swing(self, t: float) -> bool:
+        """Whether a step is in the air at ``t`` (strictly between its lift-off and its touchdown)."""
+        return any(s.liftoff < t < s.touchdown for s in self.steps)
 
     def contact_state(self, foot: Foot, t: float) -> ContactState:
         """Stance or swing of ``foot`` at ``t`` (swing from its lift-off instant to before its touchdown)."""
