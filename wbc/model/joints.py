@@ -21,7 +21,7 @@ import casadi as ca
 import numpy as np
 
 from ..spatial.algebra import SE3, compose, rotation_about_axis
-from ..spatial.lie import quaternion_to_rotation
+from ..spatial.lie import quaternion_to_rotation, skew
 from .model import Joint, JointType
 
 __all__ = ["joint_motion", "joint_transform", "motion_subspace"]
@@ -78,12 +78,8 @@ def _rotation_angle(axis_bytes: bytes, R_bytes: bytes) -> tuple[float, float] | 
     e /= np.linalg.norm(e)
     Re = R @ e
     c, s = float(e @ Re), float(a @ np.cross(e, Re))
-    rebuilt = c * np.eye(3) + s * _skew(a) + (1.0 - c) * np.outer(a, a)
+    rebuilt = c * np.eye(3) + s * skew(a) + (1.0 - c) * np.outer(a, a)
     return (c, s) if np.max(np.abs(rebuilt - R)) <= _MERGE_TOLERANCE else None
-
-
-def _skew(a: np.ndarray) -> np.ndarray:
-    return np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
 
 
 def motion_subspace(joint: Joint) -> np.ndarray:
