@@ -32,7 +32,7 @@ import casadi as ca
 import numpy as np
 
 from ..algorithms.constraints import ResolvedConstraint, resolve
-from ..algorithms.dynamics import ArticulatedBodies, aba
+from ..algorithms.dynamics import ArticulatedBodies, aba_with_accelerations
 from ..algorithms.iim import InputMatrixMethod, iim, input_matrix
 from ..algorithms.kinematics import TreeKinematics
 from ..model import checks
@@ -132,9 +132,22 @@ class StepContext:
         return ArticulatedBodies.compute(self.model, self.kin)
 
     @cached_property
+    def _free_motion(self) -> tuple:
+        """``(a0, acc)``: the free acceleration and every body's spatial acceleration under it, gravity
+        included as the world's upward acceleration (:func:`~wbc.algorithms.dynamics.aba_with_accelerations`)."""
+        zero = ca.DM.zeros(self.model.nv, 1)
+        return aba_with_accelerations(self.model, self.kin, self.bodies, zero)
+
+    @cached_property
     def a0(self):
         """Free acceleration ``−M⁻¹h`` (nv, 1)."""
-        return aba(self.model, self.kin.q, self.kin.v, ca.DM.zeros(self.model.nv, 1), kin=self.kin, bodies=self.bodies)
+        return self._free_motion[0]
+
+    def _free_body_acceleration(self, joint: int):
+        """Body ``joint``'s spatial acceleration (6, 1) in its joint frame under ``q̈ = a0``, gravity not
+        included (the ABA's, less the world's ``[−g; 0]`` moved to the body: ``[Rᵀ g; 0]`` added)."""
+        g = ca.mtimes(self.kin.oMi[joint].R.T, ca.DM(np.asarray(self.model.gravity, dtype=float).reshape(3, 1)))
+        return self._free_motion[1][joint] + ca.vertcat(g, ca.DM.zeros(3, 1))
 
     @cached_property
     def _motion_input_matrix(self):
@@ -170,7 +183,8 @@ class StepContext:
         delassus = symmetric(ca.mtimes(J, Bm[:, n_act:]))
         A_tau = Bm[self.model.actuated_v_indices.tolist(), n_act:].T  # J_m M⁻¹ Sᵀ, by symmetry of M⁻¹
         A_f = ca.mtimes(delassus, ca.diagcat(*[ca.DM(c.force_basis()) for c in self.contacts]))
-        drift = ca.mtimes(J, self.a0) + ca.vertcat(*[m.drift(self.kin) for m in self._motion])
+        # J_m a0 + J̇_m v: the rows' acceleration from the ABA's body acceleration (no Jacobian product)
+        drift = ca.vertcat(*[m.drift(self.kin, self._free_body_acceleration(m.joint)) for m in self._motion])
         return ca.horzcat(A_tau, A_f), drift
 
     def contact_acceleration(self, contact) -> tuple:
