@@ -31,6 +31,14 @@ swing lets the DCM run away less (smaller step), a long one is easier to track.
   measured state at ``t`` (later steps move with it), re-timing its touchdown; a swing in flight is
   re-planned from its current state (C² references). Calling it periodically adjusts step location
   and timing online.
+
+**Crossover steps.** Pushed toward its stance foot, a robot cannot capture the DCM with the other
+foot on its own side: the step must cross in front of the stance foot (``StepLimits.max_cross``).
+Standing, :meth:`~CaptureStepPlanner.recovery` considers both; walking, :meth:`~CaptureStepPlanner.adjust`
+crosses only when no own-side step captures the DCM to within ``cross_residual`` (a crossing
+step is harder to follow: around the stance foot, the legs close). Such a swing goes ahead first,
+then across; the step after it, which uncrosses the legs, goes across first while it is still
+behind the crossed foot, then forward (:func:`wbc.locomotion.timeline._around`).
 """
 
 from __future__ import annotations
@@ -46,7 +54,7 @@ from ..errors import InputError
 from . import polygon as _polygon
 from .dcm import dcm_of, omega_of_height
 from .footsteps import Foot, FootShape, Footstep, StepLimits, support_polygon
-from .timeline import GaitParameters, GaitTimeline, TimedStep, _crosses, _dcm_at_start, _feet, _knots, _vec3
+from .timeline import GaitParameters, GaitTimeline, TimedStep, _around, _crosses, _dcm_at_start, _feet, _knots, _vec3
 
 __all__ = ["RecoveryPlan", "CaptureStepPlanner"]
 
@@ -170,6 +178,13 @@ class CaptureStepPlanner:
             (:meth:`needs_step`) only once the DCM is this far outside the support polygon, m (before
             the margin): nearer, the hip strategy may still bring it back, and a crossing step (on
             one foot for over half a second) does worse than not stepping.
+        cross_residual: while walking (:meth:`adjust`), the next step may cross in front of the
+            stance foot (``limits.max_cross`` > 0) when the best step on its own side leaves more than
+            this much of the DCM uncaptured (m) and the crossing one no more; None (default): only
+            recovery steps from standing cross.
+        cross_speed: a swing in flight re-planned across the stance foot lands at most this far
+            (m/s times the time left, along each axis) from where the foot is: a heavy leg cannot be
+            thrown across late in its swing (Talos's fell where re-targeted 0.26 m in 0.15 s).
     """
 
     def __init__(
@@ -190,6 +205,8 @@ class CaptureStepPlanner:
         dcm_tolerance: float = 0.02,
         min_cross_swing: float = 0.0,
         cross_trigger: float = 0.0,
+        cross_residual: float | None = None,
+        cross_speed: float = math.inf,
     ) -> None:
         if not isinstance(params, GaitParameters):
             raise InputError(f"params must be GaitParameters, got {type(params).__name__}")
@@ -217,6 +234,7 @@ class CaptureStepPlanner:
             ("dcm_tolerance", dcm_tolerance),
             ("min_cross_swing", min_cross_swing),
             ("cross_trigger", cross_trigger),
+            *((("cross_residual", cross_residual),) if cross_residual is not None else ()),
         ):
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
                 raise InputError(f"capture-step planner: {name} must be finite and >= 0, got {v!r}")
@@ -234,6 +252,10 @@ class CaptureStepPlanner:
         self.dcm_tolerance = float(dcm_tolerance)
         self.min_cross_swing = float(min_cross_swing)
         self.cross_trigger = float(cross_trigger)
+        self.cross_residual = None if cross_residual is None else float(cross_residual)
+        if not (isinstance(cross_speed, (int, float)) and cross_speed > 0):
+            raise InputError(f"capture-step planner: cross_speed must be positive (m/s), got {cross_speed!r}")
+        self.cross_speed = float(cross_speed)
         self.zmp_margin = min(float(zmp_margin), shape.length / 2, shape.width / 2)
 
     # ------------------------------------------------------------------------------- decision
@@ -274,8 +296,10 @@ class CaptureStepPlanner:
         )
         return [head] + [s.shifted(delta) for s in template[1:]]
 
-    def _candidate(self, t, feet, template, z_nominal, zmp0, omega, xi, extra, crossing=False):
-        """Solve one candidate (foot, timing, crossing or not): the variables u (4,) and the residual (2,)."""
+    def _candidate(self, t, feet, template, z_nominal, zmp0, omega, xi, extra, crossing=False, reach=None):
+        """Solve one candidate (foot, timing, crossing or not): the variables u (4,) and the residual (2,).
+        ``reach``: ``(centre (2,), radius)`` in the stance sole's frame, a box the landing must also
+        lie in (None: none); when it leaves no landing, None."""
         step = template[0]
         stance = feet[step.foot.other]
 
@@ -287,6 +311,11 @@ class CaptureStepPlanner:
         a = plan_dcm(u0)
         J = np.column_stack([plan_dcm(u0 + e) - a for e in np.eye(4)])  # exact: the map is affine
         lo, hi = self._boxes(step.foot, crossing)
+        if reach is not None:
+            centre, radius = reach
+            lo[0:2], hi[0:2] = np.maximum(lo[0:2], centre - radius), np.minimum(hi[0:2], centre + radius)
+            if np.any(lo > hi):
+                return None
         # a + J (u − u0) = ξ, nearest the nominal foothold and ZMP, within reach and inside the sole
         weights = np.array([self.step_weight, self.step_weight, self.zmp_weight, self.zmp_weight])
         u = _capture_solve(J, xi[0:2] - a + J @ u0, weights, u0, lo, hi)
@@ -296,7 +325,10 @@ class CaptureStepPlanner:
     def _best(self, t, feet, candidates, zmp0, omega, xi, extra=()):
         best = None
         for template, z_nominal, T, *crossing in candidates:
-            u, residual, u0 = self._candidate(t, feet, template, z_nominal, zmp0, omega, xi, extra, bool(crossing))
+            solved = self._candidate(t, feet, template, z_nominal, zmp0, omega, xi, extra, *crossing)
+            if solved is None:
+                continue
+            u, residual, u0 = solved
             d = u - u0
             cost = (
                 self.dcm_weight * float(residual @ residual)
@@ -336,6 +368,12 @@ class CaptureStepPlanner:
             captured=bool(np.linalg.norm(residual) < 1e-3),
             cost=cost,
         )
+
+    def _ahead_of_stance(self, timeline: GaitTimeline, j: int, t: float, feet: Mapping) -> bool:
+        """Whether step ``j``'s swinging foot is wholly ahead of the stance sole at ``t``."""
+        step = timeline.steps[j]
+        ahead = feet[step.foot.other].to_local(timeline.swings[j].state(t).position)[0]
+        return bool(ahead >= self.shape.length + self.limits.clearance)
 
     # ------------------------------------------------------------------------------- public
     def recovery(
@@ -405,8 +443,12 @@ class CaptureStepPlanner:
         continues from its current reference state. Returns None (keep the plan) when the measured
         DCM is within ``dcm_tolerance`` of the plan's, when no step is left (standing: use
         :meth:`recovery`), when the next touchdown is less than ``min_remaining`` away, or when the
-        swing in flight is a crossover step (re-planned from its state it would cut through the
-        stance leg instead of going around it) and not yet ahead of the stance sole.
+        swing in flight goes around the stance foot (a crossover step or the step that uncrosses
+        the legs: re-planned from its state it would cut through the stance leg) and is not yet
+        ahead of the stance sole. With ``cross_residual`` set, the step may become a crossover step
+        when no step on its own side captures the DCM to within it: not yet lifted (a fresh swing,
+        ahead first then across, at least ``min_cross_swing`` long), or in flight once ahead of the
+        stance sole and within ``cross_speed`` of where the foot is.
         """
         if not isinstance(timeline, GaitTimeline):
             raise InputError(f"timeline must be a GaitTimeline, got {type(timeline).__name__}")
@@ -425,12 +467,13 @@ class CaptureStepPlanner:
             return None  # too close to touchdown to move the foot
         feet = timeline.footholds_at(t)
         crossing = _crosses(feet[step.foot], step.footstep, feet[step.foot.other])
-        if crossing and step.liftoff < t:
-            # re-planned from its state, a crossover swing goes straight to its new foothold: only
-            # once it is ahead of the stance sole does that path stay clear of the stance leg
-            ahead = feet[step.foot.other].to_local(timeline.swings[j].state(t).position)[0]
-            if ahead < self.shape.length + self.limits.clearance:
-                return None
+        in_flight = step.liftoff < t
+        # re-planned from its state, a swing goes straight to its new foothold: only once it is ahead
+        # of the stance sole does a path to the stance foot's far side stay clear of the stance leg
+        clear = not in_flight or self._ahead_of_stance(timeline, j, t, feet)
+        if not clear and _around(feet[step.foot], step.footstep, feet[step.foot.other])[1] is not None:
+            return None
+        may_cross = self.cross_residual is not None and self.limits.max_cross > 0 and not crossing and clear
 
         zmp0 = now["zmp"][0]
         stance = feet[step.foot.other]
@@ -444,11 +487,23 @@ class CaptureStepPlanner:
             if step.liftoff + T >= t + self.min_remaining and shortest - 1e-12 <= T
         )
         candidates: list[tuple] = []
+        across: list[tuple] = []  # the same step across the stance foot
         for touchdown in sorted(touchdowns):
             dt = touchdown - step.touchdown
             rest = [s.shifted(dt=dt) for s in timeline.steps[j:]]
             rest[0] = dataclasses.replace(step, touchdown=touchdown)
-            candidates.append((rest, z_nominal, touchdown - step.liftoff, *((True,) if crossing else ())))
+            T = touchdown - step.liftoff
+            candidates.append((rest, z_nominal, T, *((True,) if crossing else ())))
+            if may_cross and in_flight:
+                here = feet[step.foot.other].to_local(timeline.swings[j].state(t).position)[0:2]
+                across.append((rest, z_nominal, T, True, (here, self.cross_speed * (touchdown - t))))
+            elif may_cross and self.min_cross_swing - 1e-12 <= T:
+                across.append((rest, z_nominal, T, True))
         extra = timeline.extra_knots
         best = self._best(t, feet, candidates, zmp0, omega, xi, extra)
+        tolerated = self.cross_residual
+        if across and tolerated is not None and float(np.linalg.norm(best[3])) > tolerated:  # none on its side will do
+            crossed = self._best(t, feet, across, zmp0, omega, xi, extra)
+            if crossed is not None and float(np.linalg.norm(crossed[3])) <= tolerated:
+                best = crossed
         return self._plan(t, feet, best, com, zmp0, omega, xi, swing0=swing0, extra=extra, terrain=timeline.terrain)
