@@ -84,6 +84,20 @@ class RecoveryPlan:
     cost: float
 
 
+@dataclasses.dataclass(frozen=True)
+class _Candidate:
+    """One way to take the next step: its steps (the first moved by the solve, the rest with it), the
+    stance ZMP's nominal position (2,) in the stance sole's frame, the swing duration ``T`` (s),
+    whether it crosses in front of the stance foot, and ``reach``: ``(centre (2,), radius)`` in the
+    stance sole's frame, a box the landing must also lie in (None: none)."""
+
+    template: list
+    z_nominal: np.ndarray
+    T: float
+    crossing: bool = False
+    reach: tuple[np.ndarray, float] | None = None
+
+
 def _box_lsq(M: np.ndarray, y: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """argmin ‖M u − y‖² over the box ``lo ≤ u ≤ hi`` (a few variables; exact).
 
@@ -296,10 +310,10 @@ class CaptureStepPlanner:
         )
         return [head] + [s.shifted(delta) for s in template[1:]]
 
-    def _candidate(self, t, feet, template, z_nominal, zmp0, omega, xi, extra, crossing=False, reach=None):
-        """Solve one candidate (foot, timing, crossing or not): the variables u (4,) and the residual (2,).
-        ``reach``: ``(centre (2,), radius)`` in the stance sole's frame, a box the landing must also
-        lie in (None: none); when it leaves no landing, None."""
+    def _solve(self, t, feet, candidate: _Candidate, zmp0, omega, xi, extra):
+        """Solve one candidate: the variables u (4,), the residual (2,) and u's nominal values; None
+        when its reach leaves no landing."""
+        template, z_nominal = candidate.template, candidate.z_nominal
         step = template[0]
         stance = feet[step.foot.other]
 
@@ -310,9 +324,9 @@ class CaptureStepPlanner:
         u0 = np.concatenate([stance.to_local(step.footstep.position)[0:2], z_nominal])
         a = plan_dcm(u0)
         J = np.column_stack([plan_dcm(u0 + e) - a for e in np.eye(4)])  # exact: the map is affine
-        lo, hi = self._boxes(step.foot, crossing)
-        if reach is not None:
-            centre, radius = reach
+        lo, hi = self._boxes(step.foot, candidate.crossing)
+        if candidate.reach is not None:
+            centre, radius = candidate.reach
             lo[0:2], hi[0:2] = np.maximum(lo[0:2], centre - radius), np.minimum(hi[0:2], centre + radius)
             if np.any(lo > hi):
                 return None
@@ -322,10 +336,11 @@ class CaptureStepPlanner:
         residual = a + J @ (u - u0) - xi[0:2]
         return u, residual, u0
 
-    def _best(self, t, feet, candidates, zmp0, omega, xi, extra=()):
+    def _best(self, t, feet, candidates: list[_Candidate], zmp0, omega, xi, extra=()):
+        """The cheapest candidate: ``(cost, template, u, residual)``, None when none has a landing."""
         best = None
-        for template, z_nominal, T, *crossing in candidates:
-            solved = self._candidate(t, feet, template, z_nominal, zmp0, omega, xi, extra, *crossing)
+        for candidate in candidates:
+            solved = self._solve(t, feet, candidate, zmp0, omega, xi, extra)
             if solved is None:
                 continue
             u, residual, u0 = solved
@@ -334,10 +349,10 @@ class CaptureStepPlanner:
                 self.dcm_weight * float(residual @ residual)
                 + self.step_weight * float(d[0:2] @ d[0:2])
                 + self.zmp_weight * float(d[2:4] @ d[2:4])
-                + self.timing_weight * (T - self.params.single_support) ** 2
+                + self.timing_weight * (candidate.T - self.params.single_support) ** 2
             )
             if best is None or cost < best[0]:
-                best = (cost, template, u, residual)
+                best = (cost, candidate.template, u, residual)
         return best
 
     def _plan(self, t, feet, best, com, zmp0, omega, xi, swing0=None, extra=(), terrain=None) -> RecoveryPlan:
@@ -413,7 +428,7 @@ class CaptureStepPlanner:
             zmp = np.append(_polygon.project(xi[0:2], polygon), ground)
         zmp0 = _vec3(zmp, "zmp")
         p = self.params
-        candidates: list[tuple] = []
+        candidates: list[_Candidate] = []
         for foot in feet_to_try:
             if not isinstance(foot, Foot):
                 raise InputError(f"feet_to_try must hold Foot values, got {foot!r}")
@@ -427,10 +442,10 @@ class CaptureStepPlanner:
                     closing = Footstep(foot.other, beside, step.footstep.yaw)
                     t_lift = step.touchdown + p.double_support
                     template.append(TimedStep(closing, t_lift, t_lift + p.single_support))
-                candidates.append((template, np.zeros(2), float(T)))
+                candidates.append(_Candidate(template, np.zeros(2), float(T)))
                 if self.limits.max_cross > 0 and self.min_cross_swing - 1e-12 <= T:
                     # the same step crossing over, ahead of the stance foot
-                    candidates.append((template, np.zeros(2), float(T), True))
+                    candidates.append(_Candidate(template, np.zeros(2), float(T), crossing=True))
         best = self._best(t, feet, candidates, zmp0, omega, xi)
         return self._plan(t, feet, best, com, zmp0, omega, xi)
 
@@ -486,19 +501,19 @@ class CaptureStepPlanner:
             for T in self.swing_durations
             if step.liftoff + T >= t + self.min_remaining and shortest - 1e-12 <= T
         )
-        candidates: list[tuple] = []
-        across: list[tuple] = []  # the same step across the stance foot
+        candidates: list[_Candidate] = []
+        across: list[_Candidate] = []  # the same step across the stance foot
         for touchdown in sorted(touchdowns):
             dt = touchdown - step.touchdown
             rest = [s.shifted(dt=dt) for s in timeline.steps[j:]]
             rest[0] = dataclasses.replace(step, touchdown=touchdown)
             T = touchdown - step.liftoff
-            candidates.append((rest, z_nominal, T, *((True,) if crossing else ())))
+            candidates.append(_Candidate(rest, z_nominal, T, crossing))
             if may_cross and in_flight:
                 here = feet[step.foot.other].to_local(timeline.swings[j].state(t).position)[0:2]
-                across.append((rest, z_nominal, T, True, (here, self.cross_speed * (touchdown - t))))
+                across.append(_Candidate(rest, z_nominal, T, True, (here, self.cross_speed * (touchdown - t))))
             elif may_cross and self.min_cross_swing - 1e-12 <= T:
-                across.append((rest, z_nominal, T, True))
+                across.append(_Candidate(rest, z_nominal, T, crossing=True))
         extra = timeline.extra_knots
         best = self._best(t, feet, candidates, zmp0, omega, xi, extra)
         tolerated = self.cross_residual
