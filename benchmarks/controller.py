@@ -136,6 +136,8 @@ def run(
     reset: int = 0,
     robot: str = "talos",
     realtime: bool = False,
+    priority: int | None = None,
+    paced: bool = False,
 ) -> dict:
     """Stand for ``steps`` ms, timing every step (the first one right after ``compile()``); the JSON record.
 
@@ -146,6 +148,8 @@ def run(
         robot: ``"talos"`` (the anchors' controller) or ``"panda"`` (:func:`build_panda`, with ``levels``).
         realtime: the loop in :func:`wbc.realtime_mode`, the controller warmed up at the initial state
             right before it (entering locks the process's memory: the caches are cold after).
+        priority: with ``realtime``, the loop's thread under ``SCHED_FIFO`` at this priority.
+        paced: each step starts on its 1 ms tick of the wall clock (the loop sleeps between steps).
     """
     if robot == "panda":
         ctrl, spec = build_panda(solver, levels)
@@ -160,13 +164,17 @@ def run(
     failures = binding = 0
     cmd = None
     clock = time.perf_counter
-    with wbc.realtime_mode() if realtime else contextlib.nullcontext(), _Collections() as gcs:
+    context = wbc.realtime_mode(priority=priority) if realtime else contextlib.nullcontext()
+    with context, _Collections() as gcs:
         if realtime:
             ctrl.warm_up(q, v)
         switches, faults = _usage()
+        start = clock()
         for i in range(steps):
             if reset and i % reset == 0:
                 q, v = spec.q0.copy(), np.zeros(model.nv)
+            if paced:
+                wbc.realtime.sleep_until(start + i * dt)
             collections = gcs.count
             t0 = clock()
             cmd = ctrl.step(q, v)
@@ -196,6 +204,8 @@ def run(
         "levels": levels or 1,
         "scenario": {"lean_m": lean, "reset_steps": reset} if lean else "standing",
         "realtime": realtime,
+        "priority": priority if realtime else None,
+        "paced": paced,
         "qp": {
             "variables": int(cmd.u.size),
             "equalities": int(sum(c.equality_dim for c in ctrl.contacts)),
@@ -291,6 +301,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", type=float, default=6.0, help="with --walk: seconds of each run")
     parser.add_argument("--tail", action="store_true", help="the tail over --steps steps (default 20 000)")
     parser.add_argument("--fresh", type=int, default=0, help="the first step in this many fresh processes")
+    parser.add_argument(
+        "--priority", type=int, default=None, help="with --tail: the real-time runs under SCHED_FIFO at this priority"
+    )
+    parser.add_argument("--paced", action="store_true", help="with --tail: each step on its 1 ms wall-clock tick")
     args = parser.parse_args(argv)
     if args.steps is None:
         args.steps = 20000 if args.tail else 300 if args.fresh else 2000
@@ -497,10 +511,11 @@ def _walk_main(args) -> int:
 
 
 # ----------------------------------------------------------------------------------- the tail
-def balance_run(steps: int, realtime: bool = False) -> dict:
+def balance_run(steps: int, realtime: bool = False, priority: int | None = None, paced: bool = False) -> dict:
     """The balance demo's loop (Talos, its standard scenario over ``steps`` ms: sway and pushes), every
     step timed, the first one right after the loop's warm-up (:meth:`wbc.sim.balance.Balance.run`);
-    ``realtime``: the loop in :func:`wbc.realtime_mode`."""
+    ``realtime``: the loop in :func:`wbc.realtime_mode` (``priority``: under ``SCHED_FIFO``);
+    ``paced``: each step on its 1 ms tick."""
     from wbc.sim.balance import Balance, standard_scenario
 
     balance = Balance("talos", standard_scenario("talos", duration=steps * 1e-3))
@@ -519,7 +534,7 @@ def balance_run(steps: int, realtime: bool = False) -> dict:
         last[:] = now
 
     with _Collections() as gcs:
-        run = balance.run(progress=False, on_step=on_step, realtime=realtime)
+        run = balance.run(progress=False, on_step=on_step, realtime=realtime, priority=priority, paced=paced)
     t_us = np.asarray(run["step_us"])
     mask = np.asarray(preempted[: t_us.size], dtype=bool)
     gc_mask = np.asarray(collected[: t_us.size], dtype=bool)
@@ -527,6 +542,8 @@ def balance_run(steps: int, realtime: bool = False) -> dict:
         "scenario": "balance_demo",
         "robot": "talos",
         "realtime": realtime,
+        "priority": priority if realtime else None,
+        "paced": paced,
         "steps": int(t_us.size),
         "fell": bool(run["fell"]),
         **percentiles(t_us),
@@ -549,9 +566,10 @@ TAIL_FIGURES = (
 )
 
 
-def floor_run(steps: int, target_us: float) -> dict:
+def floor_run(steps: int, target_us: float, priority: int | None = None, paced: bool = False) -> dict:
     """The machine's own tail (the anchor of ``--tail``): fixed work, a pure-Python loop calibrated to
-    take ``target_us`` µs at the median, timed ``steps`` times as the steps are (preempted runs counted)."""
+    take ``target_us`` µs at the median, timed ``steps`` times as the steps are (preempted runs
+    counted; ``priority``: under ``SCHED_FIFO``; ``paced``: each on its 1 ms tick)."""
     clock = time.perf_counter
 
     def work(n: int) -> None:
@@ -570,14 +588,26 @@ def floor_run(steps: int, target_us: float) -> dict:
             break
         n = max(1, round(n * target_us / max(took, 1e-3)))
     t_us, preempted = np.zeros(steps), np.zeros(steps, dtype=bool)
-    with wbc.realtime_mode(lock_memory=False):  # the loop allocates nothing the collector tracks; frozen anyway
+    # the loop allocates nothing the collector tracks; frozen anyway
+    with wbc.realtime_mode(lock_memory=False, priority=priority):
+        start = clock()
         for i in range(steps):
+            if paced:
+                wbc.realtime.sleep_until(start + i * 1e-3)
             switches = _usage()[0]
             t0 = clock()
             work(n)
             t_us[i] = (clock() - t0) * 1e6
             preempted[i] = _usage()[0] != switches
-    return {"scenario": "floor", "realtime": None, "iterations": n, **percentiles(t_us), **_own(t_us, preempted)}
+    return {
+        "scenario": "floor",
+        "realtime": None,
+        "priority": priority,
+        "paced": paced,
+        "iterations": n,
+        **percentiles(t_us),
+        **_own(t_us, preempted),
+    }
 
 
 def _tail_main(args) -> int:
@@ -586,10 +616,13 @@ def _tail_main(args) -> int:
     lines = []
     for k in range(max(1, args.rounds)):
         for realtime in (False, True):
-            standing = run(args.steps, args.solver, args.contact_model, realtime=realtime)
-            records = [standing, balance_run(args.steps, realtime)]
+            priority = args.priority if realtime else None
+            standing = run(
+                args.steps, args.solver, args.contact_model, realtime=realtime, priority=priority, paced=args.paced
+            )
+            records = [standing, balance_run(args.steps, realtime, priority, args.paced)]
             if realtime:
-                records.append(floor_run(args.steps, standing["step_us_median"]))
+                records.append(floor_run(args.steps, standing["step_us_median"], args.priority, args.paced))
             for record in records:
                 record["p999_to_p50"] = round(record["step_us_p999"] / record["step_us_median"], 3)
                 record["p999_own_to_p50"] = round(record["step_us_p999_own"] / record["step_us_median"], 3)

@@ -219,8 +219,20 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="run the loop in wbc.realtime_mode (garbage collector frozen, memory locked where permitted)",
     )
+    parser.add_argument(
+        "--priority",
+        type=int,
+        default=None,
+        metavar="P",
+        help="with --realtime: the loop's thread under SCHED_FIFO at priority P (1-99; needs CAP_SYS_NICE or rtprio)",
+    )
+    parser.add_argument(
+        "--paced", action="store_true", help="each step on the wall clock's 1 ms tick (sleep between steps)"
+    )
     parser.add_argument("--replay", action="store_true", help="write replay.html (a 3D replay; needs wbc[viz])")
     args = parser.parse_args(argv)
+    if args.priority is not None and not args.realtime:
+        parser.error("--priority is for the real-time mode: add --realtime")
     mjcf = from_arguments(parser, args)
     if mjcf is not None and (args.push_scan or args.soak is not None or args.push_sweep or args.replay):
         parser.error("--mjcf runs the standing scenario (no --push-scan, --soak, --push-sweep or --replay)")
@@ -247,7 +259,14 @@ def main(argv: list[str] | None = None) -> int:
             renderer.update_scene(balance.sim.mjdata)
             frames.append(renderer.render())
 
-    run = balance.run(progress=not args.quiet, replay=replay, on_step=on_step, realtime=args.realtime)
+    run = balance.run(
+        progress=not args.quiet,
+        replay=replay,
+        on_step=on_step,
+        realtime=args.realtime,
+        priority=args.priority,
+        paced=args.paced,
+    )
     if replay is not None:
         replay.write(out / "replay.html")
     if viewer is not None:

@@ -36,6 +36,7 @@ from wbc.locomotion import (
     support_polygon,
 )
 from wbc.locomotion.recovery import _box_lsq
+from wbc.locomotion.timeline import CROSSING_WINDOWS
 
 LIMITS = StepLimits(width=0.17, min_width=0.15, max_width=0.45, max_forward=0.35, max_backward=0.2, clearance=0.0)
 LEFT = Footstep(Foot.LEFT, [0.0, 0.085, 0.0])
@@ -46,11 +47,11 @@ HEIGHT = 0.88
 COM = np.array([0.0, 0.0, HEIGHT])
 
 
-def lipm_run(timeline, push_time, dv, stepping, duration=6.0, dt=1e-3, every=0.01):
+def lipm_run(timeline, push_time, dv, stepping, duration=6.0, dt=1e-3, every=0.01, planner=None):
     """Closed loop on the LIPM; returns (recovered, final CoM, final CoM velocity, timeline, recovery plans)."""
     w = timeline.omega
     stabilizer = DCMStabilizer(k_dcm=3.0, margin=0.0)
-    planner = CaptureStepPlanner(PARAMS, SHAPE, LIMITS)
+    planner = planner or CaptureStepPlanner(PARAMS, SHAPE, LIMITS)
     ev = timeline.evaluate(timeline.t0)
     c, cd = ev["com"][0].copy(), ev["com_velocity"][0].copy()
     t, last, plans = timeline.t0, -math.inf, []
@@ -241,6 +242,79 @@ def test_lipm_walk_survives_pushes_with_online_step_adjustment(push_time, dv):
     # the adjusted walk still goes forward, about as far as planned
     end = FootstepPlan.midpose(plan.final)
     assert abs(c[0] - end[0]) < 0.35
+
+
+def test_lipm_walk_pushed_toward_its_stance_foot_is_saved_by_a_crossover_step():
+    """Walking, pushed toward the stance foot just before the other foot lifts: no step on that
+    foot's own side captures the DCM (the LIPM falls), a crossover step does. A crossing step is
+    planned only when the own-side step leaves more than ``cross_residual`` uncaptured."""
+    plan = plan_from_velocity(VelocityCommand(0.2), LEFT, RIGHT, 6, PARAMS.step_duration, LIMITS, SHAPE)
+    tl = plan_walk(plan, COM, PARAMS, SHAPE)
+    right = tl.steps[1]
+    assert right.foot is Foot.RIGHT
+    push_time, dv = right.liftoff - 0.05, (0.0, 0.3, 0.0)  # toward the left foot, its stance
+    crossing = CaptureStepPlanner(PARAMS, SHAPE, LIMITS.scaled(max_cross=0.17, max_forward=0.4), cross_residual=0.03)
+    assert not lipm_run(tl, push_time, dv, stepping=True, duration=10.0)[0]
+    ok, _, _, _, plans = lipm_run(tl, push_time, dv, stepping=True, duration=10.0, planner=crossing)
+    assert ok
+    stance = tl.steps[0].footstep  # the left foot's foothold
+    across = [p for p in plans if p.step.foot is Foot.RIGHT and stance.to_local(p.step.footstep.position)[1] > 0]
+    assert across, "the right foot lands on the left foot's far side"
+    first = across[0]
+    assert stance.to_local(first.step.footstep.position)[0] >= SHAPE.length + LIMITS.clearance - 1e-9
+    swing = first.timeline.swings[first.timeline.steps.index(first.step)]
+    assert (swing.window, swing.lateral_window) == (CROSSING_WINDOWS[0], CROSSING_WINDOWS[1]), "ahead first"
+    # the same push, a planner that tolerates 0.1 m uncaptured: no crossing step
+    tolerant = CaptureStepPlanner(PARAMS, SHAPE, crossing.limits, cross_residual=0.1)
+    t = push_time + 1e-3
+    ref = tl.sample(t)
+    pushed = ref.com_velocity + np.asarray(dv)
+    for planner, crosses in ((crossing, True), (tolerant, False)):
+        new = planner.adjust(tl, t, ref.com, pushed)
+        assert new is not None and bool(stance.to_local(new.step.footstep.position)[1] > 0) is crosses
+    with pytest.raises(InputError, match="cross_residual"):
+        CaptureStepPlanner(PARAMS, SHAPE, LIMITS, cross_residual=-0.1)
+    with pytest.raises(InputError, match="cross_speed"):
+        CaptureStepPlanner(PARAMS, SHAPE, LIMITS, cross_speed=0.0)
+
+
+def test_a_swing_in_flight_crosses_only_once_ahead_of_the_stance_sole_and_within_reach():
+    """Re-planned in flight, a swing goes straight to its new foothold: across the stance foot only
+    once it is wholly ahead of the stance sole, and no farther than ``cross_speed`` times the time
+    left from where the foot is."""
+    plan = plan_from_velocity(VelocityCommand(0.3), LEFT, RIGHT, 6, PARAMS.step_duration, LIMITS, SHAPE)
+    tl = plan_walk(plan, COM, PARAMS, SHAPE)
+    step = tl.steps[1]
+    limits = LIMITS.scaled(max_cross=0.17, max_forward=0.45)
+    stance = tl.footholds_at(step.liftoff)[Foot.LEFT]
+    times = np.arange(step.liftoff + 0.02, step.touchdown - 0.06, 0.01)
+    ahead = [stance.to_local(tl.swings[1].state(t).position)[0] >= SHAPE.length + limits.clearance for t in times]
+    assert not ahead[0] and ahead[-1]
+    for t, is_ahead in zip(times, ahead):
+        ref = tl.sample(t)
+        pushed = ref.com_velocity + np.array([0.0, 0.4, 0.0])
+        for speed in (math.inf, 0.5):
+            planner = CaptureStepPlanner(PARAMS, SHAPE, limits, cross_residual=0.03, cross_speed=speed)
+            new = planner.adjust(tl, t, ref.com, pushed)
+            if new is None:
+                continue
+            landing = stance.to_local(new.step.footstep.position)
+            if landing[1] > 0:  # across
+                assert is_ahead, f"crossed at {t:.2f} s before the foot was ahead"
+                here = stance.to_local(tl.swings[1].state(t).position)
+                assert np.all(np.abs(landing[0:2] - here[0:2]) <= speed * (new.step.touchdown - t) + 1e-9)
+    crossed_late = [
+        t
+        for t, a in zip(times, ahead)
+        if a
+        and stance.to_local(
+            CaptureStepPlanner(PARAMS, SHAPE, limits, cross_residual=0.03)
+            .adjust(tl, t, tl.sample(t).com, tl.sample(t).com_velocity + np.array([0.0, 0.4, 0.0]))
+            .step.footstep.position
+        )[1]
+        > 0
+    ]
+    assert crossed_late, "once ahead, the swing may cross"
 
 
 def test_adjust_keeps_the_swing_continuous_and_leaves_a_tracked_plan_alone():

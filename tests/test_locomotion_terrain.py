@@ -28,6 +28,7 @@ from wbc.locomotion import (
 from wbc.locomotion.footsteps import tilt_rotation
 from wbc.locomotion.swing import SwingState, SwingTrajectory
 from wbc.locomotion.terrain import footstep_of_pose
+from wbc.locomotion.timeline import CROSSING_WINDOWS, UNCROSSING_WINDOWS
 
 SHAPE = FootShape(0.2, 0.13)
 SIZE = TerrainSize(riser=0.15, tread=0.3, stone=(0.26, 0.2), stone_pitch=0.34, lane=0.17)
@@ -190,6 +191,40 @@ def test_a_crossover_step_is_ahead_of_the_stance_sole_before_it_crosses_and_is_n
             assert right.to_local(p)[0] >= SHAPE.length + LIMITS.clearance - 1e-6, f"across before ahead at {t:.3f} s"
     with pytest.raises(InputError, match="min_cross_swing"):
         CaptureStepPlanner(PARAMS, SHAPE, limits, min_cross_swing=-0.1)
+
+
+def _inside_sole(stance, position, shape, margin=0.0):
+    x, y, _ = stance.to_local(position)
+    return abs(x) < shape.length / 2 + margin and abs(y) < shape.width / 2 + margin
+
+
+def test_the_step_after_a_crossover_step_goes_around_the_crossed_foot():
+    """After the left foot crosses in front of the right one, the right foot's closing step goes
+    from behind the crossed foot to its far side: it moves across first, while still behind it, then
+    forward (a straight swing cuts through the crossed foot's sole: 9 % of its samples inside it)."""
+    left, right = START
+    com, velocity = np.array([0.0, -0.03, 0.87]), np.array([0.0, -0.4, 0.0])
+    limits = LIMITS.scaled(max_forward=0.4, max_backward=0.1, max_cross=0.17)
+    plan = CaptureStepPlanner(PARAMS, SHAPE, limits).recovery(1.0, com, velocity, {Foot.LEFT: left, Foot.RIGHT: right})
+    crossing, closing = plan.timeline.steps[0:2]
+    assert crossing.foot is Foot.LEFT and crossing.footstep.position[1] < right.position[1], "a crossing step"
+    assert closing.foot is Foot.RIGHT
+    crossed = crossing.footstep
+    start = crossed.to_local(right.position)
+    target = crossed.to_local(closing.footstep.position)
+    assert start[1] > 0 > target[1] and start[0] < -SHAPE.length, "from behind, on the crossed foot's far side"
+    swing = plan.timeline.swings[1]
+    assert (swing.window, swing.lateral_window) == (UNCROSSING_WINDOWS[0], UNCROSSING_WINDOWS[1])
+    samples = [swing.state(t).position for t in np.linspace(swing.t_start, swing.t_end, 201)]
+    assert not any(_inside_sole(crossed, p, SHAPE, margin=0.02) for p in samples)
+    straight = SwingTrajectory.between(right, closing.footstep, swing.t_start, swing.t_end)
+    through = [
+        _inside_sole(crossed, straight.state(t).position, SHAPE) for t in np.linspace(swing.t_start, swing.t_end, 201)
+    ]
+    assert sum(through) >= 10, "the straight swing goes through the crossed foot"
+    # the crossing step itself still goes ahead first, then across
+    first = plan.timeline.swings[0]
+    assert (first.window, first.lateral_window) == (CROSSING_WINDOWS[0], CROSSING_WINDOWS[1])
 
 
 def test_with_crossover_steps_a_step_is_needed_only_past_the_cross_trigger():

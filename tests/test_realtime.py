@@ -7,6 +7,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import gc
+import os
 import resource
 import warnings
 
@@ -231,3 +232,97 @@ def test_walker_run_warms_up_right_before_its_loop_with_no_effect():
     other = plain.run(0.05, progress=False)
     assert len(run["tau"]) == 50
     np.testing.assert_array_equal(run["tau"], other["tau"])
+
+
+def _fifo_permitted() -> bool:
+    """Whether this process may run a thread under SCHED_FIFO (probed, then put back)."""
+    if not hasattr(os, "SCHED_FIFO"):
+        return False
+    policy, param = os.sched_getscheduler(0), os.sched_getparam(0)
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+    except PermissionError:
+        return False
+    os.sched_setscheduler(0, policy, param)
+    return True
+
+
+@pytest.mark.skipif(not _fifo_permitted(), reason="SCHED_FIFO not permitted here (CAP_SYS_NICE / RLIMIT_RTPRIO)")
+def test_the_thread_runs_under_sched_fifo_on_its_cpu_inside_and_as_before_after():
+    policy, param, cpus = os.sched_getscheduler(0), os.sched_getparam(0), os.sched_getaffinity(0)
+    cpu = max(cpus)
+    with wbc.realtime_mode(lock_memory=False, priority=10, cpu=cpu) as status:
+        assert os.sched_getscheduler(0) == os.SCHED_FIFO and os.sched_getparam(0).sched_priority == 10
+        assert os.sched_getaffinity(0) == {cpu}
+        assert (status.priority, status.cpu, status.problems) == (10, cpu, ())
+    assert os.sched_getscheduler(0) == policy and os.sched_getparam(0) == param
+    assert os.sched_getaffinity(0) == cpus
+    with pytest.raises(KeyError), wbc.realtime_mode(lock_memory=False, priority=5):  # an error inside restores
+        raise KeyError("inside")
+    assert os.sched_getscheduler(0) == policy and os.sched_getaffinity(0) == cpus
+    with wbc.realtime_mode(lock_memory=False) as status:  # not asked: left alone
+        assert os.sched_getscheduler(0) == policy and (status.priority, status.cpu) == (None, None)
+
+
+def test_a_priority_that_cannot_be_set_is_a_clear_warning_or_error(monkeypatch):
+    def refused(*args):
+        raise PermissionError(errno.EPERM, "Operation not permitted")
+
+    policy = os.sched_getscheduler(0)
+    monkeypatch.setattr(os, "sched_setscheduler", refused)
+    with (
+        pytest.warns(wbc.WbcPerformanceWarning, match="priority not set.*RLIMIT_RTPRIO.*CAP_SYS_NICE"),
+        wbc.realtime_mode(lock_memory=False, priority=10) as status,
+    ):
+        assert status.priority is None and "priority not set" in status.problems[0]
+        assert not gc.isenabled(), "the rest of the mode still applies"
+    assert gc.isenabled()
+    monkeypatch.undo()
+    monkeypatch.setattr(os, "sched_setscheduler", refused)
+    with (
+        pytest.raises(wbc.RealtimeUnavailable, match="priority not set"),
+        wbc.realtime_mode(lock_memory=False, priority=10, required=True),
+    ):
+        pass  # pragma: no cover
+    assert gc.isenabled() and gc.get_freeze_count() == 0 and os.sched_getscheduler(0) == policy
+    with wbc.realtime_mode(gc_freeze=False, lock_memory=False):  # nothing left active
+        pass
+
+
+@pytest.mark.parametrize(
+    "options, match",
+    [
+        ({"priority": 0}, "priority must be an integer in"),
+        ({"priority": 100}, "priority must be an integer in"),
+        ({"priority": 1.5}, "priority must be an integer in"),
+        ({"priority": True}, "priority must be an integer in"),
+        ({"cpu": -1}, "cpu must be one of this process's CPUs"),
+        ({"cpu": 10_000}, "cpu must be one of this process's CPUs"),
+    ],
+)
+def test_a_priority_or_cpu_the_system_does_not_offer_is_refused_by_name(options, match):
+    with pytest.raises(wbc.InputError, match=match), wbc.realtime_mode(lock_memory=False, **options):
+        pass  # pragma: no cover
+    assert gc.isenabled()
+
+
+def test_a_paced_balance_loop_starts_each_step_on_its_tick_and_a_priority_needs_realtime():
+    """``run(paced=True)``: step ``i`` starts no sooner than ``i`` ms after the first (the loop sleeps
+    between steps; unpaced, the 50 steps take far less than 50 ms); the commands are those of an
+    unpaced run, bit for bit. A priority outside the real-time mode is refused by name."""
+    pytest.importorskip("mujoco")
+    import time
+
+    from wbc.sim.balance import Balance, Scenario
+
+    scenario = Scenario.standing(0.05)
+    starts: list[float] = []
+    paced = Balance("solo12", scenario)
+    step = paced.controller.step
+    paced.controller.step = lambda q, v: (starts.append(time.perf_counter()), step(q, v))[1]
+    run = paced.run(progress=False, paced=True)
+    offsets = np.asarray(starts) - starts[0]
+    assert len(offsets) == 50 and np.all(offsets >= np.arange(50) * 1e-3 - 1e-6)
+    np.testing.assert_array_equal(run["tau"], Balance("solo12", scenario).run(progress=False)["tau"])
+    with pytest.raises(wbc.InputError, match="priority is for the real-time mode"):
+        Balance("solo12", scenario).run(progress=False, priority=50)

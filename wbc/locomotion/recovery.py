@@ -31,6 +31,14 @@ swing lets the DCM run away less (smaller step), a long one is easier to track.
   measured state at ``t`` (later steps move with it), re-timing its touchdown; a swing in flight is
   re-planned from its current state (C² references). Calling it periodically adjusts step location
   and timing online.
+
+**Crossover steps.** Pushed toward its stance foot, a robot cannot capture the DCM with the other
+foot on its own side: the step must cross in front of the stance foot (``StepLimits.max_cross``).
+Standing, :meth:`~CaptureStepPlanner.recovery` considers both; walking, :meth:`~CaptureStepPlanner.adjust`
+crosses only when no own-side step captures the DCM to within ``cross_residual`` (a crossing
+step is harder to follow: around the stance foot, the legs close). Such a swing goes ahead first,
+then across; the step after it, which uncrosses the legs, goes across first while it is still
+behind the crossed foot, then forward (:func:`wbc.locomotion.timeline._around`).
 """
 
 from __future__ import annotations
@@ -46,7 +54,7 @@ from ..errors import InputError
 from . import polygon as _polygon
 from .dcm import dcm_of, omega_of_height
 from .footsteps import Foot, FootShape, Footstep, StepLimits, support_polygon
-from .timeline import GaitParameters, GaitTimeline, TimedStep, _crosses, _dcm_at_start, _feet, _knots, _vec3
+from .timeline import GaitParameters, GaitTimeline, TimedStep, _around, _crosses, _dcm_at_start, _feet, _knots, _vec3
 
 __all__ = ["RecoveryPlan", "CaptureStepPlanner"]
 
@@ -74,6 +82,20 @@ class RecoveryPlan:
     residual: np.ndarray
     captured: bool
     cost: float
+
+
+@dataclasses.dataclass(frozen=True)
+class _Candidate:
+    """One way to take the next step: its steps (the first moved by the solve, the rest with it), the
+    stance ZMP's nominal position (2,) in the stance sole's frame, the swing duration ``T`` (s),
+    whether it crosses in front of the stance foot, and ``reach``: ``(centre (2,), radius)`` in the
+    stance sole's frame, a box the landing must also lie in (None: none)."""
+
+    template: list
+    z_nominal: np.ndarray
+    T: float
+    crossing: bool = False
+    reach: tuple[np.ndarray, float] | None = None
 
 
 def _box_lsq(M: np.ndarray, y: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -170,6 +192,13 @@ class CaptureStepPlanner:
             (:meth:`needs_step`) only once the DCM is this far outside the support polygon, m (before
             the margin): nearer, the hip strategy may still bring it back, and a crossing step (on
             one foot for over half a second) does worse than not stepping.
+        cross_residual: while walking (:meth:`adjust`), the next step may cross in front of the
+            stance foot (``limits.max_cross`` > 0) when the best step on its own side leaves more than
+            this much of the DCM uncaptured (m) and the crossing one no more; None (default): only
+            recovery steps from standing cross.
+        cross_speed: a swing in flight re-planned across the stance foot lands at most this far
+            (m/s times the time left, along each axis) from where the foot is: a heavy leg cannot be
+            thrown across late in its swing (Talos's fell where re-targeted 0.26 m in 0.15 s).
     """
 
     def __init__(
@@ -190,6 +219,8 @@ class CaptureStepPlanner:
         dcm_tolerance: float = 0.02,
         min_cross_swing: float = 0.0,
         cross_trigger: float = 0.0,
+        cross_residual: float | None = None,
+        cross_speed: float = math.inf,
     ) -> None:
         if not isinstance(params, GaitParameters):
             raise InputError(f"params must be GaitParameters, got {type(params).__name__}")
@@ -217,6 +248,7 @@ class CaptureStepPlanner:
             ("dcm_tolerance", dcm_tolerance),
             ("min_cross_swing", min_cross_swing),
             ("cross_trigger", cross_trigger),
+            *((("cross_residual", cross_residual),) if cross_residual is not None else ()),
         ):
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
                 raise InputError(f"capture-step planner: {name} must be finite and >= 0, got {v!r}")
@@ -234,6 +266,10 @@ class CaptureStepPlanner:
         self.dcm_tolerance = float(dcm_tolerance)
         self.min_cross_swing = float(min_cross_swing)
         self.cross_trigger = float(cross_trigger)
+        self.cross_residual = None if cross_residual is None else float(cross_residual)
+        if not (isinstance(cross_speed, (int, float)) and cross_speed > 0):
+            raise InputError(f"capture-step planner: cross_speed must be positive (m/s), got {cross_speed!r}")
+        self.cross_speed = float(cross_speed)
         self.zmp_margin = min(float(zmp_margin), shape.length / 2, shape.width / 2)
 
     # ------------------------------------------------------------------------------- decision
@@ -274,8 +310,10 @@ class CaptureStepPlanner:
         )
         return [head] + [s.shifted(delta) for s in template[1:]]
 
-    def _candidate(self, t, feet, template, z_nominal, zmp0, omega, xi, extra, crossing=False):
-        """Solve one candidate (foot, timing, crossing or not): the variables u (4,) and the residual (2,)."""
+    def _solve(self, t, feet, candidate: _Candidate, zmp0, omega, xi, extra):
+        """Solve one candidate: the variables u (4,), the residual (2,) and u's nominal values; None
+        when its reach leaves no landing."""
+        template, z_nominal = candidate.template, candidate.z_nominal
         step = template[0]
         stance = feet[step.foot.other]
 
@@ -286,26 +324,35 @@ class CaptureStepPlanner:
         u0 = np.concatenate([stance.to_local(step.footstep.position)[0:2], z_nominal])
         a = plan_dcm(u0)
         J = np.column_stack([plan_dcm(u0 + e) - a for e in np.eye(4)])  # exact: the map is affine
-        lo, hi = self._boxes(step.foot, crossing)
+        lo, hi = self._boxes(step.foot, candidate.crossing)
+        if candidate.reach is not None:
+            centre, radius = candidate.reach
+            lo[0:2], hi[0:2] = np.maximum(lo[0:2], centre - radius), np.minimum(hi[0:2], centre + radius)
+            if np.any(lo > hi):
+                return None
         # a + J (u − u0) = ξ, nearest the nominal foothold and ZMP, within reach and inside the sole
         weights = np.array([self.step_weight, self.step_weight, self.zmp_weight, self.zmp_weight])
         u = _capture_solve(J, xi[0:2] - a + J @ u0, weights, u0, lo, hi)
         residual = a + J @ (u - u0) - xi[0:2]
         return u, residual, u0
 
-    def _best(self, t, feet, candidates, zmp0, omega, xi, extra=()):
+    def _best(self, t, feet, candidates: list[_Candidate], zmp0, omega, xi, extra=()):
+        """The cheapest candidate: ``(cost, template, u, residual)``, None when none has a landing."""
         best = None
-        for template, z_nominal, T, *crossing in candidates:
-            u, residual, u0 = self._candidate(t, feet, template, z_nominal, zmp0, omega, xi, extra, bool(crossing))
+        for candidate in candidates:
+            solved = self._solve(t, feet, candidate, zmp0, omega, xi, extra)
+            if solved is None:
+                continue
+            u, residual, u0 = solved
             d = u - u0
             cost = (
                 self.dcm_weight * float(residual @ residual)
                 + self.step_weight * float(d[0:2] @ d[0:2])
                 + self.zmp_weight * float(d[2:4] @ d[2:4])
-                + self.timing_weight * (T - self.params.single_support) ** 2
+                + self.timing_weight * (candidate.T - self.params.single_support) ** 2
             )
             if best is None or cost < best[0]:
-                best = (cost, template, u, residual)
+                best = (cost, candidate.template, u, residual)
         return best
 
     def _plan(self, t, feet, best, com, zmp0, omega, xi, swing0=None, extra=(), terrain=None) -> RecoveryPlan:
@@ -336,6 +383,12 @@ class CaptureStepPlanner:
             captured=bool(np.linalg.norm(residual) < 1e-3),
             cost=cost,
         )
+
+    def _ahead_of_stance(self, timeline: GaitTimeline, j: int, t: float, feet: Mapping) -> bool:
+        """Whether step ``j``'s swinging foot is wholly ahead of the stance sole at ``t``."""
+        step = timeline.steps[j]
+        ahead = feet[step.foot.other].to_local(timeline.swings[j].state(t).position)[0]
+        return bool(ahead >= self.shape.length + self.limits.clearance)
 
     # ------------------------------------------------------------------------------- public
     def recovery(
@@ -375,7 +428,7 @@ class CaptureStepPlanner:
             zmp = np.append(_polygon.project(xi[0:2], polygon), ground)
         zmp0 = _vec3(zmp, "zmp")
         p = self.params
-        candidates: list[tuple] = []
+        candidates: list[_Candidate] = []
         for foot in feet_to_try:
             if not isinstance(foot, Foot):
                 raise InputError(f"feet_to_try must hold Foot values, got {foot!r}")
@@ -389,10 +442,10 @@ class CaptureStepPlanner:
                     closing = Footstep(foot.other, beside, step.footstep.yaw)
                     t_lift = step.touchdown + p.double_support
                     template.append(TimedStep(closing, t_lift, t_lift + p.single_support))
-                candidates.append((template, np.zeros(2), float(T)))
+                candidates.append(_Candidate(template, np.zeros(2), float(T)))
                 if self.limits.max_cross > 0 and self.min_cross_swing - 1e-12 <= T:
                     # the same step crossing over, ahead of the stance foot
-                    candidates.append((template, np.zeros(2), float(T), True))
+                    candidates.append(_Candidate(template, np.zeros(2), float(T), crossing=True))
         best = self._best(t, feet, candidates, zmp0, omega, xi)
         return self._plan(t, feet, best, com, zmp0, omega, xi)
 
@@ -405,8 +458,12 @@ class CaptureStepPlanner:
         continues from its current reference state. Returns None (keep the plan) when the measured
         DCM is within ``dcm_tolerance`` of the plan's, when no step is left (standing: use
         :meth:`recovery`), when the next touchdown is less than ``min_remaining`` away, or when the
-        swing in flight is a crossover step (re-planned from its state it would cut through the
-        stance leg instead of going around it) and not yet ahead of the stance sole.
+        swing in flight goes around the stance foot (a crossover step or the step that uncrosses
+        the legs: re-planned from its state it would cut through the stance leg) and is not yet
+        ahead of the stance sole. With ``cross_residual`` set, the step may become a crossover step
+        when no step on its own side captures the DCM to within it: not yet lifted (a fresh swing,
+        ahead first then across, at least ``min_cross_swing`` long), or in flight once ahead of the
+        stance sole and within ``cross_speed`` of where the foot is.
         """
         if not isinstance(timeline, GaitTimeline):
             raise InputError(f"timeline must be a GaitTimeline, got {type(timeline).__name__}")
@@ -425,12 +482,13 @@ class CaptureStepPlanner:
             return None  # too close to touchdown to move the foot
         feet = timeline.footholds_at(t)
         crossing = _crosses(feet[step.foot], step.footstep, feet[step.foot.other])
-        if crossing and step.liftoff < t:
-            # re-planned from its state, a crossover swing goes straight to its new foothold: only
-            # once it is ahead of the stance sole does that path stay clear of the stance leg
-            ahead = feet[step.foot.other].to_local(timeline.swings[j].state(t).position)[0]
-            if ahead < self.shape.length + self.limits.clearance:
-                return None
+        in_flight = step.liftoff < t
+        # re-planned from its state, a swing goes straight to its new foothold: only once it is ahead
+        # of the stance sole does a path to the stance foot's far side stay clear of the stance leg
+        clear = not in_flight or self._ahead_of_stance(timeline, j, t, feet)
+        if not clear and _around(feet[step.foot], step.footstep, feet[step.foot.other])[1] is not None:
+            return None
+        may_cross = self.cross_residual is not None and self.limits.max_cross > 0 and not crossing and clear
 
         zmp0 = now["zmp"][0]
         stance = feet[step.foot.other]
@@ -443,12 +501,24 @@ class CaptureStepPlanner:
             for T in self.swing_durations
             if step.liftoff + T >= t + self.min_remaining and shortest - 1e-12 <= T
         )
-        candidates: list[tuple] = []
+        candidates: list[_Candidate] = []
+        across: list[_Candidate] = []  # the same step across the stance foot
         for touchdown in sorted(touchdowns):
             dt = touchdown - step.touchdown
             rest = [s.shifted(dt=dt) for s in timeline.steps[j:]]
             rest[0] = dataclasses.replace(step, touchdown=touchdown)
-            candidates.append((rest, z_nominal, touchdown - step.liftoff, *((True,) if crossing else ())))
+            T = touchdown - step.liftoff
+            candidates.append(_Candidate(rest, z_nominal, T, crossing))
+            if may_cross and in_flight:
+                here = feet[step.foot.other].to_local(timeline.swings[j].state(t).position)[0:2]
+                across.append(_Candidate(rest, z_nominal, T, True, (here, self.cross_speed * (touchdown - t))))
+            elif may_cross and self.min_cross_swing - 1e-12 <= T:
+                across.append(_Candidate(rest, z_nominal, T, crossing=True))
         extra = timeline.extra_knots
         best = self._best(t, feet, candidates, zmp0, omega, xi, extra)
+        tolerated = self.cross_residual
+        if across and tolerated is not None and float(np.linalg.norm(best[3])) > tolerated:  # none on its side will do
+            crossed = self._best(t, feet, across, zmp0, omega, xi, extra)
+            if crossed is not None and float(np.linalg.norm(crossed[3])) <= tolerated:
+                best = crossed
         return self._plan(t, feet, best, com, zmp0, omega, xi, swing0=swing0, extra=extra, terrain=timeline.terrain)

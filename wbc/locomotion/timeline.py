@@ -66,6 +66,9 @@ START_KNOT_FRACTION = 0.5
 #: still beside the stance foot: the legs' collision limit held it at its margin, the foot lagged
 #: its reference by 0.1-0.2 m and landed 0.2 s late; measured on Talos pushed 540 N sideways.)
 CROSSING_WINDOWS = ((0.0, 0.55), (0.45, 0.0))
+#: A swing from behind the stance foot to its other side (the step that uncrosses the legs after a
+#: crossover step) mirrors it: across in the first 45 %, while still behind, then forward.
+UNCROSSING_WINDOWS = ((0.45, 0.0), (0.0, 0.55))
 
 
 def _ramp(z0: float, z1: float, t: float, t0: float, t1: float, tail: float) -> tuple[float, float, float]:
@@ -84,6 +87,22 @@ def _crosses(start: Footstep, target: Footstep, stance: Footstep) -> bool:
     """Whether a swing from ``start`` to ``target`` crosses to the far side of the ``stance`` foot."""
     side = start.foot.side
     return bool(side * stance.to_local(start.position)[1] > 0 and side * stance.to_local(target.position)[1] < 0)
+
+
+def _around(start: Footstep, target: Footstep, stance: Footstep) -> tuple[tuple, tuple | None]:
+    """The swing windows ``(window, lateral_window)`` of a swing from ``start`` to ``target`` that
+    goes around the ``stance`` foot.
+
+    A swing that passes the stance foot's centre line (a crossover step, or the step that uncrosses
+    the legs after one) moves across at the end farther from the stance foot along its length:
+    ahead first then across (:data:`CROSSING_WINDOWS`) when it lands farther ahead or behind than it
+    starts, else across first then forward (:data:`UNCROSSING_WINDOWS`). Any other swing moves
+    straight: ``((0, 0), None)``.
+    """
+    a, b = stance.to_local(start.position), stance.to_local(target.position)
+    if a[1] * b[1] >= 0:
+        return (0.0, 0.0), None
+    return CROSSING_WINDOWS if abs(b[0]) >= abs(a[0]) else UNCROSSING_WINDOWS
 
 
 #: Shortest double support, s (the ZMP crosses from foot to foot in this time at least).
@@ -501,7 +520,7 @@ class GaitTimeline:
                     start, s.footstep, s.liftoff, s.touchdown, p.lift_height, p.touchdown_velocity, self.shape
                 )
             else:
-                crossing = _crosses(feet[s.foot], s.footstep, feet[s.foot.other])  # ahead first, then across
+                window, lateral_window = _around(feet[s.foot], s.footstep, feet[s.foot.other])
                 traj = SwingTrajectory(
                     SwingState.at_rest(feet[s.foot]),
                     s.footstep,
@@ -509,8 +528,8 @@ class GaitTimeline:
                     s.touchdown,
                     p.lift_height,
                     p.touchdown_velocity,
-                    window=CROSSING_WINDOWS[0] if crossing else (0.0, 0.0),
-                    lateral_window=CROSSING_WINDOWS[1] if crossing else None,
+                    window=window,
+                    lateral_window=lateral_window,
                 )
             out.append(traj)
             feet[s.foot] = s.footstep

@@ -53,7 +53,7 @@ from wbc.control.contacts.base import DEFAULT_CONTACT_KP
 from wbc.model.checks import option
 from wbc.model.clusters import ClusterModel
 from wbc.model.model import Model
-from wbc.realtime import realtime_mode
+from wbc.realtime import realtime_mode, sleep_until
 
 from . import catalog
 from .catalog import FootKind, LeggedRobot
@@ -325,6 +325,8 @@ class Balance:
         replay=None,
         on_step: Callable | None = None,
         realtime: bool = False,
+        priority: int | None = None,
+        paced: bool = False,
     ) -> dict:
         """Simulate the scenario; returns the log (arrays over time, see :meth:`summarize`).
 
@@ -338,6 +340,10 @@ class Balance:
                 simulator steps (a viewer's sync, a video frame, a check).
             realtime: run the loop in :func:`wbc.realtime_mode` (garbage collector frozen, memory
                 locked where permitted, a warning where not).
+            priority: with ``realtime``, the loop's thread under ``SCHED_FIFO`` at this priority
+                (1-99; None: its scheduling left alone).
+            paced: each step starts on the wall clock's tick of the control period (the loop sleeps
+                between steps, as a robot's 1 kHz loop), not as soon as the last one ends.
 
         Returns:
             ``t`` (T,), ``com``/``com_ref`` (T, 3) (the CoM sampled every 10 steps), ``base_z`` (T,),
@@ -353,9 +359,11 @@ class Balance:
         log: dict = {k: [] for k in ("t", "com", "com_ref", "base_z", "tau", *forces, "slip", "step_us", "status")}
         pending = sorted(sc.pushes, key=lambda p: p.time_s)
         bar = tqdm(total=steps, unit="step", desc=spec.name, disable=not progress or not sys.stderr.isatty())
-        with realtime_mode() if realtime else contextlib.nullcontext():
+        if priority is not None and not realtime:
+            raise errors.InputError("Balance.run: a priority is for the real-time mode (realtime=True)")
+        with realtime_mode(priority=priority) if realtime else contextlib.nullcontext():
             self.controller.warm_up(*sim.get_state())  # last: nothing evicts it before the first step
-            fell = self._loop(steps, log, pending, feet0, base_z0, bar, replay, on_step)
+            fell = self._loop(steps, log, pending, feet0, base_z0, bar, replay, on_step, paced)
         bar.close()
         out: dict = {k: np.asarray(v) for k, v in log.items()}
         out["fell"] = fell
@@ -372,13 +380,18 @@ class Balance:
         bar: tqdm,
         replay,
         on_step: Callable | None,
+        paced: bool = False,
     ) -> bool:
         """The control loop of :meth:`run` (``steps`` steps at most, ``log`` appended to, the ``pending``
-        pushes applied when due); whether the robot fell."""
+        pushes applied when due; ``paced``: step ``i`` starts ``i`` periods after the first); whether
+        the robot fell."""
         sc, sim = self.scenario, self.sim
         fell = False
+        start = time.perf_counter()
         for i in range(steps):
             t = i * self.dt
+            if paced:
+                sleep_until(start + t)
             q, v = sim.get_state()
             offset, vel, acc = sc.com_offset(t)
             self.com.set_target(self.com0 + offset, vel, acc)
