@@ -139,16 +139,18 @@ class ResolvedConstraint:
         # LOCAL points and LOCAL rows: K = G diag(R, R), so G = K diag(Rᵀ, Rᵀ)
         return ca.mtimes(self.local_matrix(kin), ca.diagcat(R.T, R.T))
 
-    def drift(self, kin: TreeKinematics):
+    def drift(self, kin: TreeKinematics, acceleration=None):
         """``d/dt(K J v) − K J q̈`` (dim, 1): the constraint-row acceleration at zero joint acceleration.
 
         Exact for every kind: the classical acceleration of a point in world axes (LWA points), the
-        spatial acceleration in the frame (LOCAL rows), and so on.
+        spatial acceleration in the frame (LOCAL rows), and so on. Given the body's spatial
+        ``acceleration`` (6, 1) in its joint frame at some ``q̈``, the rows' acceleration
+        ``K J q̈ + drift`` at that ``q̈`` instead (no Jacobian product).
         """
         model = kin.model
         f = model.frames[self.frame]
         v = kin.velocities[f.joint]
-        a = kin.drift_accelerations[f.joint]
+        a = kin.drift_accelerations[f.joint] if acceleration is None else acceleration
         w, al = v[3:6], a[3:6]
         c = self.constraint
         if isinstance(c, LinkConstraint) and c.reference is ReferenceFrame.LOCAL:

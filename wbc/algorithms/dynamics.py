@@ -44,6 +44,7 @@ __all__ = [
     "crba",
     "composite_inertias",
     "aba",
+    "aba_with_accelerations",
     "ArticulatedBodies",
     "gravity_acceleration",
 ]
@@ -204,7 +205,13 @@ def aba(
     if kin is None and bodies is None:
         model, kin, fext = _own_kinematics(model, q, v, fext)
     kin = kin or TreeKinematics(model, q, v)
-    bodies = bodies or ArticulatedBodies.compute(model, kin)
+    return aba_with_accelerations(model, kin, bodies or ArticulatedBodies.compute(model, kin), tau, fext)[0]
+
+
+def aba_with_accelerations(model: Model, kin: TreeKinematics, bodies: ArticulatedBodies, tau, fext: ForceMap = None):
+    """The ABA's ``q̈`` (nv, 1) and every body's spatial acceleration in its joint frame, (6, 1) each,
+    with the world's ``[−g; 0]`` included (the recursion's: gravity as an upward acceleration of the
+    world, ``acc[0]``); ``kin`` and ``bodies`` of ``model`` itself."""
     tau = tau if tau.shape[1] == 1 else tau.T
     n = model.njoints
     c = [None] * n
@@ -229,4 +236,4 @@ def aba(
         ai = act_inv_motion(kin.liMi[i], acc[j.parent]) + c[i]
         qdd[i] = ca.mtimes(bodies.Dinv[i], u[i] - ca.mtimes(bodies.U[i].T, ai))
         acc[i] = ai + ca.mtimes(kin.S[i], qdd[i])
-    return ca.vertcat(*qdd[1:]) if n > 1 else ca.DM.zeros(0, 1)
+    return (ca.vertcat(*qdd[1:]) if n > 1 else ca.DM.zeros(0, 1)), acc
