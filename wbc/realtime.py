@@ -268,25 +268,29 @@ def _lock_memory() -> tuple[bool, bool, str]:
     return False, False, f"memory not locked: mlockall failed ({os.strerror(code)})"
 
 
-def _has_capability(bit: int) -> bool:
-    """Whether the process's effective capabilities hold ``bit`` (Linux, from /proc/self/status)."""
+def _status_field(field: str) -> str | None:
+    """The first word of a field of /proc/self/status (``CapEff``, ``VmSize``), None when unreadable."""
     try:
         with open("/proc/self/status") as f:
             for line in f:
-                if line.startswith("CapEff:"):
-                    return bool(int(line.split()[1], 16) >> bit & 1)
-    except (OSError, ValueError):
+                if line.startswith(field + ":"):
+                    return line.split()[1]
+    except (OSError, IndexError):
         pass
-    return False
+    return None
+
+
+def _has_capability(bit: int) -> bool:
+    """Whether the process's effective capabilities hold ``bit`` (Linux, from /proc/self/status)."""
+    try:
+        return bool(int(_status_field("CapEff") or "0", 16) >> bit & 1)
+    except ValueError:
+        return False
 
 
 def _status_kib(field: str) -> int:
     """A ``kB`` field of /proc/self/status (``VmSize``, ``VmLck``), 0 when unreadable."""
     try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return 0
+        return int(_status_field(field) or "0")
+    except ValueError:
+        return 0

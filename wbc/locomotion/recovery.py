@@ -384,12 +384,6 @@ class CaptureStepPlanner:
             cost=cost,
         )
 
-    def _ahead_of_stance(self, timeline: GaitTimeline, j: int, t: float, feet: Mapping) -> bool:
-        """Whether step ``j``'s swinging foot is wholly ahead of the stance sole at ``t``."""
-        step = timeline.steps[j]
-        ahead = feet[step.foot.other].to_local(timeline.swings[j].state(t).position)[0]
-        return bool(ahead >= self.shape.length + self.limits.clearance)
-
     # ------------------------------------------------------------------------------- public
     def recovery(
         self,
@@ -483,9 +477,11 @@ class CaptureStepPlanner:
         feet = timeline.footholds_at(t)
         crossing = _crosses(feet[step.foot], step.footstep, feet[step.foot.other])
         in_flight = step.liftoff < t
+        # where the swinging foot is now, in the stance sole's frame (x, y)
+        here = feet[step.foot.other].to_local(timeline.swings[j].state(t).position)[0:2] if in_flight else None
         # re-planned from its state, a swing goes straight to its new foothold: only once it is ahead
         # of the stance sole does a path to the stance foot's far side stay clear of the stance leg
-        clear = not in_flight or self._ahead_of_stance(timeline, j, t, feet)
+        clear = here is None or bool(here[0] >= self.shape.length + self.limits.clearance)
         if not clear and _around(feet[step.foot], step.footstep, feet[step.foot.other])[1] is not None:
             return None
         may_cross = self.cross_residual is not None and self.limits.max_cross > 0 and not crossing and clear
@@ -509,8 +505,7 @@ class CaptureStepPlanner:
             rest[0] = dataclasses.replace(step, touchdown=touchdown)
             T = touchdown - step.liftoff
             candidates.append(_Candidate(rest, z_nominal, T, crossing))
-            if may_cross and in_flight:
-                here = feet[step.foot.other].to_local(timeline.swings[j].state(t).position)[0:2]
+            if may_cross and here is not None:
                 across.append(_Candidate(rest, z_nominal, T, True, (here, self.cross_speed * (touchdown - t))))
             elif may_cross and self.min_cross_swing - 1e-12 <= T:
                 across.append(_Candidate(rest, z_nominal, T, crossing=True))

@@ -351,6 +351,8 @@ class Balance:
             ``status`` (T,) (OPTIMAL or not), the contact forces (soles: ``normal`` (T, 2) and ``cop``
             (T, 2, 2) in the sole; point feet: ``force`` (T, 4, 3)), ``fell`` and ``base_z0``.
         """
+        if priority is not None and not realtime:
+            raise errors.InputError("Balance.run: a priority is for the real-time mode (realtime=True)")
         sc, sim, spec = self.scenario, self.sim, self.spec
         steps = int(round(sc.duration / self.dt))
         feet0 = {f: sim.frame_placement(f)[0:3, 3].copy() for f in spec.feet}
@@ -359,8 +361,6 @@ class Balance:
         log: dict = {k: [] for k in ("t", "com", "com_ref", "base_z", "tau", *forces, "slip", "step_us", "status")}
         pending = sorted(sc.pushes, key=lambda p: p.time_s)
         bar = tqdm(total=steps, unit="step", desc=spec.name, disable=not progress or not sys.stderr.isatty())
-        if priority is not None and not realtime:
-            raise errors.InputError("Balance.run: a priority is for the real-time mode (realtime=True)")
         with realtime_mode(priority=priority) if realtime else contextlib.nullcontext():
             self.controller.warm_up(*sim.get_state())  # last: nothing evicts it before the first step
             fell = self._loop(steps, log, pending, feet0, base_z0, bar, replay, on_step, paced)
