@@ -1,7 +1,9 @@
 """The vector flags of compiled code (wbc.codegen.cache.vector_flags: ``-mavx`` where the processor
-has AVX): part of every traced kernel's and the shortcut's flags, off with ``WBC_VECTOR_FLAGS=0``,
-and the same bits as the baseline encoding (no fused multiply-add) on every scalar operation and on
-a traced step kernel, at the default and the hot optimization levels."""
+has AVX): part of every traced kernel's flags, off with ``WBC_VECTOR_FLAGS=0``, and the same bits as
+the baseline encoding (no fused multiply-add) on every scalar operation and on a traced step kernel,
+at the default and the hot optimization levels. The controller's step kernel and the shortcut's
+routines take the fused flags instead (fused_flags: ``-mfma`` where the processor has AVX2 and FMA):
+the step kernel then agrees with the baseline encoding to rounding (1e-13 of its outputs' scale)."""
 
 from __future__ import annotations
 
@@ -14,8 +16,8 @@ import pytest
 
 import wbc
 from wbc import tasks
-from wbc.codegen import DEFAULT_FLAGS, HOT_FLAGS, emit
-from wbc.codegen.cache import find_compiler, vector_flags
+from wbc.codegen import DEFAULT_FLAGS, HOT_FLAGS, STEP_FLAGS, emit
+from wbc.codegen.cache import _fused_flags, find_compiler, fused_flags, vector_flags
 from wbc.control import builder
 from wbc.control.shortcut_library import FLAGS as SHORTCUT_FLAGS
 from wbc.robots import synthetic
@@ -23,6 +25,7 @@ from wbc.robots import synthetic
 from .test_codegen_split import _every_operation, _same_bits
 
 VECTOR_FLAGS = vector_flags()
+FUSED_FLAGS = fused_flags()
 
 
 def test_switched_off_by_the_environment(monkeypatch):
@@ -33,10 +36,25 @@ def test_switched_off_by_the_environment(monkeypatch):
 
 
 def test_every_compiled_kind_carries_the_flags():
-    """Traced kernels (default and hot) and the hand-written shortcut (and hierarchy) routines."""
-    for flags in (DEFAULT_FLAGS, HOT_FLAGS, SHORTCUT_FLAGS):
+    """Traced kernels (default and hot) the vector flags, without fused multiply-adds; the step kernel
+    and the hand-written shortcut (and hierarchy) routines the fused ones; none tuned to this very
+    processor (``-march``: a cache shared by machines of one architecture stays valid)."""
+    for flags in (DEFAULT_FLAGS, HOT_FLAGS):
         assert tuple(flags[len(flags) - len(VECTOR_FLAGS) :]) == VECTOR_FLAGS
         assert "-mfma" not in flags and not any(f.startswith("-march") for f in flags)
+    for flags in (STEP_FLAGS, SHORTCUT_FLAGS):
+        assert tuple(flags[len(flags) - len(FUSED_FLAGS) :]) == FUSED_FLAGS
+        assert not any(f.startswith("-march") for f in flags)
+
+
+def test_fused_flags_need_avx2_and_fma(monkeypatch):
+    """Both features named in the processor's flags, else nothing fused; off with the vector flags."""
+    assert _fused_flags("flags : fpu sse2 avx avx2 fma bmi2") == ("-mavx2", "-mfma", "-ffp-contract=fast")
+    assert _fused_flags("flags : fpu sse2 avx avx2 bmi2") == ()
+    assert _fused_flags("flags : fpu sse2 avx fma") == ()
+    assert _fused_flags("flags : fpu sse2 avx avx2 fma4") == ()  # AMD's old FMA4 is another instruction set
+    monkeypatch.setenv("WBC_VECTOR_FLAGS", "0")
+    assert fused_flags() == ()
 
 
 needs_vector_flags = pytest.mark.skipif(not VECTOR_FLAGS or find_compiler() is None, reason="no vector flags here")
@@ -94,3 +112,30 @@ def test_a_step_kernel_same_bits_with_and_without(tmp_path):
         args += [rng.normal(size=function.nnz_in(i)) for i in range(2, function.n_in())]
         arguments.append(args)
     _same_outputs(function, tmp_path, arguments)
+
+
+@pytest.mark.skipif(not FUSED_FLAGS or "-mfma" not in FUSED_FLAGS, reason="no fused multiply-add here")
+def test_a_step_kernel_with_the_step_flags_agrees_to_rounding(tmp_path):
+    """The step kernel of a random floating-base tree compiled with the step flags (fused
+    multiply-adds) against the baseline encoding at the same level: every output to 1e-13 of its scale
+    (rounding: Talos's standing kernel differs by up to 3e-14), and not the same bits (the flags are
+    in effect)."""
+    model = synthetic.random_tree(8, np.random.default_rng(4), floating_base=True)
+    links = [j.link for j in model.joints[1:]]
+    contacts = [wbc.PointContact(links[-1], mu=0.5), wbc.PointContact(links[-2], mu=0.5)]
+    ctrl = wbc.WholeBodyController(model, [tasks.CoMTask(weight=1.0, kp=20.0)], contacts)
+    function, _ = builder.trace_step(model, ctrl.contributors, contacts, ctrl.input_matrix, 0.0)
+    fused = _library(function, tmp_path / "fused", STEP_FLAGS)
+    baseline = _library(function, tmp_path / "baseline", STEP_FLAGS[: len(STEP_FLAGS) - len(FUSED_FLAGS)])
+    rng = np.random.default_rng(5)
+    differ = False
+    for _ in range(5):
+        args = [wbc.random_configuration(model, rng), rng.normal(size=model.nv)]
+        args += [rng.normal(size=function.nnz_in(i)) for i in range(2, function.n_in())]
+        for mine, reference in zip(fused(*args), baseline(*args)):
+            a, b = mine.full(), reference.full()
+            finite = np.isfinite(b)  # (unbounded rows: infinite bounds, the same)
+            assert np.array_equal(a[~finite], b[~finite])
+            assert np.abs(a[finite] - b[finite]).max(initial=0.0) <= 1e-13 * (1.0 + np.abs(b[finite]).max(initial=0.0))
+            differ |= not _same_bits(a, b)
+    assert differ

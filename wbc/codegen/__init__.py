@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from . import algorithm_functions, background, cluster_functions, maximal_functions
 from .batch import BatchKernel, available_threads
-from .cache import DEFAULT_FLAGS, HOT_FLAGS, cache_dir, find_compiler
+from .cache import DEFAULT_FLAGS, HOT_FLAGS, STEP_FLAGS, cache_dir, find_compiler
 from .kernel import Kernel, compile_function
 from .trace import TracedFunction, sanitize, trace
 
@@ -35,6 +35,7 @@ __all__ = [
     "find_compiler",
     "DEFAULT_FLAGS",
     "HOT_FLAGS",
+    "STEP_FLAGS",
     "algorithm_functions",
     "cluster_functions",
     "maximal_functions",

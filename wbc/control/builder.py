@@ -42,6 +42,7 @@ import casadi as ca
 import numpy as np
 
 from ..algorithms.iim import InputMatrixMethod
+from ..codegen.cache import STEP_FLAGS
 from ..codegen.fingerprint import fingerprint
 from ..codegen.index import compile_indexed
 from ..codegen.kernel import Kernel
@@ -305,7 +306,8 @@ def compile_step(
 
     Found without tracing when the kernel cache indexes a fingerprint of the same model,
     contributors (every attribute, by value), contacts, method, tolerance and wbc source
-    (:mod:`wbc.codegen.index`); traced and compiled (or taken from the cache) otherwise.
+    (:mod:`wbc.codegen.index`); traced and compiled (or taken from the cache) otherwise, with
+    :data:`~wbc.codegen.cache.STEP_FLAGS` (fused multiply-adds where the processor has them).
     """
     position = {id(c): k for k, c in enumerate(contributors)}
     where = [position.get(id(c), -1) for c in contacts]
@@ -327,7 +329,7 @@ def compile_step(
             n_contributors=len(contributors),
         )
 
-    kernel, structure, _ = compile_indexed("step", key, make, _structure_from_record, check=check)
+    kernel, structure, _ = compile_indexed("step", key, make, _structure_from_record, check=check, flags=STEP_FLAGS)
     return kernel, structure
 
 

@@ -7,11 +7,11 @@
  * project's kernel cache (wbc.control.shortcut_library) and called through ctypes with one pointer;
  * the library exports the struct's size, its fields' offsets and the return codes (wbc_abi_*), which
  * the Python side checks against its own declaration when it loads the library. The dense products
- * and the actuators' factorization call the BLAS and LAPACK SciPy ships (their addresses come from
- * scipy.linalg.cython_blas / cython_lapack, passed in the struct); the Delassus matrix's factor and
- * the triangular solves are loops here (at these sizes, a dozen forces and a few dozen actuators,
- * LAPACK's calls cost more than the arithmetic: on Talos standing 1.9 -> 1.4 us for X, 0.74 -> 0.50
- * us for x, while LAPACK's dpotrf stays faster than a loop on H, 1.2 against 1.6 us); the
+ * and the factorizations are loops here (at these sizes, a dozen forces and a few dozen actuators,
+ * a BLAS or LAPACK call's overhead costs more than its arithmetic: on Talos standing the shortcut
+ * went from 7.4 to 6.4 us once its dgemm, dsyrk, dgemv and dpotrf calls were replaced by the blocked
+ * loops below; hierarchy.c's levels still call the BLAS and LAPACK SciPy ships, whose addresses come
+ * from scipy.linalg.cython_blas / cython_lapack, passed in the struct); the
  * kernel is the CasADi-generated C function of the controller's compiled library (its address and
  * its argument arrays are passed in the struct too).
  *
@@ -165,6 +165,157 @@ static double sumsq(const double *x, int n) {
     return s0 + s1;
 }
 
+/* Small dense products, hand-written: at these sizes (a few dozen rows and columns) a BLAS call's
+ * overhead (argument checks, packing into its buffers) costs more than its arithmetic (Talos standing:
+ * the shortcut's dgemm, dsyrk and dgemv calls took 4.5 of its 7 us). Blocks of independent
+ * accumulators (GCC's vector extensions, 4 doubles: one AVX register, two SSE2 ones), so that the
+ * products overlap instead of waiting on one another; the edges as plain loops. */
+typedef double v4d __attribute__((vector_size(32)));
+/* the same, at any double's address, aliasing doubles: loads and stores of 4 consecutive entries
+ * (macros: a function taking or returning a vector would change the ABI without AVX) */
+typedef double v4d_at __attribute__((vector_size(32), aligned(sizeof(double)), may_alias));
+#define load4(x) (*(const v4d_at *)(x))
+#define store4(x, v) (*(v4d_at *)(x) = (v))
+#define sum4(v) (((v)[0] + (v)[2]) + ((v)[1] + (v)[3]))
+
+/* The dot product of x and y (n,). */
+static double dot(const double *x, const double *y, int n) {
+    v4d a = {0.0, 0.0, 0.0, 0.0}, b = a;
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        a += load4(x + i) * load4(y + i);
+        b += load4(x + i + 4) * load4(y + i + 4);
+    }
+    for (; i + 4 <= n; i += 4) a += load4(x + i) * load4(y + i);
+    double s = sum4(a + b);
+    for (; i < n; ++i) s += x[i] * y[i];
+    return s;
+}
+
+/* In the products below, B's entry (l, c) is B[l * bl + c * bc]: (bl, bc) = (1, ldb) for a column-major
+ * B (inner, n), (ldb, 1) for the transpose of a column-major (n, inner) matrix. */
+
+/* C -= A B on an 8 x 4 block: A (8, inner) (lda), C (8, 4) (ldc), column-major. */
+static void block_minus_8x4(int inner, const double *A, int lda, const double *B, int bl, int bc, double *C, int ldc) {
+    double *C1 = C + ldc, *C2 = C + 2 * (long)ldc, *C3 = C + 3 * (long)ldc;
+    v4d c00 = load4(C), c10 = load4(C + 4), c01 = load4(C1), c11 = load4(C1 + 4);
+    v4d c02 = load4(C2), c12 = load4(C2 + 4), c03 = load4(C3), c13 = load4(C3 + 4);
+    for (int l = 0; l < inner; ++l) {
+        const double *Al = A + (long)l * lda, *Bl = B + (long)l * bl;
+        const v4d a0 = load4(Al), a1 = load4(Al + 4);
+        const double b0 = Bl[0], b1 = Bl[bc], b2 = Bl[2 * bc], b3 = Bl[3 * bc];
+        c00 -= a0 * b0;
+        c10 -= a1 * b0;
+        c01 -= a0 * b1;
+        c11 -= a1 * b1;
+        c02 -= a0 * b2;
+        c12 -= a1 * b2;
+        c03 -= a0 * b3;
+        c13 -= a1 * b3;
+    }
+    store4(C, c00), store4(C + 4, c10), store4(C1, c01), store4(C1 + 4, c11);
+    store4(C2, c02), store4(C2 + 4, c12), store4(C3, c03), store4(C3 + 4, c13);
+}
+
+/* C -= A B on a 4 x 4 block (as block_minus_8x4). */
+static void block_minus_4x4(int inner, const double *A, int lda, const double *B, int bl, int bc, double *C, int ldc) {
+    double *C1 = C + ldc, *C2 = C + 2 * (long)ldc, *C3 = C + 3 * (long)ldc;
+    v4d c0 = load4(C), c1 = load4(C1), c2 = load4(C2), c3 = load4(C3);
+    for (int l = 0; l < inner; ++l) {
+        const double *Bl = B + (long)l * bl;
+        const v4d a = load4(A + (long)l * lda);
+        c0 -= a * Bl[0];
+        c1 -= a * Bl[bc];
+        c2 -= a * Bl[2 * bc];
+        c3 -= a * Bl[3 * bc];
+    }
+    store4(C, c0), store4(C1, c1), store4(C2, c2), store4(C3, c3);
+}
+
+/* C -= A B on the last rows (fewer than 4) of 4 columns: one sum per entry, 4 columns at once. */
+static void block_minus_rx4(int rows, int inner, const double *A, int lda, const double *B, int bl, int bc, double *C,
+                            int ldc) {
+    for (int i = 0; i < rows; ++i) {
+        double c[4];
+        for (int j = 0; j < 4; ++j) c[j] = C[i + (long)j * ldc];
+        for (int l = 0; l < inner; ++l) {
+            const double a = A[i + (long)l * lda], *Bl = B + (long)l * bl;
+            for (int j = 0; j < 4; ++j) c[j] -= a * Bl[j * bc];
+        }
+        for (int j = 0; j < 4; ++j) C[i + (long)j * ldc] = c[j];
+    }
+}
+
+/* C -= A B: A (rows, inner) (lda), B (inner, n) (strides bl, bc), C (rows, n) (ldc), column-major.
+ * Blocks of 4 columns by 8, then 4, then the last rows; the last columns (fewer than 4) one by one. */
+static void gemm_minus(int rows, int n, int inner, const double *A, int lda, const double *B, int bl, int bc, double *C,
+                       int ldc) {
+    const int n4 = n - n % 4;
+    for (int j = 0; j < n4; j += 4) {
+        const double *Bj = B + (long)j * bc;
+        double *Cj = C + (long)j * ldc;
+        int i = 0;
+        for (; i + 8 <= rows; i += 8) block_minus_8x4(inner, A + i, lda, Bj, bl, bc, Cj + i, ldc);
+        if (i + 4 <= rows) block_minus_4x4(inner, A + i, lda, Bj, bl, bc, Cj + i, ldc), i += 4;
+        if (i < rows) block_minus_rx4(rows - i, inner, A + i, lda, Bj, bl, bc, Cj + i, ldc);
+    }
+    for (int j = n4; j < n; ++j) {
+        double *Cj = C + (long)j * ldc;
+        for (int l = 0; l < inner; ++l) {
+            const double *Al = A + (long)l * lda;
+            const double b = B[(long)l * bl + (long)j * bc];
+            for (int i = 0; i < rows; ++i) Cj[i] -= Al[i] * b;
+        }
+    }
+}
+
+/* The lower triangle of H = S^T S (n, n) (ldh): S (rows, n) (lds), column-major. Blocks of 4 x 2
+ * entries (8 independent sums over the rows); the diagonal blocks' entries above the diagonal are
+ * computed and not written. */
+static void syrk_lower(int n, int rows, const double *S, int lds, double *H, int ldh) {
+    const int rows4 = rows - rows % 4;
+    int j = 0;
+    for (; j + 2 <= n; j += 2) {
+        const double *Sj0 = S + (long)j * lds, *Sj1 = Sj0 + lds;
+        int i = j;
+        for (; i + 4 <= n; i += 4) {
+            const double *Si0 = S + (long)i * lds, *Si1 = Si0 + lds, *Si2 = Si1 + lds, *Si3 = Si2 + lds;
+            v4d h00 = {0.0, 0.0, 0.0, 0.0}, h10 = h00, h20 = h00, h30 = h00;
+            v4d h01 = h00, h11 = h00, h21 = h00, h31 = h00;
+            for (int l = 0; l < rows4; l += 4) {
+                const v4d s0 = load4(Sj0 + l), s1 = load4(Sj1 + l);
+                const v4d t0 = load4(Si0 + l), t1 = load4(Si1 + l), t2 = load4(Si2 + l), t3 = load4(Si3 + l);
+                h00 += t0 * s0, h10 += t1 * s0, h20 += t2 * s0, h30 += t3 * s0;
+                h01 += t0 * s1, h11 += t1 * s1, h21 += t2 * s1, h31 += t3 * s1;
+            }
+            double h[4][2] = {{sum4(h00), sum4(h01)}, {sum4(h10), sum4(h11)}, {sum4(h20), sum4(h21)},
+                              {sum4(h30), sum4(h31)}};
+            for (int l = rows4; l < rows; ++l) {
+                for (int r = 0; r < 4; ++r) {
+                    const double t = S[l + (long)(i + r) * lds];
+                    h[r][0] += t * Sj0[l];
+                    h[r][1] += t * Sj1[l];
+                }
+            }
+            for (int r = 0; r < 4; ++r) {
+                H[i + r + (long)j * ldh] = h[r][0];
+                if (i + r >= j + 1) H[i + r + (long)(j + 1) * ldh] = h[r][1];
+            }
+        }
+        for (; i < n; ++i) {
+            const double *Si = S + (long)i * lds;
+            H[i + (long)j * ldh] = dot(Si, Sj0, rows);
+            if (i >= j + 1) H[i + (long)(j + 1) * ldh] = dot(Si, Sj1, rows);
+        }
+    }
+    if (j < n) H[j + (long)j * ldh] = dot(S + (long)j * lds, S + (long)j * lds, rows);
+}
+
+/* y = A^T x: A (rows, n) (lda), column-major. */
+static void gemv_t(int rows, int n, const double *A, int lda, const double *x, double *y) {
+    for (int j = 0; j < n; ++j) y[j] = dot(A + (long)j * lda, x, rows);
+}
+
 /* y = beta y + A x for a small column-major A (rows, cols): a loop, cheaper than a BLAS call here. */
 static void small_gemv(int rows, int cols, const double *A, int lda, const double *x, double beta, double *y) {
     if (beta == 0.0) {
@@ -178,11 +329,10 @@ static void small_gemv(int rows, int cols, const double *A, int lda, const doubl
 }
 
 /* The lower Cholesky factor of the n x n matrix A (column-major, leading dimension lda; only the lower
- * triangle read) in place: 0, or j + 1 when the j-th pivot is not positive (LAPACK's dpotrf
- * convention). Right-looking: each column, once final, updates the later columns, which are
- * independent of one another (the updates overlap instead of waiting on one another: at these sizes,
- * a few dozen, latency rather than arithmetic bounds the factorization, and LAPACK's calls cost more). */
-static int cholesky(int n, double *A, int lda) {
+ * triangle read) in place, column by column: 0, or j + 1 when the j-th pivot is not positive
+ * (LAPACK's dpotrf convention). Right-looking: each column, once final, updates the later columns,
+ * which are independent of one another. For a few columns (cholesky's diagonal blocks). */
+static int cholesky_unblocked(int n, double *A, int lda) {
     for (int j = 0; j < n; ++j) {
         double *Aj = A + (long)j * lda;
         const double pivot = Aj[j];
@@ -194,6 +344,45 @@ static int cholesky(int n, double *A, int lda) {
             double *Ac = A + (long)c * lda;
             const double a = Aj[c];
             for (int i = c; i < n; ++i) Ac[i] -= a * Aj[i];
+        }
+    }
+    return 0;
+}
+
+/* The lower Cholesky factor of the n x n matrix A as cholesky_unblocked (same result, same return
+ * code; the upper triangle untouched), by panels of 4 columns: a panel less the earlier columns'
+ * part is one product (gemm_minus, blocks of independent sums), then its 4 x 4 diagonal block is
+ * factored and the rows below it divided by that factor's transpose (vectorized over the rows). At
+ * these sizes, a few dozen, this beats LAPACK's dpotrf and the column-by-column loop (Talos
+ * standing, n = 32: 2.1k time-stamp-counter ticks against 3.3k for either). */
+static int cholesky(int n, double *A, int lda) {
+    for (int j = 0; j < n; j += 4) {
+        const int w = n - j < 4 ? n - j : 4, below = n - j - w;
+        double *D = A + j + (long)j * lda; /* the panel's diagonal block */
+        if (j > 0) {
+            /* the diagonal block's lower triangle less L[j:j+w, :j] L[j:j+w, :j]^T */
+            double T[16] = {0.0};
+            if (w == 4) {
+                block_minus_4x4(j, A + j, lda, A + j, lda, 1, T, 4);
+            } else {
+                gemm_minus(w, w, j, A + j, lda, A + j, lda, 1, T, 4);
+            }
+            for (int c = 0; c < w; ++c) {
+                for (int r = c; r < w; ++r) D[r + (long)c * lda] += T[r + 4 * c];
+            }
+            /* the rows below less L[j+w:, :j] L[j:j+w, :j]^T */
+            if (below) gemm_minus(below, w, j, A + j + w, lda, A + j, lda, 1, D + w, lda);
+        }
+        const int info = cholesky_unblocked(w, D, lda);
+        if (info) return j + info;
+        for (int c = 0; c < w; ++c) { /* the rows below times the diagonal block's factor^-T */
+            double *Dc = D + w + (long)c * lda;
+            for (int e = 0; e < c; ++e) {
+                const double a = D[c + (long)e * lda], *De = D + w + (long)e * lda;
+                for (int i = 0; i < below; ++i) Dc[i] -= a * De[i];
+            }
+            const double inverse = 1.0 / D[c + (long)c * lda];
+            for (int i = 0; i < below; ++i) Dc[i] *= inverse;
         }
     }
     return 0;
@@ -255,8 +444,7 @@ static double now_us(void) {
 
 /* C u <= d on s->u: WBC_FEASIBLE when every row holds, WBC_INFEASIBLE otherwise (Cu holds the products). */
 static int check(wbc_shortcut_data *s) {
-    const int n = s->p + s->m, one = 1;
-    const double d_one = 1.0, d_zero = 0.0;
+    const int n = s->p + s->m;
     const double *u = s->u;
     double *W = s->W;
     int i;
@@ -269,12 +457,12 @@ static int check(wbc_shortcut_data *s) {
     }
     for (i = 0; i < nb; ++i) Cu[s->b_rows[i]] = s->b_sign[i] * u[s->b_cols[i]];
     if (nt) {
-        s->dgemv("N", &nt, &n, &d_one, s->G, &nt, u, &one, &d_zero, W, &one);
+        small_gemv(nt, n, s->G, nt, u, 0.0, W);
         for (i = 0; i < nt; ++i) Cu[s->traced[i]] = W[i];
     }
     if (s->nh) {
         const int nv = s->nv;
-        s->dgemv("N", &nv, &n, &d_one, s->Bhat, &nv, u, &one, &d_zero, s->Bu, &one);
+        small_gemv(nv, n, s->Bhat, nv, u, 0.0, s->Bu);
         for (i = 0; i < s->nh; ++i) Cu[s->h_rows[i]] = s->h_sign[i] * s->Bu[s->h_index[i]];
     }
     int ok = 1;
@@ -308,11 +496,10 @@ static void assemble_costs(const wbc_shortcut_data *s, int j0, int j1, double *d
 }
 
 int wbc_shortcut(wbc_shortcut_data *s) {
-    const int k = s->k, p = s->p, m = s->m, n = s->p + s->m, p1 = s->p + 1, km = s->k + s->m, one = 1;
+    const int k = s->k, p = s->p, m = s->m, n = s->p + s->m, p1 = s->p + 1, km = s->k + s->m;
     const double *A = s->A, *Aeq = s->Aeq;
     double *X = s->X, *S = s->S, *H = s->H, *u = s->u, *L = s->L;
-    const double d_one = 1.0, d_minus = -1.0, d_zero = 0.0;
-    int info = 0, i, j, l;
+    int i, j, l;
     /* 1. X = Lam^-1 [E_x, b_eq] */
     for (j = 0; j < m; ++j) {
         for (i = 0; i < m; ++i) L[i + j * m] = Aeq[i + (long)(p + j) * m];
@@ -332,7 +519,7 @@ int wbc_shortcut(wbc_shortcut_data *s) {
     }
     memcpy(S + (long)p * km, s->b, sizeof(double) * (size_t)k);
     for (j = 0; j < p; ++j) s->rx[j] = s->reg * sumsq(S + (long)j * km, k) + 1e-12; /* A_x's columns */
-    s->dgemm("N", "N", &k, &p1, &m, &d_minus, A + (long)p * k, &k, X, &m, &d_one, S, &km);
+    gemm_minus(k, p1, m, A + (long)p * k, k, X, 1, m, S, km);
     double root[m > 0 ? m : 1]; /* sqrt(r_f), once per force */
     for (l = 0; l < m; ++l) {
         s->rf[l] = s->reg * sumsq(A + (long)(p + l) * k, k) + 1e-12;
@@ -344,12 +531,11 @@ int wbc_shortcut(wbc_shortcut_data *s) {
         for (l = 0; l < m; ++l) Sj[l] = root[l] * Xj[l];
     }
     /* 3. H = S_x^T S_x + diag(r_x) (lower), g = S_x^T S_b */
-    s->dsyrk("L", "T", &p, &km, &d_one, S, &km, &d_zero, H, &p);
-    s->dgemv("T", &km, &p, &d_one, S, &km, S + (long)p * km, &one, &d_zero, H + (long)p * p, &one);
+    syrk_lower(p, km, S, km, H, p);
+    gemv_t(km, p, S, km, S + (long)p * km, H + (long)p * p);
     for (j = 0; j < p; ++j) H[j + (long)j * p] += s->rx[j];
     /* 4. x = H^-1 g (the factor overwrites H's lower triangle), f = X_b - X_x x */
-    s->dpotrf("L", &p, H, &p, &info); /* LAPACK's: faster than cholesky() here (Talos, p = 32: 1.2 vs 1.6 us) */
-    if (info) return WBC_FAILED;
+    if (cholesky(p, H, p)) return WBC_FAILED;
     memcpy(u, H + (long)p * p, sizeof(double) * (size_t)p);
     cholesky_solve(p, H, p, u);
     memcpy(u + p, X + (long)p * m, sizeof(double) * (size_t)m);
@@ -375,13 +561,12 @@ static int unit_parts_ok(const wbc_shortcut_data *s) {
 /* The command of s->u into s->out: [u, qdd = a0 + Bhat u, task errors, normal forces] (the two
  * timings after them are left to the caller); WBC_FEASIBLE, or WBC_FAILED when qdd is not finite. */
 static int command(wbc_shortcut_data *s) {
-    const int n = s->p + s->m, nv = s->nv, one = 1;
-    const double d_one = 1.0;
+    const int n = s->p + s->m, nv = s->nv;
     double *out = s->out, *qdd = s->out + n;
     int code = WBC_FEASIBLE;
     memcpy(out, s->u, sizeof(double) * (size_t)n);
     memcpy(qdd, s->a0, sizeof(double) * (size_t)nv);
-    s->dgemv("N", &nv, &n, &d_one, s->Bhat, &nv, s->u, &one, &d_one, qdd, &one);
+    small_gemv(nv, n, s->Bhat, nv, s->u, 1.0, qdd);
     for (int i = 0; i < nv; ++i) {
         if (!isfinite(qdd[i])) code = WBC_FAILED;
     }
