@@ -106,6 +106,22 @@ def lockstep(first, second, spec, steps: int, seed: int, push: tuple[int, float]
         q = wbc.integrate(model, q, v, 1e-3)
 
 
+def assert_same_inputs(u, reference, Bhat, what: str, null_tol: float = 1e-8) -> None:
+    """``u`` equals ``reference`` (n,) to 1e-9 of the largest input where the accelerations see it,
+    and to ``null_tol`` in ``B̂``'s null space: inputs there (the two feet's internal wrench, torques
+    that cancel it) move no acceleration, so no task pins them, only the 1e-8 regularization, and the
+    two solvers' rounding moves them the most (measured on Talos's 2 levels: 0.8-1.2e-9 of the largest
+    input there, about 1e-13 elsewhere; two kernels whose fused multiply-adds differ, about as much)."""
+    scale = max(1.0, float(np.abs(reference).max()))
+    d = np.asarray(u, float) - reference
+    _, sigma, Vt = np.linalg.svd(np.asarray(Bhat, float))
+    rank = int(np.sum(sigma > sigma[0] * 1e-12))
+    null = Vt[rank:].T  # (n, n - rank): inputs no acceleration sees
+    unseen = null @ (null.T @ d)
+    assert np.abs(d - unseen).max() <= 1e-9 * scale, f"{what}: where the accelerations see it"
+    assert np.abs(unseen).max() <= null_tol * scale, f"{what}: in B̂'s null space"
+
+
 def assert_close(actual, expected, tol: float = TOL_PIN, what: str = "") -> None:
     """``|actual - expected| <= tol * max(1, max|expected|)`` entry-wise, with a readable failure."""
     a = np.asarray(actual, dtype=float)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import wbc
-from tests.helpers import assert_close, eom_residual, robot_case
+from tests.helpers import assert_close, assert_same_inputs, eom_residual, robot_case
 from tests.test_hierarchy import _near_elbow_limit, _set_levels, _state, _targets, talos_levels
 from wbc import tasks
 from wbc.codegen.cache import find_compiler
@@ -54,29 +54,13 @@ def _compare(ctrl, q, v) -> int:
         layout, layout.selection(outputs), ctrl.regularization
     )
     assert reference is not None
-    _assert_same_inputs(cmd.u, reference, outputs.Bhat, "u: C levels vs numpy levels")
+    assert_same_inputs(cmd.u, reference, outputs.Bhat, "u: C levels vs numpy levels")
     assert_close(cmd.qdd, outputs.a0 + outputs.Bhat @ reference, 1e-9, "qdd")
     code = fast(ctrl.regularization)
     if code == FEASIBLE:  # the C call answered: its own answer is the reference's
-        _assert_same_inputs(fast.u, reference, outputs.Bhat, "the C call's u")
+        assert_same_inputs(fast.u, reference, outputs.Bhat, "the C call's u")
         assert fast.levels_solved == len(ctrl._layout().levels)
     return code
-
-
-def _assert_same_inputs(u, reference, Bhat, what: str) -> None:
-    """``u`` equals ``reference`` (n,) to 1e-9 of the largest input where the accelerations see it,
-    and to 1e-8 in ``B̂``'s null space: inputs there (the two feet's internal wrench, torques that
-    cancel it) move no acceleration, so no task pins them, only the 1e-8 regularization, and the two
-    solvers' rounding moves them the most (measured on Talos's 2 levels: 0.8-1.2e-9 of the largest
-    input there, about 1e-13 elsewhere)."""
-    scale = max(1.0, float(np.abs(reference).max()))
-    d = np.asarray(u, float) - reference
-    _, sigma, Vt = np.linalg.svd(np.asarray(Bhat, float))
-    rank = int(np.sum(sigma > sigma[0] * 1e-12))
-    null = Vt[rank:].T  # (n, n - rank): inputs no acceleration sees
-    unseen = null @ (null.T @ d)
-    assert np.abs(d - unseen).max() <= 1e-9 * scale, f"{what}: where the accelerations see it"
-    assert np.abs(unseen).max() <= 1e-8 * scale, f"{what}: in B̂'s null space"
 
 
 @pytest.mark.parametrize("levels", ["2", "3", "split"])
