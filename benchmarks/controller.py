@@ -99,6 +99,8 @@ def build(
     # URDF limit in half_sitting: a target there makes the bound bind at every step)
     position_limits = [x for x in ctrl.limits if isinstance(x, wbc.JointPositionLimit)]
     posture.set_target(position_limits[0].inside(spec.q0) if position_limits else spec.q0)
+    wbc.integrate(model, spec.q0, np.zeros(model.nv), 1e-3)  # the loop's integrate compiled (once per machine)
+    wbc.codegen.background.wait()
     ctrl.compile()
     return ctrl, spec, com, posture
 
@@ -257,6 +259,8 @@ def build_panda(solver: str, levels: int) -> tuple[wbc.WholeBodyController, robo
     hand.set_target(wbc.frame_placement(model, spec.q0, spec.hands[0]))
     position_limits = [x for x in ctrl.limits if isinstance(x, wbc.JointPositionLimit)]
     posture.set_target(position_limits[0].inside(spec.q0) if position_limits else spec.q0)
+    wbc.integrate(model, spec.q0, np.zeros(model.nv), 1e-3)  # (see build)
+    wbc.codegen.background.wait()
     ctrl.compile()  # last (see build)
     return ctrl, spec
 

@@ -124,6 +124,7 @@ def tree_cases(name: str, with_pinocchio: bool = True, seed: int | None = None) 
         "centroidal_map": (q,),
         "centroidal_momentum": (q, v),
         "centroidal_drift": (q, v),
+        "integrate": (q, v, 1e-3),
         "inertia_weighted_input_matrix": (q, constraints),
         "delassus": (q, constraints),
     }
@@ -197,6 +198,7 @@ def _pinocchio_calls(spec, q, v, tau, z, frame, constraints, fext) -> dict[str, 
         "centroidal_map": (lambda: pin.computeCentroidalMap(pm, pd, q), same),
         "centroidal_momentum": (lambda: pin.computeCentroidalMomentum(pm, pd, q, v).vector, same),
         "centroidal_drift": (lambda: pin.computeCentroidalMomentumTimeVariation(pm, pd, q, v, z).vector, same),
+        "integrate": (lambda: pin.integrate(pm, q, v * 1e-3), same),
         "inertia_weighted_input_matrix": (minv_b, same),
         "delassus": (delassus, rotate),
     }

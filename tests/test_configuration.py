@@ -10,6 +10,7 @@ import pytest
 
 import wbc
 from tests.helpers import BALL_TREE_CASES, ROBOT_NAMES, TOL_PIN, assert_close, ball_tree_case, oracle_cases, tree_case
+from wbc import robots
 
 N = 30
 #: Every catalog robot in its default base and a floating Panda, the random trees (floating and
@@ -242,3 +243,53 @@ def test_ball_joint_random_configuration_within_cone():
         for j in _ball_joints(free)
     ]
     assert max(angles) > 2.5
+
+
+def test_compiled_integrate_equals_numpy_and_symbolic(case):
+    """``wbc.integrate`` (compiled: one C call once the background compile is in) gives the numpy
+    formulas' numbers (:func:`wbc.model.configuration.integrate`, to rounding) and CasADi's symbols
+    evaluated (:func:`wbc.symbolic.integrate`), on every joint type of the cases."""
+    from wbc.codegen import background, calls, model_kernels
+    from wbc.model import configuration
+
+    m = case.model
+    rng = np.random.default_rng(73)
+    q, v = wbc.random_configuration(m, rng), rng.normal(size=m.nv)
+    first = wbc.integrate(m, q, v, 0.01)
+    assert background.wait(600)
+    call = model_kernels.kernels_of(m).integrate
+    assert calls.kernel_of(call).backend == "c"
+    for _ in range(5):
+        q, v = wbc.random_configuration(m, rng), rng.normal(size=m.nv)
+        ours = wbc.integrate(m, q, v, 0.01)
+        assert_close(ours, configuration.integrate(m, q, v, 0.01), tol=1e-14, what="compiled vs numpy")
+        symbolic = np.asarray(wbc.symbolic.integrate(m, q, v, 0.01), dtype=float).reshape(-1)
+        assert_close(ours, symbolic, tol=1e-14, what="compiled vs symbolic")
+    assert first.shape == (m.nq,)
+
+
+def test_compiled_integrate_refuses_bad_input_by_name():
+    """Bad arguments are refused by name, never a NaN configuration: a quaternion off the unit sphere
+    (naming its joint), a velocity of another size or not finite, a time step that is not a finite
+    number; a bad first call (the virtual machine's) as well as later ones (the compiled call)."""
+    spec = robots.load("talos")
+    m = spec.model
+    q, v = spec.q0.copy(), np.zeros(m.nv)
+    for _ in range(2):
+        bad_q = q.copy()
+        bad_q[3:7] *= 1.1
+        with pytest.raises(wbc.InputError, match=r"^q: the quaternion of joint 'root_joint'"):
+            wbc.integrate(m, bad_q, v)
+        with pytest.raises(wbc.InputError, match=r"^v must have shape \(38,\)"):
+            wbc.integrate(m, q, np.zeros(m.nv + 1), 1e-3)
+        with pytest.raises(wbc.InputError, match=r"^v has non-finite entries"):
+            wbc.integrate(m, q, np.full(m.nv, np.nan), 1e-3)
+        for dt in (np.nan, np.inf, "1e-3", None):
+            with pytest.raises(wbc.InputError, match="dt"):
+                wbc.integrate(m, q, v, dt)
+        with pytest.raises(wbc.InputError, match="v"):
+            wbc.integrate(m, q, ["a"] * m.nv, 1e-3)
+        assert np.array_equal(wbc.integrate(m, q, v, 1e-3), q)
+        from wbc.codegen import background
+
+        assert background.wait(600)

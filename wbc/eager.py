@@ -34,7 +34,7 @@ from .algorithms.iim import InputMatrixMethod
 from .algorithms.kinematics import ReferenceFrame
 from .algorithms.workspace import Workspace
 from .errors import InputError
-from .model import checks
+from .model import checks, configuration
 from .model.clusters import ClusterModel, closed_configuration
 from .model.model import Model
 
@@ -159,6 +159,11 @@ def centroidal_drift(model: Model, q, v) -> np.ndarray:
 def centroidal_momentum(model: Model, q, v) -> np.ndarray:
     """Centroidal momentum (6,) about the CoM, world axes: [kg m/s; kg m²/s]."""
     return _vec(_workspace(model, q, v, needs_v=True).centroidal_momentum())
+
+
+def integrate(model: Model, q, v, dt: float = 1.0) -> np.ndarray:
+    """``q ⊕ v dt`` (nq,) (:func:`wbc.model.configuration.integrate`: numpy)."""
+    return configuration.integrate(model, q, v, dt)
 
 
 def inertia_weighted_input_matrix(

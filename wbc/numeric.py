@@ -31,6 +31,8 @@ independent (``cm.nv``).
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -41,6 +43,8 @@ from .algorithms.iim import InputMatrixMethod
 from .algorithms.kinematics import ReferenceFrame
 from .codegen.calls import check_out
 from .codegen.model_kernels import _registry, kernels_of
+from .errors import InputError
+from .model import checks
 from .model.clusters import ClusterModel
 from .model.model import Model
 
@@ -61,6 +65,7 @@ __all__ = [
     "centroidal_map",
     "centroidal_drift",
     "centroidal_momentum",
+    "integrate",
     "inertia_weighted_input_matrix",
     "delassus",
     "cluster_rnea",
@@ -192,6 +197,23 @@ def centroidal_drift(model: Model, q, v) -> np.ndarray:
 def centroidal_momentum(model: Model, q, v) -> np.ndarray:
     """Centroidal momentum (6,) about the CoM, world axes: [kg m/s; kg m²/s]."""
     return (_registry.get(id(model)) or kernels_of(model)).centroidal_momentum(q, v)
+
+
+def integrate(model: Model, q, v, dt: float = 1.0) -> np.ndarray:
+    """``q ⊕ v dt`` (nq,): the configuration reached from ``q`` moving at constant ``v`` for ``dt`` s
+    (a free-flyer along the SE(3) exponential of its body twist, its quaternion on the input's side
+    of the double cover; a ball joint's quaternion ``quat ⊗ exp(ω dt)``, renormalised: Pinocchio's
+    ``integrate``). ``dt`` must be a finite number."""
+    kernels = _registry.get(id(model)) or kernels_of(model)
+    if dt != 1.0:
+        if not (isinstance(dt, numbers.Real) and math.isfinite(dt)):
+            raise InputError(f"dt must be a finite number, got {dt!r}")
+        try:
+            v = np.multiply(v, dt)
+        except (TypeError, ValueError):  # not numbers: refused by name
+            checks.vector(v, model.nv, "v")
+            raise
+    return kernels.integrate(q, v)
 
 
 def inertia_weighted_input_matrix(

@@ -34,6 +34,7 @@ from .algorithms.workspace import Workspace
 from .errors import InputError
 from .model import checks
 from .model.clusters import ClusterModel
+from .model.configuration import integrated
 from .model.model import Model
 
 #: The same names as :mod:`wbc.numeric` (a test checks the signatures match), plus the Workspace.
@@ -151,6 +152,13 @@ def centroidal_drift(model: Model, q, v):
 def centroidal_momentum(model: Model, q, v):
     """Centroidal momentum (6, 1) about the CoM, world axes."""
     return _workspace(model, q, v, True).centroidal_momentum()
+
+
+def integrate(model: Model, q, v, dt: float = 1.0):
+    """``q ⊕ v dt`` (nq, 1) on CasADi symbols (:func:`wbc.model.configuration.integrated`)."""
+    if not isinstance(model, Model):
+        raise InputError(f"model must be a wbc.Model, got {type(model).__name__}")
+    return integrated(model, _column(q, model.nq, "q"), _column(v, model.nv, "v") * dt)
 
 
 def inertia_weighted_input_matrix(

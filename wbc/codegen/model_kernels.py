@@ -51,6 +51,7 @@ from ..algorithms.workspace import Workspace
 from ..errors import InputError
 from ..model import checks
 from ..model.clusters import LOOP_TOLERANCE, ClusterModel, closed_configuration
+from ..model.configuration import integrated
 from ..model.model import Model
 from ..spatial.algebra import act_force
 from . import background
@@ -179,6 +180,8 @@ _TREE_FUNCTIONS: dict[str, _Function] = {
     "centroidal_map": _Function(("q",), "Ag", lambda m: (6, m.nv), lambda m, q: Workspace(m, q).centroidal_map()),
     "centroidal_drift": _Function(("q", "v"), "dhg", _six, lambda m, q, v: Workspace(m, q, v).centroidal_drift()),
     "centroidal_momentum": _Function(("q", "v"), "hg", _six, lambda m, q, v: Workspace(m, q, v).centroidal_momentum()),
+    # q ⊕ dv (dv = v dt: wbc.numeric.integrate multiplies)
+    "integrate": _Function(("q", "v"), "q_next", lambda m: m.nq, lambda m, q, dv: integrated(m, q, dv)),
 }
 
 _CLUSTER_FUNCTIONS: dict[str, _Function] = {
@@ -214,6 +217,7 @@ class ModelKernels:
     centroidal_map: Callable[..., np.ndarray]
     centroidal_drift: Callable[..., np.ndarray]
     centroidal_momentum: Callable[..., np.ndarray]
+    integrate: Callable[..., np.ndarray]
     cluster_rnea: Callable[..., np.ndarray]
     cluster_aba: Callable[..., np.ndarray]
 

@@ -302,8 +302,7 @@ static int hierarchy_reduce(wbc_hierarchy_data *h) {
         if (cholesky(m, L, m)) return WBC_FAILED; /* loops, as wbc_shortcut's (LAPACK costs more at m ~ 12) */
         memcpy(X, Aeq, sizeof(double) * (size_t)m * (size_t)p);
         memcpy(X + (long)p * m, s->beq, sizeof(double) * (size_t)m);
-        double work[(long)m * p1];
-        cholesky_solve_many(m, L, m, p1, X, m, work);
+        cholesky_solve_many(m, L, m, p1, X, m);
         s->dgemm("N", "N", &k, &p, &m, &d_minus, A + (long)p * k, &k, X, &m, &d_one, At, &k);
         s->dgemv("N", &k, &m, &d_minus, A + (long)p * k, &k, X + (long)p * m, &one, &d_one, h->bt, &one);
         for (int j = 0; j < p; ++j) {

@@ -178,6 +178,10 @@ typedef double v4d_at __attribute__((vector_size(32), aligned(sizeof(double)), m
 #define store4(x, v) (*(v4d_at *)(x) = (v))
 #define sum4(v) (((v)[0] + (v)[2]) + ((v)[1] + (v)[3]))
 
+/* tail_mask[r]: the last r lanes of 4 kept, the others zeroed (a sum's last r < 4 rows, read as the
+ * last 4 rows: those before them, already summed, multiplied by zero) */
+static const v4d tail_mask[4] = {{0.0, 0.0, 0.0, 0.0}, {0.0, 0.0, 0.0, 1.0}, {0.0, 0.0, 1.0, 1.0}, {0.0, 1.0, 1.0, 1.0}};
+
 /* The dot product of x and y (n,). */
 static double dot(const double *x, const double *y, int n) {
     v4d a = {0.0, 0.0, 0.0, 0.0}, b = a;
@@ -187,6 +191,10 @@ static double dot(const double *x, const double *y, int n) {
         b += load4(x + i + 4) * load4(y + i + 4);
     }
     for (; i + 4 <= n; i += 4) a += load4(x + i) * load4(y + i);
+    if (i < n && n >= 4) { /* the last rows, as the last 4 masked */
+        b += load4(x + n - 4) * (load4(y + n - 4) * tail_mask[n - i]);
+        i = n;
+    }
     double s = sum4(a + b);
     for (; i < n; ++i) s += x[i] * y[i];
     return s;
@@ -288,9 +296,17 @@ static void syrk_lower(int n, int rows, const double *S, int lds, double *H, int
                 h00 += t0 * s0, h10 += t1 * s0, h20 += t2 * s0, h30 += t3 * s0;
                 h01 += t0 * s1, h11 += t1 * s1, h21 += t2 * s1, h31 += t3 * s1;
             }
+            if (rows4 < rows && rows >= 4) { /* the last rows, as the last 4 masked */
+                const int l = rows - 4;
+                const v4d mask = tail_mask[rows - rows4];
+                const v4d s0 = load4(Sj0 + l) * mask, s1 = load4(Sj1 + l) * mask;
+                const v4d t0 = load4(Si0 + l), t1 = load4(Si1 + l), t2 = load4(Si2 + l), t3 = load4(Si3 + l);
+                h00 += t0 * s0, h10 += t1 * s0, h20 += t2 * s0, h30 += t3 * s0;
+                h01 += t0 * s1, h11 += t1 * s1, h21 += t2 * s1, h31 += t3 * s1;
+            }
             double h[4][2] = {{sum4(h00), sum4(h01)}, {sum4(h10), sum4(h11)}, {sum4(h20), sum4(h21)},
                               {sum4(h30), sum4(h31)}};
-            for (int l = rows4; l < rows; ++l) {
+            for (int l = rows < 4 ? 0 : rows; l < rows; ++l) { /* fewer than 4 rows in all */
                 for (int r = 0; r < 4; ++r) {
                     const double t = S[l + (long)(i + r) * lds];
                     h[r][0] += t * Sj0[l];
@@ -389,50 +405,57 @@ static int cholesky(int n, double *A, int lda) {
 }
 
 /* x = (L L^T)^-1 x for the factor L of cholesky (n x n, lda): both substitutions column by column
- * (the back one reads L's rows), short dependency chains. */
+ * (the back one reads L's rows), short dependency chains, multiplying by the diagonal's reciprocals
+ * (computed first: independent divisions, out of the chains). */
 static void cholesky_solve(int n, const double *L, int lda, double *x) {
+    double inverse[n > 0 ? n : 1];
+    for (int j = 0; j < n; ++j) inverse[j] = 1.0 / L[j + (long)j * lda];
     for (int j = 0; j < n; ++j) { /* L z = x */
         const double *Lj = L + (long)j * lda;
-        const double z = x[j] / Lj[j];
+        const double z = x[j] * inverse[j];
         x[j] = z;
         for (int i = j + 1; i < n; ++i) x[i] -= Lj[i] * z;
     }
     for (int j = n - 1; j >= 0; --j) { /* L^T x = z */
-        const double y = x[j] / L[j + (long)j * lda];
+        const double y = x[j] * inverse[j];
         x[j] = y;
         for (int i = 0; i < j; ++i) x[i] -= L[j + (long)i * lda] * y;
     }
 }
 
-/* B = (L L^T)^-1 B for the factor L of cholesky (n x n, lda) and B (n, nrhs) column-major (ldb),
- * through W (nrhs, n), B transposed: every update is then a contiguous row of nrhs entries. */
-static void cholesky_solve_many(int n, const double *L, int lda, int nrhs, double *B, int ldb, double *W) {
+/* B = (L L^T)^-1 B for the factor L of cholesky (n x n, lda) and B (n, nrhs) column-major (ldb), by
+ * blocks of 4 rows: a block less the part of the rows already solved is one product (gemm_minus),
+ * then its 4 x 4 triangle is solved column by column (the columns independent of one another); the
+ * back substitution reads L^T, copied first (its rows then contiguous). */
+static void cholesky_solve_many(int n, const double *L, int lda, int nrhs, double *B, int ldb) {
+    double inverse[n > 0 ? n : 1], LT[n > 0 ? (long)n * n : 1];
     for (int j = 0; j < n; ++j) {
-        for (int r = 0; r < nrhs; ++r) W[r + (long)j * nrhs] = B[j + (long)r * ldb];
+        inverse[j] = 1.0 / L[j + (long)j * lda];
+        for (int i = j; i < n; ++i) LT[j + (long)i * n] = L[i + (long)j * lda];
     }
-    for (int j = 0; j < n; ++j) { /* L Z = B */
-        const double *Lj = L + (long)j * lda;
-        double *Wj = W + (long)j * nrhs;
-        const double inverse = 1.0 / Lj[j];
-        for (int r = 0; r < nrhs; ++r) Wj[r] *= inverse;
-        for (int i = j + 1; i < n; ++i) {
-            double *Wi = W + (long)i * nrhs;
-            const double a = Lj[i];
-            for (int r = 0; r < nrhs; ++r) Wi[r] -= a * Wj[r];
+    for (int i0 = 0; i0 < n; i0 += 4) { /* L Z = B */
+        const int w = n - i0 < 4 ? n - i0 : 4;
+        gemm_minus(w, nrhs, i0, L + i0, lda, B, 1, ldb, B + i0, ldb);
+        for (int c = 0; c < nrhs; ++c) {
+            double *Bc = B + i0 + (long)c * ldb;
+            for (int r = 0; r < w; ++r) {
+                double z = Bc[r];
+                for (int e = 0; e < r; ++e) z -= L[i0 + r + (long)(i0 + e) * lda] * Bc[e];
+                Bc[r] = z * inverse[i0 + r];
+            }
         }
     }
-    for (int j = n - 1; j >= 0; --j) { /* L^T X = Z */
-        double *Wj = W + (long)j * nrhs;
-        const double inverse = 1.0 / L[j + (long)j * lda];
-        for (int r = 0; r < nrhs; ++r) Wj[r] *= inverse;
-        for (int i = 0; i < j; ++i) {
-            double *Wi = W + (long)i * nrhs;
-            const double a = L[j + (long)i * lda];
-            for (int r = 0; r < nrhs; ++r) Wi[r] -= a * Wj[r];
+    for (int i0 = n - n % 4 == n ? n - 4 : n - n % 4; i0 >= 0; i0 -= 4) { /* L^T X = Z, the last block first */
+        const int w = n - i0 < 4 ? n - i0 : 4, after = i0 + w;
+        gemm_minus(w, nrhs, n - after, LT + i0 + (long)after * n, n, B + after, 1, ldb, B + i0, ldb);
+        for (int c = 0; c < nrhs; ++c) {
+            double *Bc = B + i0 + (long)c * ldb;
+            for (int r = w - 1; r >= 0; --r) {
+                double x = Bc[r];
+                for (int e = r + 1; e < w; ++e) x -= LT[i0 + r + (long)(i0 + e) * n] * Bc[e];
+                Bc[r] = x * inverse[i0 + r];
+            }
         }
-    }
-    for (int r = 0; r < nrhs; ++r) {
-        for (int j = 0; j < n; ++j) B[j + (long)r * ldb] = W[r + (long)j * nrhs];
     }
 }
 
@@ -507,8 +530,7 @@ int wbc_shortcut(wbc_shortcut_data *s) {
     if (cholesky(m, L, m)) return WBC_FAILED;
     memcpy(X, Aeq, sizeof(double) * (size_t)m * (size_t)p);
     memcpy(X + (long)p * m, s->beq, sizeof(double) * (size_t)m);
-    double work[(long)m * p1 > 0 ? (long)m * p1 : 1];
-    cholesky_solve_many(m, L, m, p1, X, m, work);
+    cholesky_solve_many(m, L, m, p1, X, m);
     /* 2. S = [[A_x, b] - A_f X; sqrt(r_f) X] (rows of Bhat among the costs: A_x assembled in S, A_f
      * in A_full, which A points to) */
     if (s->na) {

@@ -1,10 +1,11 @@
 """The robot model: the immutable kinematic tree, its joints, the URDF loader, reduced models
-(lock_joints) and configuration operations (neutral, random, integrate, difference, normalize)."""
+(lock_joints) and configuration operations (neutral, random, difference, normalize; integrate is
+compiled in :mod:`wbc.numeric`, in numpy in :mod:`wbc.model.configuration`)."""
 
 from __future__ import annotations
 
 from .clusters import ClosureKind, Cluster, ClusterModel, JointCoupling, LoopClosure, PolynomialCoupling
-from .configuration import difference, integrate, neutral, normalize, random_configuration
+from .configuration import difference, neutral, normalize, random_configuration
 from .mjcf import load_mjcf
 from .model import Frame, FrameKind, Joint, JointType, Mimic, Model
 from .reduce import lock_joints
@@ -32,7 +33,6 @@ __all__ = [
     "build_cluster_model",
     "neutral",
     "random_configuration",
-    "integrate",
     "difference",
     "normalize",
 ]
