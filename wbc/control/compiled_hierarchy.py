@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import sysconfig
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -31,6 +32,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..codegen.builtins import new_builtin
 from ..codegen.cache import CacheUnavailable, cached_source_library, find_compiler
 from ..errors import CompileError
 from .builder import Layout
@@ -69,12 +71,14 @@ class HierarchyLibrary(NamedTuple):
     """The compiled routines: ``shortcut`` (``shortcut.c``'s, for the struct they share), ``levels``
     (the levels on the current outputs), ``step`` (checks, kernel, gathers, levels, command) and
     ``step_objects`` (``step`` reading ``q`` and ``v`` from Python objects; None without CPython's
-    headers), each taking the :class:`HierarchyData`'s address first."""
+    headers), each taking the :class:`HierarchyData`'s address first; ``step_method``, the address of
+    ``step_objects``'s ``PyMethodDef`` as a builtin taking ``(q, v)`` (0 without)."""
 
     shortcut: Library
     levels: Callable[..., int]
     step: Callable[..., int]
     step_objects: Callable[..., int] | None
+    step_method: int
 
 
 def _check_abi(library: ctypes.CDLL, path: Path) -> None:
@@ -105,12 +109,16 @@ def _load_hierarchy(path: Path) -> HierarchyLibrary:
         raise CompileError(f"{path}: cannot load the hierarchy's routines from it: {e}") from None
     for function in (levels, step):
         function.argtypes, function.restype = [_P], ctypes.c_int
-    step_objects = None
+    step_objects, step_method = None, 0
     if shortcut.step_objects is not None:
-        step_objects = ctypes.PyDLL(str(path)).wbc_hierarchy_step_objects
+        python_library = ctypes.PyDLL(str(path))
+        step_objects = python_library.wbc_hierarchy_step_objects
         step_objects.argtypes = [_P, ctypes.py_object, ctypes.py_object]
         step_objects.restype = ctypes.c_int
-    return HierarchyLibrary(shortcut, levels, step, step_objects)
+        method = python_library.wbc_hierarchy_step_method
+        method.restype, method.argtypes = _P, []
+        step_method = int(method() or 0)
+    return HierarchyLibrary(shortcut, levels, step, step_objects, step_method)
 
 
 @functools.cache
@@ -206,7 +214,10 @@ class CompiledHierarchy:
             return False
         self.out = self.shortcut.out
         self.step = functools.partial(self._library.step, self._ref)
-        if self._library.step_objects is not None:
+        if self._library.step_method and not sysconfig.get_config_var("Py_GIL_DISABLED"):
+            # a builtin holding the struct and every buffer it points into (as the shortcut's)
+            self.step_objects = new_builtin(self._library.step_method, (self._ref, tuple(vars(self).values())))
+        elif self._library.step_objects is not None:
             self.step_objects = functools.partial(self._library.step_objects, self._ref)
         self.attached = True
         return True

@@ -242,27 +242,30 @@ static void reflect(int p, const double *Q, const double *qbeta, int j, double *
     for (int i = j; i < p; ++i) x[i] -= dot * v[i];
 }
 
-/* G[r:, r:] <- (Z^T G Z) for the implicit basis Z of r reflectors: G (p, p) symmetric, both triangles
- * stored, reflected on both sides (H_0 first; reflector j leaves rows and columns < j unused after it);
- * w (p,) work. */
+/* G[r:, r:] <- (Z^T G Z) for the implicit basis Z of r reflectors: G (p, p) symmetric, its lower
+ * triangle read and reflected on both sides (H_0 first; reflector j leaves rows and columns < j
+ * unused after it; the upper triangle is neither read nor written); w (p,) work. */
 static void reflect_gram(int p, int r, const double *Q, const double *qbeta, double *G, double *restrict w) {
     for (int j = 0; j < r; ++j) { /* H G H = G - v u^T - u v^T, u = beta G v - beta^2 (v^T G v) / 2 v */
         const double beta = qbeta[j];
         if (beta == 0.0) continue;
         const double *v = Q + (long)j * p;
-        double vw = 0.0;
         for (int i = j; i < p; ++i) w[i] = 0.0;
-        for (int c = j; c < p; ++c) {
-            const double vc = v[c], *Gc = G + (long)c * p;
-            for (int i = j; i < p; ++i) w[i] += Gc[i] * vc;
+        for (int c = j; c < p; ++c) { /* w = G v: column c's part on and below the diagonal gives w[c] (a
+                                       * dot product) and, by symmetry, G[i, c] v[c] to the w[i] below */
+            const double *Gc = G + (long)c * p;
+            const double vc = v[c];
+            w[c] += dot(Gc + c, v + c, p - c);
+            for (int i = c + 1; i < p; ++i) w[i] += Gc[i] * vc;
         }
+        double vw = 0.0;
         for (int i = j; i < p; ++i) vw += v[i] * w[i];
         const double half = 0.5 * beta * beta * vw;
         for (int i = j; i < p; ++i) w[i] = beta * w[i] - half * v[i];
-        for (int c = j; c < p; ++c) {
+        for (int c = j; c < p; ++c) { /* the lower triangle */
             const double vc = v[c], wc = w[c];
             double *Gc = G + (long)c * p;
-            for (int i = j; i < p; ++i) Gc[i] -= v[i] * wc + w[i] * vc;
+            for (int i = c; i < p; ++i) Gc[i] -= v[i] * wc + w[i] * vc;
         }
     }
 }
@@ -284,9 +287,8 @@ static int hierarchy_u(wbc_hierarchy_data *h) {
  * matrix is not positive definite. */
 static int hierarchy_reduce(wbc_hierarchy_data *h) {
     wbc_shortcut_data *s = h->s;
-    const int k = s->k, p = s->p, m = s->m, n = p + m, p1 = p + 1, one = 1, nv = s->nv;
+    const int k = s->k, p = s->p, m = s->m, n = p + m, p1 = p + 1, nv = s->nv;
     const double *A = s->A, *Aeq = s->Aeq;
-    const double d_one = 1.0, d_minus = -1.0;
     double *X = s->X, *L = s->L, *T = h->T, *At = h->At;
     for (int j = 0; j < n; ++j) {
         h->sq[j] = sumsq(A + (long)j * k, k);
@@ -303,8 +305,8 @@ static int hierarchy_reduce(wbc_hierarchy_data *h) {
         memcpy(X, Aeq, sizeof(double) * (size_t)m * (size_t)p);
         memcpy(X + (long)p * m, s->beq, sizeof(double) * (size_t)m);
         cholesky_solve_many(m, L, m, p1, X, m);
-        s->dgemm("N", "N", &k, &p, &m, &d_minus, A + (long)p * k, &k, X, &m, &d_one, At, &k);
-        s->dgemv("N", &k, &m, &d_minus, A + (long)p * k, &k, X + (long)p * m, &one, &d_one, h->bt, &one);
+        gemm_minus(k, p, m, A + (long)p * k, k, X, 1, m, At, k);
+        gemm_minus(k, 1, m, A + (long)p * k, k, X + (long)p * m, 1, m, h->bt, k);
         for (int j = 0; j < p; ++j) {
             for (int l = 0; l < m; ++l) T[p + l + (long)j * n] = -X[l + (long)j * m];
         }
@@ -332,9 +334,9 @@ static int hierarchy_reduce(wbc_hierarchy_data *h) {
  * levels below. */
 static int hierarchy_levels(wbc_hierarchy_data *h) {
     wbc_shortcut_data *s = h->s;
-    const int k = s->k, p = s->p, n = p + s->m, one = 1;
-    const double d_one = 1.0, d_zero = 0.0, d_minus = -1.0;
-    int nz = p, info = 0, code = WBC_FEASIBLE;
+    const int k = s->k, p = s->p, n = p + s->m;
+    const double d_one = 1.0, d_zero = 0.0; /* (the rare explicit basis's product: BLAS's dgemm) */
+    int nz = p, code = WBC_FEASIBLE;
     int implicit = 1, r = 0; /* Z implicit: r reflectors (Z = I at level 0) */
     memset(h->xi, 0, sizeof(double) * (size_t)p);
     memset(h->above, 0, sizeof(double) * (size_t)n);
@@ -374,21 +376,18 @@ static int hierarchy_levels(wbc_hierarchy_data *h) {
         }
         for (int q = 0; q < kr; ++q) e[q] = h->bt[rows[q]];
         for (int i = p; i < n; ++i) e[kr + i - p] = -h->sr[i] * h->u0[i];
-        if (lev) s->dgemv("N", &ld, &p, &d_minus, K, &ld, h->xi, &one, &d_one, e, &one); /* e -= K xi */
+        if (lev) gemm_minus(ld, 1, p, K, ld, h->xi, 1, p, e, ld); /* e -= K xi */
         const double *S = K;
         int lds = ld; /* S's leading dimension */
         if (implicit) { /* G = K^T K + diag(a^2), g = K^T e + a ed; H = Z^T G Z, z = Z^T g */
             double *G = r ? h->G : h->H, *g = r ? h->y : h->z;
-            s->dsyrk("L", "T", &p, &ld, &d_one, K, &ld, &d_zero, G, &p);
-            s->dgemv("T", &ld, &p, &d_one, K, &ld, e, &one, &d_zero, g, &one);
+            syrk_lower(p, ld, K, ld, G, p);
+            gemv_t(ld, p, K, ld, e, g);
             for (int j = 0; j < p; ++j) {
                 G[j + (long)j * p] += a[j] * a[j];
                 g[j] += a[j] * ed[j];
             }
             if (r) {
-                for (int c = 0; c < p; ++c) { /* both triangles */
-                    for (int i = c + 1; i < p; ++i) G[c + (long)i * p] = G[i + (long)c * p];
-                }
                 reflect_gram(p, r, h->Q, h->qbeta, G, h->z);
                 for (int j = 0; j < r; ++j) reflect(p, h->Q, h->qbeta, j, g);
                 for (int c = 0; c < nz; ++c) memcpy(h->H + (long)c * nz, G + r + (long)(r + c) * p, sizeof(double) * (size_t)nz);
@@ -404,11 +403,10 @@ static int hierarchy_levels(wbc_hierarchy_data *h) {
                 for (int i = 0; i < p; ++i) W[i] = a[i] * Zc[i];
             }
             memcpy(e + ld, ed, sizeof(double) * (size_t)p);
-            s->dsyrk("L", "T", &nz, &lds, &d_one, S, &lds, &d_zero, h->H, &nz);
-            s->dgemv("T", &lds, &nz, &d_one, S, &lds, e, &one, &d_zero, h->z, &one);
+            syrk_lower(nz, lds, S, lds, h->H, nz);
+            gemv_t(lds, nz, S, lds, e, h->z);
         }
-        s->dpotrf("L", &nz, h->H, &nz, &info);
-        if (info) return WBC_FAILED;
+        if (cholesky(nz, h->H, nz)) return WBC_FAILED;
         cholesky_solve(nz, h->H, nz, h->z);
         if (implicit && r == 0) {
             for (int j = 0; j < p; ++j) h->xi[j] += h->z[j];
@@ -419,7 +417,7 @@ static int hierarchy_levels(wbc_hierarchy_data *h) {
             for (int j = r - 1; j >= 0; --j) reflect(p, h->Q, h->qbeta, j, y);
             for (int j = 0; j < p; ++j) h->xi[j] += y[j];
         } else {
-            s->dgemv("N", &p, &nz, &d_one, h->Z, &p, h->z, &one, &d_one, h->xi, &one);
+            small_gemv(p, nz, h->Z, p, h->z, 1.0, h->xi);
         }
         code = hierarchy_u(h);
         if (code != WBC_FEASIBLE) return code;
@@ -503,6 +501,25 @@ int wbc_hierarchy_step(wbc_hierarchy_data *h) { return step_with(h->s, hierarchy
 int wbc_hierarchy_step_objects(wbc_hierarchy_data *h, PyObject *q, PyObject *v) {
     return objects_with(h->s, q, v, hierarchy_solve, h);
 }
+
+/* wbc_hierarchy_step_objects as a builtin step(q, v) (as shortcut.c's wbc_step_builtin: self is a
+ * tuple whose first item is the struct's address; no ctypes conversions per call). */
+static PyObject *wbc_hierarchy_step_builtin(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "step(q, v) takes two arguments");
+        return NULL;
+    }
+    wbc_hierarchy_data *h = (wbc_hierarchy_data *)PyLong_AsVoidPtr(PyTuple_GET_ITEM(self, 0));
+    if (h == NULL) return NULL;
+    return PyLong_FromLong(wbc_hierarchy_step_objects(h, args[0], args[1]));
+}
+
+static PyMethodDef wbc_hierarchy_step_definition = {
+    "step", (PyCFunction)(void (*)(void))wbc_hierarchy_step_builtin, METH_FASTCALL,
+    "The levels' one-call step on q and v (a return code)."};
+
+/* The method definition of wbc_hierarchy_step_builtin (static: it outlives every function made from it). */
+void *wbc_hierarchy_step_method(void) { return &wbc_hierarchy_step_definition; }
 #endif
 
 #define WBC_HFIELD(name) {#name, (long)offsetof(wbc_hierarchy_data, name)}

@@ -154,17 +154,6 @@ typedef struct {
     int binding_code;       /* out (wbc_step): -1 (not tried), or wbc_binding's code */
 } wbc_shortcut_data;
 
-static double sumsq(const double *x, int n) {
-    double s0 = 0.0, s1 = 0.0;
-    int i = 0;
-    for (; i + 2 <= n; i += 2) {
-        s0 += x[i] * x[i];
-        s1 += x[i + 1] * x[i + 1];
-    }
-    for (; i < n; ++i) s0 += x[i] * x[i];
-    return s0 + s1;
-}
-
 /* Small dense products, hand-written: at these sizes (a few dozen rows and columns) a BLAS call's
  * overhead (argument checks, packing into its buffers) costs more than its arithmetic (Talos standing:
  * the shortcut's dgemm, dsyrk and dgemv calls took 4.5 of its 7 us). Blocks of independent
@@ -199,6 +188,9 @@ static double dot(const double *x, const double *y, int n) {
     for (; i < n; ++i) s += x[i] * y[i];
     return s;
 }
+
+/* The sum of the squares of x (n,) (dot: 8 partial sums, not a chain of n dependent ones). */
+static double sumsq(const double *x, int n) { return dot(x, x, n); }
 
 /* In the products below, B's entry (l, c) is B[l * bl + c * bc]: (bl, bc) = (1, ldb) for a column-major
  * B (inner, n), (ldb, 1) for the transpose of a column-major (n, inner) matrix. */
