@@ -357,7 +357,10 @@ static int hierarchy_levels(wbc_hierarchy_data *h) {
                 for (int q = 0; q < kr; ++q) a += Ai[rows[q]] * Ai[rows[q]];
             }
             h->above[i] += a;
-            h->sr[i] = sqrt(s->reg * (last ? h->above[i] : h->above[i] + h->floor_[i]) + 1e-12);
+        }
+        const double floor_weight = last ? 0.0 : 1.0;
+        for (int i = 0; i < n; ++i) { /* (apart: vectorized square roots) */
+            h->sr[i] = sqrt(s->reg * (h->above[i] + floor_weight * h->floor_[i]) + 1e-12);
         }
         /* R = diag(sr) T = [diag(a); R_f], a = sr_x D (T's actuator block is D, u0's is 0): K holds
          * At_k and R_f (m rows), the diagonal rows enter H and g as diag(a) Z */

@@ -338,16 +338,20 @@ static void small_gemv(int rows, int cols, const double *A, int lda, const doubl
 
 /* The lower Cholesky factor of the n x n matrix A (column-major, leading dimension lda; only the lower
  * triangle read) in place, column by column: 0, or j + 1 when the j-th pivot is not positive
- * (LAPACK's dpotrf convention). Right-looking: each column, once final, updates the later columns,
- * which are independent of one another. For a few columns (cholesky's diagonal blocks). */
-static int cholesky_unblocked(int n, double *A, int lda) {
+ * (LAPACK's dpotrf convention); inverse (n,), if not NULL: the factor's diagonal's reciprocals.
+ * Right-looking: each column, once final, updates the later columns, which are independent of one
+ * another. 1/sqrt(pivot) is sqrt(pivot) (1/pivot): the square root and the division side by side,
+ * not one after the other (each column's pivot waits on the previous column). For a few columns
+ * (cholesky's diagonal blocks). */
+static int cholesky_unblocked(int n, double *A, int lda, double *inverse) {
     for (int j = 0; j < n; ++j) {
         double *Aj = A + (long)j * lda;
         const double pivot = Aj[j];
         if (!(pivot > 0.0)) return j + 1;
-        const double diag = sqrt(pivot), inverse = 1.0 / diag;
+        const double diag = sqrt(pivot), reciprocal = diag * (1.0 / pivot);
         Aj[j] = diag;
-        for (int i = j + 1; i < n; ++i) Aj[i] *= inverse;
+        if (inverse) inverse[j] = reciprocal;
+        for (int i = j + 1; i < n; ++i) Aj[i] *= reciprocal;
         for (int c = j + 1; c < n; ++c) {
             double *Ac = A + (long)c * lda;
             const double a = Aj[c];
@@ -357,40 +361,36 @@ static int cholesky_unblocked(int n, double *A, int lda) {
     return 0;
 }
 
-/* The lower Cholesky factor of the n x n matrix A as cholesky_unblocked (same result, same return
- * code; the upper triangle untouched), by panels of 4 columns: a panel less the earlier columns'
- * part is one product (gemm_minus, blocks of independent sums), then its 4 x 4 diagonal block is
- * factored and the rows below it divided by that factor's transpose (vectorized over the rows). At
- * these sizes, a few dozen, this beats LAPACK's dpotrf and the column-by-column loop (Talos
- * standing, n = 32: 2.1k time-stamp-counter ticks against 3.3k for either). */
+/* The lower Cholesky factor of the n x n matrix A as cholesky_unblocked (same return code), by
+ * panels of 4 columns, right-looking: a panel's 4 x 4 diagonal block is factored, the rows below it
+ * divided by that factor's transpose (vectorized over the rows), then the columns after it less the
+ * panel's part (gemm_minus: blocks of independent sums). The next panel waits only on the last
+ * panel's part of it (sums of 4 products), not on every earlier column's: at these sizes, a few
+ * dozen, the chain of pivots bounds the factorization, not its arithmetic (Talos standing, n = 32:
+ * 1.4k time-stamp-counter ticks, against 2.1k left-looking and 3.3k for LAPACK's dpotrf or the
+ * column-by-column loop). The upper triangle's entries within the 4 x 4 diagonal blocks are work
+ * (overwritten); the rest of the upper triangle is untouched. */
 static int cholesky(int n, double *A, int lda) {
+    double inverse[4];
     for (int j = 0; j < n; j += 4) {
         const int w = n - j < 4 ? n - j : 4, below = n - j - w;
         double *D = A + j + (long)j * lda; /* the panel's diagonal block */
-        if (j > 0) {
-            /* the diagonal block's lower triangle less L[j:j+w, :j] L[j:j+w, :j]^T */
-            double T[16] = {0.0};
-            if (w == 4) {
-                block_minus_4x4(j, A + j, lda, A + j, lda, 1, T, 4);
-            } else {
-                gemm_minus(w, w, j, A + j, lda, A + j, lda, 1, T, 4);
-            }
-            for (int c = 0; c < w; ++c) {
-                for (int r = c; r < w; ++r) D[r + (long)c * lda] += T[r + 4 * c];
-            }
-            /* the rows below less L[j+w:, :j] L[j:j+w, :j]^T */
-            if (below) gemm_minus(below, w, j, A + j + w, lda, A + j, lda, 1, D + w, lda);
-        }
-        const int info = cholesky_unblocked(w, D, lda);
+        const int info = cholesky_unblocked(w, D, lda, inverse);
         if (info) return j + info;
-        for (int c = 0; c < w; ++c) { /* the rows below times the diagonal block's factor^-T */
-            double *Dc = D + w + (long)c * lda;
+        if (!below) break;
+        double *L21 = D + w; /* the rows below: times the diagonal block's factor^-T */
+        for (int c = 0; c < w; ++c) {
+            double *Lc = L21 + (long)c * lda;
             for (int e = 0; e < c; ++e) {
-                const double a = D[c + (long)e * lda], *De = D + w + (long)e * lda;
-                for (int i = 0; i < below; ++i) Dc[i] -= a * De[i];
+                const double a = D[c + (long)e * lda], *Le = L21 + (long)e * lda;
+                for (int i = 0; i < below; ++i) Lc[i] -= a * Le[i];
             }
-            const double inverse = 1.0 / D[c + (long)c * lda];
-            for (int i = 0; i < below; ++i) Dc[i] *= inverse;
+            for (int i = 0; i < below; ++i) Lc[i] *= inverse[c];
+        }
+        /* the later columns less L21 L21^T (their lower triangle and their diagonal blocks) */
+        for (int c0 = 0; c0 < below; c0 += 4) {
+            const int cols = below - c0 < 4 ? below - c0 : 4;
+            gemm_minus(below - c0, cols, w, L21 + c0, lda, L21 + c0, lda, 1, A + (j + w + c0) * (1 + (long)lda), lda);
         }
     }
     return 0;
