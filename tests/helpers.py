@@ -122,6 +122,24 @@ def assert_same_inputs(u, reference, Bhat, what: str, null_tol: float = 1e-8) ->
     assert np.abs(unseen).max() <= null_tol * scale, f"{what}: in B̂'s null space"
 
 
+def assert_builtin_step(fast, ctypes_step, q, v) -> None:
+    """``fast.step_objects`` (a compiled shortcut's or levels' one-call step, attached) is a builtin
+    taking ``(q, v)``: it answers as the ctypes routine ``ctypes_step(address, q, v)`` (the same
+    command, timings aside), refuses a wrong number of arguments with a TypeError, and answers
+    NOT_VECTORS (nothing done) for what it does not read in C."""
+    from wbc.codegen.builtins import is_builtin
+    from wbc.control.shortcut import FEASIBLE, NOT_VECTORS
+
+    assert is_builtin(fast.step_objects)
+    assert fast.step_objects(q, v) == FEASIBLE
+    out = fast.out.copy()
+    assert ctypes_step(fast._ref, q, v) == FEASIBLE
+    assert np.array_equal(fast.out[:-2], out[:-2])  # the same command (the timings aside)
+    with pytest.raises(TypeError, match="two arguments"):
+        fast.step_objects(q)
+    assert fast.step_objects(list(q), v) == NOT_VECTORS
+
+
 def assert_close(actual, expected, tol: float = TOL_PIN, what: str = "") -> None:
     """``|actual - expected| <= tol * max(1, max|expected|)`` entry-wise, with a readable failure."""
     a = np.asarray(actual, dtype=float)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import wbc
-from tests.helpers import assert_close, assert_same_inputs, eom_residual, robot_case
+from tests.helpers import assert_builtin_step, assert_close, assert_same_inputs, eom_residual, robot_case
 from tests.test_hierarchy import _near_elbow_limit, _set_levels, _state, _targets, talos_levels
 from wbc import tasks
 from wbc.codegen.cache import find_compiler
@@ -67,26 +67,15 @@ def test_the_levels_one_call_step_is_a_builtin():
     """With CPython's headers, the levels' one-call step is a builtin taking ``(q, v)`` (as the
     shortcut's: no ctypes conversions per call): it answers as the ctypes routine, refuses a wrong
     number of arguments with a TypeError, and answers NOT_VECTORS for what it does not read in C."""
-    from wbc.codegen.builtins import is_builtin
-    from wbc.control.shortcut import NOT_VECTORS
+    from benchmarks.controller import build
 
     library = hierarchy_library()
     if not library.step_method:
         pytest.skip("built without CPython's headers")
-    from benchmarks.controller import build
-
     ctrl, spec, _, _ = build("daqp", "wrench", levels=2)  # torque limits only: nothing binds at rest
     q, v = spec.q0.copy(), np.zeros(spec.model.nv)
     ctrl.step(q, v)
-    fast = _compiled(ctrl)
-    assert is_builtin(fast.step_objects)
-    assert fast.step_objects(q, v) == FEASIBLE
-    out = fast.out.copy()
-    assert library.step_objects(fast._ref, q, v) == FEASIBLE
-    assert np.array_equal(fast.out[:-2], out[:-2])  # the same command (the timings aside)
-    with pytest.raises(TypeError, match="two arguments"):
-        fast.step_objects(q)
-    assert fast.step_objects(list(q), v) == NOT_VECTORS
+    assert_builtin_step(_compiled(ctrl), library.step_objects, q, v)
 
 
 @pytest.mark.parametrize("levels", ["2", "3", "split"])

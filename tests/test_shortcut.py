@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import wbc
-from tests.helpers import lockstep, talos_standing
+from tests.helpers import assert_builtin_step, lockstep, talos_standing
 from wbc import robots
 from wbc.codegen.cache import find_compiler
 from wbc.control.outputs import StepOutputs
@@ -637,21 +637,10 @@ def test_one_call_step_is_a_builtin():
     """With CPython's headers, the one-call step is a builtin taking ``(q, v)`` (no ctypes conversions):
     it answers as the ctypes routine, refuses a wrong number of arguments with a TypeError, and answers
     NOT_VECTORS (nothing done) for what it does not read in C."""
-    from wbc.codegen.builtins import is_builtin
-    from wbc.control.shortcut import NOT_VECTORS
-
     library = shortcut_library()
     if not library.step_method:
         pytest.skip("built without CPython's headers")
     ctrl, spec, _ = _talos(False)
     q, v = spec.q0.copy(), np.zeros(spec.model.nv)
     ctrl.step(q, v)
-    fast = ctrl._plan.shortcut
-    assert is_builtin(fast.step_objects)
-    assert fast.step_objects(q, v) == FEASIBLE
-    out = fast.out.copy()
-    assert library.step_objects(fast._ref, q, v) == FEASIBLE
-    assert np.array_equal(fast.out[:-2], out[:-2])  # the same command (the timings aside)
-    with pytest.raises(TypeError, match="two arguments"):
-        fast.step_objects(q)
-    assert fast.step_objects(list(q), v) == NOT_VECTORS
+    assert_builtin_step(ctrl._plan.shortcut, library.step_objects, q, v)

@@ -505,16 +505,11 @@ int wbc_hierarchy_step_objects(wbc_hierarchy_data *h, PyObject *q, PyObject *v) 
     return objects_with(h->s, q, v, hierarchy_solve, h);
 }
 
-/* wbc_hierarchy_step_objects as a builtin step(q, v) (as shortcut.c's wbc_step_builtin: self is a
- * tuple whose first item is the struct's address; no ctypes conversions per call). */
+static int hierarchy_step_objects(void *h, PyObject *q, PyObject *v) { return wbc_hierarchy_step_objects(h, q, v); }
+
+/* wbc_hierarchy_step_objects as a builtin step(q, v) (shortcut.c's step_builtin). */
 static PyObject *wbc_hierarchy_step_builtin(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "step(q, v) takes two arguments");
-        return NULL;
-    }
-    wbc_hierarchy_data *h = (wbc_hierarchy_data *)PyLong_AsVoidPtr(PyTuple_GET_ITEM(self, 0));
-    if (h == NULL) return NULL;
-    return PyLong_FromLong(wbc_hierarchy_step_objects(h, args[0], args[1]));
+    return step_builtin(self, args, nargs, hierarchy_step_objects);
 }
 
 static PyMethodDef wbc_hierarchy_step_definition = {
