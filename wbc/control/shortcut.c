@@ -367,7 +367,7 @@ static int cholesky_unblocked(int n, double *A, int lda, double *inverse) {
  * panel's part (gemm_minus: blocks of independent sums). The next panel waits only on the last
  * panel's part of it (sums of 4 products), not on every earlier column's: at these sizes, a few
  * dozen, the chain of pivots bounds the factorization, not its arithmetic (Talos standing, n = 32:
- * 1.4k time-stamp-counter ticks, against 2.1k left-looking and 3.3k for LAPACK's dpotrf or the
+ * 1.8k time-stamp-counter ticks, against 2.2k left-looking and 3.3k for LAPACK's dpotrf or the
  * column-by-column loop). The upper triangle's entries within the 4 x 4 diagonal blocks are work
  * (overwritten); the rest of the upper triangle is untouched. */
 static int cholesky(int n, double *A, int lda) {
