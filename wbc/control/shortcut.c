@@ -437,7 +437,7 @@ static void cholesky_solve_many(int n, const double *L, int lda, int nrhs, doubl
             }
         }
     }
-    for (int i0 = n - n % 4 == n ? n - 4 : n - n % 4; i0 >= 0; i0 -= 4) { /* L^T X = Z, the last block first */
+    for (int i0 = n > 0 ? (n - 1) / 4 * 4 : -1; i0 >= 0; i0 -= 4) { /* L^T X = Z, the last block first */
         const int w = n - i0 < 4 ? n - i0 : 4, after = i0 + w;
         gemm_minus(w, nrhs, n - after, LT + i0 + (long)after * n, n, B + after, 1, ldb, B + i0, ldb);
         for (int c = 0; c < nrhs; ++c) {
