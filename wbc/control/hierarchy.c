@@ -383,6 +383,8 @@ static int hierarchy_levels(wbc_hierarchy_data *h) {
         if (lev) gemm_minus(ld, 1, p, K, ld, h->xi, 1, p, e, ld); /* e -= K xi */
         const double *S = K;
         int lds = ld; /* S's leading dimension */
+        double *F = h->H; /* the level's normal matrix, then its factor (leading dimension ldf) */
+        int ldf = nz;
         if (implicit) { /* G = K^T K + diag(a^2), g = K^T e + a ed; H = Z^T G Z, z = Z^T g */
             double *G = r ? h->G : h->H, *g = r ? h->y : h->z;
             syrk_lower(p, ld, K, ld, G, p);
@@ -394,7 +396,8 @@ static int hierarchy_levels(wbc_hierarchy_data *h) {
             if (r) {
                 reflect_gram(p, r, h->Q, h->qbeta, G, h->z);
                 for (int j = 0; j < r; ++j) reflect(p, h->Q, h->qbeta, j, g);
-                for (int c = 0; c < nz; ++c) memcpy(h->H + (long)c * nz, G + r + (long)(r + c) * p, sizeof(double) * (size_t)nz);
+                F = G + r + (long)r * p; /* its trailing block, in place */
+                ldf = p;
                 memcpy(h->z, g + r, sizeof(double) * (size_t)nz);
             }
         } else { /* S = [K Z; diag(a) Z], e = [e; ed]: H = S^T S, g = S^T e */
@@ -410,8 +413,8 @@ static int hierarchy_levels(wbc_hierarchy_data *h) {
             syrk_lower(nz, lds, S, lds, h->H, nz);
             gemv_t(lds, nz, S, lds, e, h->z);
         }
-        if (cholesky(nz, h->H, nz)) return WBC_FAILED;
-        cholesky_solve(nz, h->H, nz, h->z);
+        if (cholesky(nz, F, ldf)) return WBC_FAILED;
+        cholesky_solve(nz, F, ldf, h->z);
         if (implicit && r == 0) {
             for (int j = 0; j < p; ++j) h->xi[j] += h->z[j];
         } else if (implicit) { /* xi += Z z = H_0 ... H_{r-1} [0; z] */
