@@ -31,8 +31,6 @@ independent (``cm.nv``).
 
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -43,7 +41,6 @@ from .algorithms.iim import InputMatrixMethod
 from .algorithms.kinematics import ReferenceFrame
 from .codegen.calls import check_out
 from .codegen.model_kernels import _registry, kernels_of
-from .errors import InputError
 from .model import checks
 from .model.clusters import ClusterModel
 from .model.model import Model
@@ -206,8 +203,7 @@ def integrate(model: Model, q, v, dt: float = 1.0) -> np.ndarray:
     ``integrate``). ``dt`` must be a finite number."""
     kernels = _registry.get(id(model)) or kernels_of(model)
     if dt != 1.0:
-        if not (isinstance(dt, numbers.Real) and math.isfinite(dt)):
-            raise InputError(f"dt must be a finite number, got {dt!r}")
+        checks.finite_number(dt, "dt")
         try:
             v = np.multiply(v, dt)
         except (TypeError, ValueError):  # not numbers: refused by name

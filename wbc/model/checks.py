@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import enum
 import functools
+import math
+import numbers
 import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -142,6 +144,14 @@ def frame_index(model: Model, frame: Any) -> int:
 
 
 E = TypeVar("E", bound=enum.Enum)
+
+
+def finite_number(value: Any, name: str) -> float:
+    """``value`` as a finite real number (a Python or numpy scalar, not a string), or
+    :class:`InputError` naming ``name``."""
+    if not (isinstance(value, numbers.Real) and math.isfinite(value)):
+        raise InputError(f"{name} must be a finite number, got {value!r}")
+    return float(value)
 
 
 def positive(value: Any, name: str) -> float:

@@ -19,7 +19,7 @@ from ..spatial.lie import (
     quaternion_to_rotation,
     rotation_to_quaternion,
 )
-from .checks import configuration, vector
+from .checks import configuration, finite_number, vector
 from .model import JointType, Model
 
 __all__ = ["neutral", "random_configuration", "integrate", "integrated", "difference", "normalize"]
@@ -100,7 +100,8 @@ def integrate(model: Model, q, v, dt: float = 1.0) -> np.ndarray:
     Evaluated in numpy (tens of microseconds on a humanoid); :func:`wbc.integrate` is the same
     formulas compiled (one C call).
     """
-    return np.asarray(integrated(model, configuration(model, q), vector(v, model.nv, "v") * float(dt)))
+    dt = finite_number(dt, "dt")
+    return np.asarray(integrated(model, configuration(model, q), vector(v, model.nv, "v") * dt))
 
 
 def integrated(model: Model, q, dv):
