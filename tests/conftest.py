@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from wbc.codegen import background
 from wbc.control import builder
 
 
@@ -25,3 +26,10 @@ def traces(monkeypatch):
 
     monkeypatch.setattr(builder, "trace_step", counted)
     return count
+
+
+@pytest.fixture
+def no_compile_in_flight():
+    """Waits for the background compiles earlier tests started (the numeric API's first calls): a
+    test that sets its own compiler (``WBC_CC``) must not have them pick it up."""
+    assert background.wait(600)

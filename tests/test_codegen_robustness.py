@@ -43,6 +43,8 @@ from tests.helpers import TOL_KERNEL, assert_close
 from wbc.codegen import algorithm_functions as traced
 from wbc.robots import synthetic
 
+pytestmark = pytest.mark.usefixtures("no_compile_in_flight")  # (conftest: tests that set WBC_CC)
+
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 

@@ -30,6 +30,8 @@ from wbc.control import target_call
 from wbc.errors import CompileError
 from wbc.robots import synthetic
 
+pytestmark = pytest.mark.usefixtures("no_compile_in_flight")  # (conftest: tests that set WBC_CC)
+
 needs_compiler = pytest.mark.skipif(find_compiler() is None, reason="no C compiler")
 
 
