@@ -30,9 +30,8 @@
  *      third of the products K Z and (K Z)^T (K Z)); a level of lower rank makes Z explicit.
  * The null space is computed in loops (reflections, Jacobi on a triangle of a few rows): LAPACK's dgesvd
  * with the full V costs 12 us at 3 x 32; the products, the Cholesky factors and the triangular solves
- * are shortcut.c's blocked loops (cheaper than BLAS's and LAPACK's calls at these sizes since they are
- * blocked: Talos's 2 / 3 levels 34.7 / 39.4 -> 22.3 / 26.8 us a step with the kernel's own speed-up);
- * only the rare explicit basis's product K Z is BLAS's dgemm.
+ * are shortcut.c's blocked loops (cheaper than BLAS's and LAPACK's calls at these sizes: Talos's
+ * 2 / 3 levels 34.7 / 39.4 -> 22.3 / 26.8 us a step with the kernel's own speed-up).
  * wbc.control.hierarchy.LexicographicSolver is its reference in the tests and the path of the steps
  * it hands on.
  */
@@ -336,7 +335,6 @@ static int hierarchy_reduce(wbc_hierarchy_data *h) {
 static int hierarchy_levels(wbc_hierarchy_data *h) {
     wbc_shortcut_data *s = h->s;
     const int k = s->k, p = s->p, n = p + s->m;
-    const double d_one = 1.0, d_zero = 0.0; /* (the rare explicit basis's product: BLAS's dgemm) */
     int nz = p, code = WBC_FEASIBLE;
     int implicit = 1, r = 0; /* Z implicit: r reflectors (Z = I at level 0) */
     memset(h->xi, 0, sizeof(double) * (size_t)p);
@@ -402,7 +400,12 @@ static int hierarchy_levels(wbc_hierarchy_data *h) {
             }
         } else { /* S = [K Z; diag(a) Z], e = [e; ed]: H = S^T S, g = S^T e */
             lds = ld + p;
-            s->dgemm("N", "N", &ld, &nz, &p, &d_one, K, &ld, h->Z, &p, &d_zero, h->S, &lds);
+            for (int c = 0; c < nz; ++c) memset(h->S + (long)c * lds, 0, sizeof(double) * (size_t)ld);
+            gemm_minus(ld, nz, p, K, ld, h->Z, 1, p, h->S, lds); /* -K Z, then its sign */
+            for (int c = 0; c < nz; ++c) {
+                double *Sc = h->S + (long)c * lds;
+                for (int i = 0; i < ld; ++i) Sc[i] = -Sc[i];
+            }
             S = h->S;
             for (int c = 0; c < nz; ++c) {
                 double *W = h->S + (long)c * lds + ld;

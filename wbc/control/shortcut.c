@@ -7,12 +7,10 @@
  * project's kernel cache (wbc.control.shortcut_library) and called through ctypes with one pointer;
  * the library exports the struct's size, its fields' offsets and the return codes (wbc_abi_*), which
  * the Python side checks against its own declaration when it loads the library. The dense products
- * and the factorizations are loops here (at these sizes, a dozen forces and a few dozen actuators,
- * a BLAS or LAPACK call's overhead costs more than its arithmetic: on Talos standing the shortcut
- * went from 7.4 to 6.4 us once its dgemm, dsyrk, dgemv and dpotrf calls were replaced by the blocked
- * loops below; hierarchy.c's levels still call the BLAS and LAPACK SciPy ships, whose addresses come
- * from scipy.linalg.cython_blas / cython_lapack, passed in the struct); the
- * kernel is the CasADi-generated C function of the controller's compiled library (its address and
+ * and the factorizations are the blocked loops below, for hierarchy.c's levels too (at these sizes,
+ * a dozen forces and a few dozen actuators, a BLAS or LAPACK call's overhead costs more than its
+ * arithmetic: on Talos standing the shortcut went from 7.4 to 5.5 us once its dgemm, dsyrk, dgemv
+ * and dpotrf calls were replaced); the kernel is the CasADi-generated C function of the controller's compiled library (its address and
  * its argument arrays are passed in the struct too).
  *
  * Problem (all matrices column-major, as the kernel writes them):
@@ -50,16 +48,6 @@
 
 enum wbc_code { WBC_FEASIBLE, WBC_INFEASIBLE, WBC_FAILED, WBC_BAD_INPUT, WBC_KERNEL_FAILED, WBC_NOT_VECTORS };
 
-typedef void dgemm_t(const char *, const char *, const int *, const int *, const int *, const double *,
-                     const double *, const int *, const double *, const int *, const double *, double *,
-                     const int *);
-typedef void dgemv_t(const char *, const int *, const int *, const double *, const double *, const int *,
-                     const double *, const int *, const double *, double *, const int *);
-typedef void dsyrk_t(const char *, const char *, const int *, const int *, const double *, const double *,
-                     const int *, const double *, double *, const int *);
-typedef void dpotrf_t(const char *, const int *, double *, const int *, int *);
-typedef void dpotrs_t(const char *, const int *, const int *, const double *, const int *, double *, const int *,
-                      int *);
 typedef int kernel_t(const double **, double **, long long *, double *, int);
 
 typedef struct {
@@ -106,11 +94,6 @@ typedef struct {
     const double *errors;  /* (ne,) kernel output */
     const double *normal;  /* (ncontact, p+m) rows giving each contact's normal force from u */
     double *out;           /* out: [u (p+m), qdd (nv), errors (ne), normal forces (ncontact), t_kernel, t_qp] (us) */
-    dgemm_t *dgemm;
-    dgemv_t *dgemv;
-    dsyrk_t *dsyrk;
-    dpotrf_t *dpotrf;
-    dpotrs_t *dpotrs; /* (hierarchy.c's levels; the shortcut's solves are loops) */
     double t_kernel, t_qp; /* out (wbc_step): microseconds in the checks and the kernel, in the rest */
     const double *Cdense;  /* (nc, p+m) row-major: C's constant rows (zero on the traced rows) */
     const int64_t *traced_at; /* (nc,) each row's row in G, or -1 */
@@ -984,7 +967,6 @@ static const wbc_abi_entry_t wbc_fields[] = {
     WBC_FIELD(res),      WBC_FIELD(iw),     WBC_FIELD(w),         WBC_FIELD(q),         WBC_FIELD(v),
     WBC_FIELD(nq),       WBC_FIELD(n_unit), WBC_FIELD(check),     WBC_FIELD(unit_tol),  WBC_FIELD(unit),
     WBC_FIELD(a0),       WBC_FIELD(Bhat),   WBC_FIELD(errors),    WBC_FIELD(normal),    WBC_FIELD(out),
-    WBC_FIELD(dgemm),    WBC_FIELD(dgemv),  WBC_FIELD(dsyrk),     WBC_FIELD(dpotrf),    WBC_FIELD(dpotrs),
     WBC_FIELD(t_kernel), WBC_FIELD(t_qp),   WBC_FIELD(Cdense),    WBC_FIELD(traced_at), WBC_FIELD(vector_type),
     WBC_FIELD(ngather),  WBC_FIELD(gather_len), WBC_FIELD(gather_src), WBC_FIELD(gather_idx), WBC_FIELD(gather_dst),
     WBC_FIELD(nh),       WBC_FIELD(h_rows), WBC_FIELD(h_index),   WBC_FIELD(h_sign),    WBC_FIELD(h_at),

@@ -49,12 +49,10 @@ from .builder import Layout
 from .outputs import StepOutputs
 from .shortcut_library import (
     _INTS,
-    ROUTINES,
     Code,
     Library,
     ShortcutData,
     kernel_symbol,
-    routine_addresses,
     shortcut_library,
 )
 
@@ -227,8 +225,6 @@ class CompiledShortcut:
             ("h_index", self._h_index), ("h_sign", self._h_sign), ("h_at", self._h_where), ("Bu", self._Bu),
         ):  # fmt: skip
             setattr(data, name, array.ctypes.data)
-        for name, address in zip(ROUTINES, routine_addresses()):
-            setattr(data, name, address)
         data.vector_type = id(np.ndarray)  # only exact ndarrays are read in C (not masked arrays)
         self.data = self._data = data  # read by the strategies: t_kernel, t_qp
         self._ref = ctypes.addressof(data)

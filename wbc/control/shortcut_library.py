@@ -56,8 +56,6 @@ FLAGS = ("-O3", "-fPIC", "-shared", "-fno-math-errno", *fused_flags())
 
 _P = ctypes.c_void_p
 
-#: The BLAS and LAPACK routines the C code calls, from SciPy's (``scipy.linalg.cython_blas``/``cython_lapack``).
-ROUTINES = ("dgemm", "dgemv", "dsyrk", "dpotrf", "dpotrs")
 
 _INTS = ("k", "p", "m", "nc", "ng", "c0", "nspan", "nb", "nt", "nv", "ne", "ncontact")
 _POINTERS = (
@@ -79,7 +77,6 @@ class ShortcutData(ctypes.Structure):
         ("check", ctypes.c_int),
         ("unit_tol", ctypes.c_double),
         *[(name, _P) for name in ("unit", "a0", "Bhat", "errors", "normal", "out")],
-        *[(name, _P) for name in ROUTINES],
         ("t_kernel", ctypes.c_double),
         ("t_qp", ctypes.c_double),
         ("Cdense", _P),
@@ -209,24 +206,6 @@ def shortcut_library() -> Library | None:
     except (CompileError, CacheUnavailable) as e:
         warnings.warn(f"the compiled shortcut is unavailable ({e}); the QP runs", WbcPerformanceWarning, stacklevel=2)
         return None
-
-
-@functools.cache
-def routine_addresses(names: tuple[str, ...] = ROUTINES) -> tuple[int, ...]:
-    """The addresses of ``names`` (default :data:`ROUTINES`) in SciPy's BLAS and LAPACK (their Cython
-    C-API capsules)."""
-    from scipy.linalg import cython_blas, cython_lapack
-
-    get_name = ctypes.pythonapi.PyCapsule_GetName
-    get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
-    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-    get_pointer.restype, get_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
-    out = []
-    for name in names:
-        capi = cython_blas.__pyx_capi__ if name in cython_blas.__pyx_capi__ else cython_lapack.__pyx_capi__
-        capsule = capi[name]
-        out.append(get_pointer(capsule, get_name(capsule)))
-    return tuple(out)
 
 
 class OpenedLibrary:
