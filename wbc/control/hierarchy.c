@@ -17,7 +17,9 @@
  *      (Z = I at level 0): with r_i = reg (|A_{<=k}[:, i]|^2 [+ |Bhat[:, i]|^2 above the last level])
  *      + 1e-12 and R = diag(sqrt(r)) T, it minimizes |K Z z - e|^2, K = [At_k; R],
  *      e = [bt_k; -sqrt(r) u0] - K xi*, by one Cholesky solve of (K Z)^T (K Z) (R's actuator rows, a
- *      diagonal, kept out of the products);
+ *      diagonal, kept out of the products); level 0 with fewer rows than variables (a CoM task's 3 and
+ *      the forces' 12 against Talos's 32 actuators) by the push-through identity instead, an ld x ld
+ *      factor (few_rows_step);
  *   3. the level's minimizer is kept when C u <= d holds at u = T xi + u0; otherwise the step returns
  *      WBC_INFEASIBLE (a level binds: the caller solves the levels' QPs, numpy and the backend), or
  *      WBC_FAILED when a factorization fails;
@@ -270,6 +272,84 @@ static void reflect_gram(int p, int r, const double *Q, const double *qbeta, dou
     }
 }
 
+/* Level 0's step with fewer rows than variables (ld < p), xi = 0 and ed = 0 above it:
+ * z = (K^T K + diag(a)^2)^-1 K^T e = W^2 K^T (I + K W^2 K^T)^-1 e, W = diag(1 / a) (push-through: an
+ * ld x ld factor instead of p x p; I + K W^2 K^T >= I, its factor fails only on non-finite data; each
+ * term is a product, nothing cancels, while the p x p normal matrix's condition is that of the
+ * regularization, ~1e8). S (p, ld) work: (K W)^T; M (ld, ld) work; e overwritten. 1 when the factor
+ * fails. */
+static int few_rows_step(int p, int ld, const double *K, const double *a, double *e, double *S, double *M, double *z) {
+    double w[p > 0 ? p : 1];
+    for (int j = 0; j < p; ++j) {
+        w[j] = 1.0 / a[j];
+        const double *Kj = K + (long)j * ld;
+        for (int q = 0; q < ld; ++q) S[j + (long)q * p] = Kj[q] * w[j];
+    }
+    syrk_lower(ld, p, S, p, M, ld);
+    for (int q = 0; q < ld; ++q) M[q + (long)q * ld] += 1.0;
+    if (cholesky(ld, M, ld)) return 1;
+    cholesky_solve(ld, M, ld, e);
+    small_gemv(p, ld, S, p, e, 0.0, z);
+    for (int j = 0; j < p; ++j) z[j] *= w[j];
+    return 0;
+}
+
+/* A level's step by its normal equations (step 2), xi += Z z: K (ld, p) the level's rows and the
+ * forces' regularization rows, e (ld + p,) their right-hand side, a and ed the diagonal rows' (a and
+ * ed: p,), Z of nz columns, implicit (r reflectors in h->Q) or explicit (h->Z; then S = [K Z; diag(a) Z]
+ * is formed in h->S, its leading dimension in *lds). 1 when the factor fails. */
+static int normal_step(wbc_hierarchy_data *h, int ld, int nz, int r, int implicit, const double *a, double *e,
+                       const double *ed, int *lds) {
+    const int p = h->s->p;
+    const double *K = h->K;
+    double *F = h->H; /* the normal matrix, then its factor (leading dimension ldf) */
+    int ldf = nz;
+    if (implicit) { /* G = K^T K + diag(a^2), g = K^T e + a ed; H = Z^T G Z, z = Z^T g */
+        double *G = r ? h->G : h->H, *g = r ? h->y : h->z;
+        syrk_lower(p, ld, K, ld, G, p);
+        gemv_t(ld, p, K, ld, e, g);
+        for (int j = 0; j < p; ++j) {
+            G[j + (long)j * p] += a[j] * a[j];
+            g[j] += a[j] * ed[j];
+        }
+        if (r) {
+            reflect_gram(p, r, h->Q, h->qbeta, G, h->z);
+            for (int j = 0; j < r; ++j) reflect(p, h->Q, h->qbeta, j, g);
+            F = G + r + (long)r * p; /* its trailing block, in place */
+            ldf = p;
+            memcpy(h->z, g + r, sizeof(double) * (size_t)nz);
+        }
+    } else { /* S = [K Z; diag(a) Z], e = [e; ed]: H = S^T S, g = S^T e */
+        const int ls = *lds = ld + p;
+        double *S = h->S;
+        for (int c = 0; c < nz; ++c) memset(S + (long)c * ls, 0, sizeof(double) * (size_t)ld);
+        gemm_minus(ld, nz, p, K, ld, h->Z, 1, p, S, ls); /* -K Z, then its sign */
+        for (int c = 0; c < nz; ++c) {
+            double *Sc = S + (long)c * ls;
+            const double *Zc = h->Z + (long)c * p;
+            for (int i = 0; i < ld; ++i) Sc[i] = -Sc[i];
+            for (int i = 0; i < p; ++i) Sc[ld + i] = a[i] * Zc[i];
+        }
+        memcpy(e + ld, ed, sizeof(double) * (size_t)p);
+        syrk_lower(nz, ls, S, ls, h->H, nz);
+        gemv_t(ls, nz, S, ls, e, h->z);
+    }
+    if (cholesky(nz, F, ldf)) return 1;
+    cholesky_solve(nz, F, ldf, h->z);
+    if (implicit && r == 0) {
+        for (int j = 0; j < p; ++j) h->xi[j] += h->z[j];
+    } else if (implicit) { /* xi += Z z = H_0 ... H_{r-1} [0; z] */
+        double *y = h->y;
+        memset(y, 0, sizeof(double) * (size_t)r);
+        memcpy(y + r, h->z, sizeof(double) * (size_t)nz);
+        for (int j = r - 1; j >= 0; --j) reflect(p, h->Q, h->qbeta, j, y);
+        for (int j = 0; j < p; ++j) h->xi[j] += y[j];
+    } else {
+        small_gemv(p, nz, h->Z, p, h->z, 1.0, h->xi);
+    }
+    return 0;
+}
+
 /* u = T xi + u0 into s->u, then C u <= d (shortcut.c's check); WBC_FAILED when u is not finite. */
 static int hierarchy_u(wbc_hierarchy_data *h) {
     wbc_shortcut_data *s = h->s;
@@ -379,56 +459,11 @@ static int hierarchy_levels(wbc_hierarchy_data *h) {
         for (int q = 0; q < kr; ++q) e[q] = h->bt[rows[q]];
         for (int i = p; i < n; ++i) e[kr + i - p] = -h->sr[i] * h->u0[i];
         if (lev) gemm_minus(ld, 1, p, K, ld, h->xi, 1, p, e, ld); /* e -= K xi */
-        const double *S = K;
-        int lds = ld; /* S's leading dimension */
-        double *F = h->H; /* the level's normal matrix, then its factor (leading dimension ldf) */
-        int ldf = nz;
-        if (implicit) { /* G = K^T K + diag(a^2), g = K^T e + a ed; H = Z^T G Z, z = Z^T g */
-            double *G = r ? h->G : h->H, *g = r ? h->y : h->z;
-            syrk_lower(p, ld, K, ld, G, p);
-            gemv_t(ld, p, K, ld, e, g);
-            for (int j = 0; j < p; ++j) {
-                G[j + (long)j * p] += a[j] * a[j];
-                g[j] += a[j] * ed[j];
-            }
-            if (r) {
-                reflect_gram(p, r, h->Q, h->qbeta, G, h->z);
-                for (int j = 0; j < r; ++j) reflect(p, h->Q, h->qbeta, j, g);
-                F = G + r + (long)r * p; /* its trailing block, in place */
-                ldf = p;
-                memcpy(h->z, g + r, sizeof(double) * (size_t)nz);
-            }
-        } else { /* S = [K Z; diag(a) Z], e = [e; ed]: H = S^T S, g = S^T e */
-            lds = ld + p;
-            for (int c = 0; c < nz; ++c) memset(h->S + (long)c * lds, 0, sizeof(double) * (size_t)ld);
-            gemm_minus(ld, nz, p, K, ld, h->Z, 1, p, h->S, lds); /* -K Z, then its sign */
-            for (int c = 0; c < nz; ++c) {
-                double *Sc = h->S + (long)c * lds;
-                for (int i = 0; i < ld; ++i) Sc[i] = -Sc[i];
-            }
-            S = h->S;
-            for (int c = 0; c < nz; ++c) {
-                double *W = h->S + (long)c * lds + ld;
-                const double *Zc = h->Z + (long)c * p;
-                for (int i = 0; i < p; ++i) W[i] = a[i] * Zc[i];
-            }
-            memcpy(e + ld, ed, sizeof(double) * (size_t)p);
-            syrk_lower(nz, lds, S, lds, h->H, nz);
-            gemv_t(lds, nz, S, lds, e, h->z);
-        }
-        if (cholesky(nz, F, ldf)) return WBC_FAILED;
-        cholesky_solve(nz, F, ldf, h->z);
-        if (implicit && r == 0) {
-            for (int j = 0; j < p; ++j) h->xi[j] += h->z[j];
-        } else if (implicit) { /* xi += Z z = H_0 ... H_{r-1} [0; z] */
-            double *y = h->y;
-            memset(y, 0, sizeof(double) * (size_t)r);
-            memcpy(y + r, h->z, sizeof(double) * (size_t)nz);
-            for (int j = r - 1; j >= 0; --j) reflect(p, h->Q, h->qbeta, j, y);
-            for (int j = 0; j < p; ++j) h->xi[j] += y[j];
-        } else {
-            small_gemv(p, nz, h->Z, p, h->z, 1.0, h->xi);
-        }
+        int lds = ld; /* the level's matrix: K (Z implicit) or [K Z; diag(a) Z] in h->S (Z explicit) */
+        const int failed = lev == 0 && ld < p ? few_rows_step(p, ld, K, a, e, h->S, h->H, h->xi)
+                                              : normal_step(h, ld, nz, r, implicit, a, e, ed, &lds);
+        if (failed) return WBC_FAILED;
+        const double *S = implicit ? K : h->S;
         code = hierarchy_u(h);
         if (code != WBC_FEASIBLE) return code;
         h->solved = lev + 1;
