@@ -146,6 +146,7 @@ typedef double v4d __attribute__((vector_size(32)));
 /* the same, at any double's address, aliasing doubles: loads and stores of 4 consecutive entries
  * (macros: a function taking or returning a vector would change the ABI without AVX) */
 typedef double v4d_at __attribute__((vector_size(32), aligned(sizeof(double)), may_alias));
+typedef long long v4di __attribute__((vector_size(32))); /* shuffles' lane indices */
 #define load4(x) (*(const v4d_at *)(x))
 #define store4(x, v) (*(v4d_at *)(x) = (v))
 #define sum4(v) (((v)[0] + (v)[2]) + ((v)[1] + (v)[3]))
