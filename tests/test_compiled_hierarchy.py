@@ -22,6 +22,7 @@ from wbc.control.compiled_hierarchy import CompiledHierarchy, hierarchy_library
 from wbc.control.hierarchy import LexicographicSolver
 from wbc.control.shortcut import FEASIBLE, INFEASIBLE
 from wbc.control.shortcut_library import shortcut_library
+from wbc.control.solvers import DaqpSolver
 from wbc.control.strategies import Hierarchy, Minimizer, OneCall
 from wbc.errors import CompileError
 
@@ -114,6 +115,58 @@ def test_talos_levels_equal_the_numpy_hierarchy(levels):
         _set_levels({com: 0, hand: 0, posture: 0})
     assert FEASIBLE in codes, "the C levels answered some steps"
     assert INFEASIBLE in codes, "a binding level was handed on"
+
+
+# Level shapes that leave every remainder of the levels' blocks (4 x 4 reflections, 4-row panels) on
+# robots whose actuator count is not a multiple of 4: (robot, levels), each level a tuple of tasks
+# (kind, argument): a CoM task's axes, a hand's index; the reflector counts r after each level.
+_SHAPES = [
+    ("g1", ((("com", "z"),), (("pose", 0),), (("posture", None),))),  # 29 actuators: r 1, 7
+    ("g1", ((("com", "xyz"), ("pose", 0)), (("pose", 1),), (("posture", None),))),  # r 9, 15
+    ("jvrc1", ((("com", "xy"),), (("pose", 0), ("pose", 1)), (("posture", None),))),  # 44: r 2, 14
+    ("jvrc1", ((("com", "xy"), ("position", 1)), (("pose", 0), ("orientation", 1)), (("posture", None),))),  # r 5, 14
+]
+_TASKS = {
+    "com": lambda model, spec, axes: tasks.CoMTask(axes, weight=1.0, kp=20.0),
+    "pose": lambda model, spec, i: tasks.FrameTask(spec.hands[i], weight=0.1, kp=30.0),
+    "position": lambda model, spec, i: tasks.PositionTask(spec.hands[i], weight=0.1, kp=30.0),
+    "orientation": lambda model, spec, i: tasks.OrientationTask(spec.hands[i], weight=0.1, kp=30.0),
+    "posture": lambda model, spec, _: tasks.PostureTask(model, weight=1e-3, kp=10.0),
+}
+
+
+@pytest.mark.parametrize("robot, shape", _SHAPES, ids=[f"{r}-{i}" for i, (r, _) in enumerate(_SHAPES)])
+def test_level_shapes_equal_the_numpy_hierarchy(robot, shape):
+    """G1 (29 actuators) and JVRC-1 (44) on two feet, levels of 1 to 12 rows: random states near the
+    reference posture, the tasks' targets from a nearby configuration; the C levels answer and equal
+    the numpy hierarchy."""
+    case = robot_case(robot)
+    model, spec = case.model, case.spec
+    contacts = [wbc.SurfaceContact(f, spec.sole.length, spec.sole.width, mu=0.5, kp=0.0, kd=0.0) for f in spec.feet]
+    made = []
+    for level, level_tasks in enumerate(shape):
+        for kind, argument in level_tasks:
+            made.append(_TASKS[kind](model, spec, argument))
+            made[-1].set_priority(level)
+    solver = DaqpSolver()
+    solver.unconstrained_tolerance = 1e-9
+    ctrl = wbc.WholeBodyController(model, made, contacts, solver=solver)
+    ctrl.compile()
+    position_limit = next(x for x in ctrl.limits if isinstance(x, wbc.JointPositionLimit))
+    q0 = position_limit.inside(spec.q0)  # JVRC-1's fingers rest at their limits
+    rng = np.random.default_rng(len(shape[0]) + model.nv)
+    codes = []
+    for _ in range(3):
+        nearby = wbc.integrate(model, q0, rng.normal(size=model.nv) * 0.01)
+        for task in made:
+            if isinstance(task, tasks.CoMTask):
+                task.set_target(wbc.center_of_mass(model, nearby))
+            elif isinstance(task, tasks.PostureTask):
+                task.set_target(q0)
+            else:
+                task.set_target_from_configuration(model, nearby)
+        codes.append(_compare(ctrl, q0, rng.normal(size=model.nv) * 0.01))
+    assert FEASIBLE in codes, codes
 
 
 def _panda_trials(levels: int, trials: int, seed: int):
