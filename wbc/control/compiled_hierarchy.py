@@ -46,7 +46,7 @@ __all__ = ["CompiledHierarchy", "HierarchyData", "HierarchyLibrary", "hierarchy_
 _P = ctypes.c_void_p
 
 _BUFFERS = (
-    "sq", "above", "floor_", "sr", "T", "u0", "At", "bt", "K", "e", "S", "H", "Z", "Z2", "xi", "z", "Vt", "sv",
+    "sq", "above", "floor_", "sr", "a", "T", "u0", "At", "bt", "K", "e", "S", "H", "Z", "Z2", "xi", "z", "Vt", "sv",
     "Mc", "work", "G", "Q", "qbeta", "y",
 )  # fmt: skip
 
@@ -171,9 +171,9 @@ class CompiledHierarchy:
         kmax = max(rows.size for rows in layout.levels)
         self._rows = np.ascontiguousarray(np.concatenate(layout.levels), dtype=np.int64)
         self._start = np.cumsum([0] + [rows.size for rows in layout.levels], dtype=np.int64)
-        lwork = max(kmax * p + p, 3 * p * (p + 3))  # Rᵀ and the reflectors' factors; the reflections' [Y | V | Y]
+        lwork = max(kmax * p + p, 3 * p * (p + 3))  # Rᵀ and the reflectors' factors; the reflections' [Y | V | X]
         shapes = {
-            "sq": n, "above": n, "floor_": n, "sr": n, "T": n * p, "u0": n, "At": k * p, "bt": k,
+            "sq": n, "above": n, "floor_": n, "sr": n, "a": p, "T": n * p, "u0": n, "At": k * p, "bt": k,
             "K": (kmax + n) * p, "e": kmax + n, "S": (kmax + n) * p, "H": p * p, "Z": p * p, "Z2": p * p,
             "xi": p, "z": p, "Vt": p * p, "sv": p, "Mc": kmax * p, "work": lwork,
             "G": p * p, "Q": p * p, "qbeta": p, "y": p,

@@ -47,10 +47,11 @@ typedef struct {
     double rank_tol;          /* relative singular-value threshold of the null-space updates */
     const int64_t *lev_rows;  /* (k,) the cost rows, level after level */
     const int64_t *lev_start; /* (nlev + 1,) where each level starts in lev_rows */
-    double *sq;               /* (n,) work: |A[:, i]|^2, then the regularization's diagonal rows a */
+    double *sq;               /* (n,) work: |A[:, i]|^2 */
     double *above;            /* (n,) work: |A_{<=k}[:, i]|^2 */
     double *floor_;           /* (n,) work: |Bhat[:, i]|^2 */
     double *sr;               /* (n,) work: sqrt(r) */
+    double *a;                /* (p,) work: the regularization's diagonal rows */
     double *T;                /* (n, p) the scaled null space of the equalities (its actuator block is
                                * diagonal: only the diagonal and the force block are written and read) */
     double *u0;               /* (n,) a particular solution of the equalities */
@@ -423,12 +424,10 @@ static int hierarchy_reduce(wbc_hierarchy_data *h) {
     const int k = s->k, p = s->p, m = s->m, n = p + m, p1 = p + 1, nv = s->nv;
     const double *A = s->A, *Aeq = s->Aeq;
     double *X = s->X, *L = s->L, *T = h->T, *At = h->At;
-    for (int j = 0; j < n; ++j) {
-        h->sq[j] = sumsq(A + (long)j * k, k);
-        h->floor_[j] = sumsq(s->Bhat + (long)j * nv, nv);
-    }
+    column_sumsq(k, n, A, k, h->sq);
+    column_sumsq(nv, n, s->Bhat, nv, h->floor_);
     memcpy(h->bt, s->b, sizeof(double) * (size_t)k);
-    for (int j = 0; j < p; ++j) memcpy(At + (long)j * k, A + (long)j * k, sizeof(double) * (size_t)k);
+    memcpy(At, A, sizeof(double) * (size_t)k * (size_t)p); /* A_x: A's first p columns */
     memset(h->u0, 0, sizeof(double) * (size_t)n);
     if (m) { /* X = Lam^-1 [E_x, b_eq]; N = [I; -X_x], u0 = [0; X_b]; A N = A_x - A_f X_x, b - A u0 */
         for (int j = 0; j < m; ++j) {
@@ -445,11 +444,13 @@ static int hierarchy_reduce(wbc_hierarchy_data *h) {
         }
         for (int l = 0; l < m; ++l) h->u0[p + l] = X[l + (long)p * m];
     }
+    double *norms = h->sr; /* |A N e_j|^2 (sr: work until the levels) */
+    column_sumsq(k, p, At, k, norms);
     for (int j = 0; j < p; ++j) { /* D: the unit-diagonal Hessian of the weighted problem */
         double *Tj = T + (long)j * n, *Aj = At + (long)j * k;
         double reg = s->reg * h->sq[j] + 1e-12; /* N's column j: e_j above, -X_x[:, j] below */
         for (int i = p; i < n; ++i) reg += (s->reg * h->sq[i] + 1e-12) * Tj[i] * Tj[i];
-        const double inv = 1.0 / sqrt(sumsq(Aj, k) + reg);
+        const double inv = 1.0 / sqrt(norms[j] + reg);
         Tj[j] = inv;
         for (int i = p; i < n; ++i) Tj[i] *= inv;
         for (int i = 0; i < k; ++i) Aj[i] *= inv;
@@ -480,15 +481,19 @@ static int hierarchy_levels(wbc_hierarchy_data *h) {
         double *K = h->K, *e = h->e;
         const int64_t r0 = kr ? rows[0] : 0;
         const int block = kr == 0 || rows[kr - 1] - r0 == kr - 1; /* the level's rows are consecutive */
-        for (int i = 0; i < n; ++i) { /* this level's regularization */
-            const double *Ai = s->A + (long)i * k;
-            double a = 0.0;
-            if (block) {
-                a = sumsq(Ai + r0, kr);
-            } else {
-                for (int q = 0; q < kr; ++q) a += Ai[rows[q]] * Ai[rows[q]];
+        if (last && h->lev_start[h->nlev] == k) { /* the levels hold every cost row: all of them */
+            memcpy(h->above, h->sq, sizeof(double) * (size_t)n);
+        } else {
+            for (int i = 0; i < n; ++i) { /* this level's regularization */
+                const double *Ai = s->A + (long)i * k;
+                double a = 0.0;
+                if (block) {
+                    a = sumsq(Ai + r0, kr);
+                } else {
+                    for (int q = 0; q < kr; ++q) a += Ai[rows[q]] * Ai[rows[q]];
+                }
+                h->above[i] += a;
             }
-            h->above[i] += a;
         }
         const double floor_weight = last ? 0.0 : 1.0;
         for (int i = 0; i < n; ++i) { /* (apart: vectorized square roots) */
@@ -496,12 +501,12 @@ static int hierarchy_levels(wbc_hierarchy_data *h) {
         }
         /* R = diag(sr) T = [diag(a); R_f], a = sr_x D (T's actuator block is D, u0's is 0): K holds
          * At_k and R_f (m rows), the diagonal rows enter H and g as diag(a) Z */
-        double *a = h->sq, *ed = h->sv;
+        double *a = h->a, *ed = h->sv;
         for (int j = 0; j < p; ++j) { /* K = [At_k; R_f] */
             double *Kj = K + (long)j * ld;
             const double *Atj = h->At + (long)j * k, *Tj = h->T + (long)j * n;
-            if (block) {
-                memcpy(Kj, Atj + r0, sizeof(double) * (size_t)kr);
+            if (block) { /* (a loop: a few rows, cheaper than a call) */
+                for (int q = 0; q < kr; ++q) Kj[q] = Atj[r0 + q];
             } else {
                 for (int q = 0; q < kr; ++q) Kj[q] = Atj[rows[q]];
             }
@@ -619,7 +624,7 @@ void *wbc_hierarchy_step_method(void) { return &wbc_hierarchy_step_definition; }
 static const wbc_abi_entry_t wbc_hierarchy_fields[] = {
     WBC_HFIELD(s),     WBC_HFIELD(nlev),     WBC_HFIELD(kmax),      WBC_HFIELD(lwork), WBC_HFIELD(solved),
     WBC_HFIELD(rank_tol), WBC_HFIELD(lev_rows), WBC_HFIELD(lev_start), WBC_HFIELD(sq), WBC_HFIELD(above),
-    WBC_HFIELD(floor_), WBC_HFIELD(sr),      WBC_HFIELD(T),         WBC_HFIELD(u0),    WBC_HFIELD(At),
+    WBC_HFIELD(floor_), WBC_HFIELD(sr), WBC_HFIELD(a),      WBC_HFIELD(T),         WBC_HFIELD(u0),    WBC_HFIELD(At),
     WBC_HFIELD(bt),    WBC_HFIELD(K),        WBC_HFIELD(e),         WBC_HFIELD(S),     WBC_HFIELD(H),
     WBC_HFIELD(Z),     WBC_HFIELD(Z2),       WBC_HFIELD(xi),        WBC_HFIELD(z),     WBC_HFIELD(Vt),
     WBC_HFIELD(sv),    WBC_HFIELD(Mc),       WBC_HFIELD(work),      WBC_HFIELD(G),     WBC_HFIELD(Q),

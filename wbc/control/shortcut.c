@@ -176,6 +176,43 @@ static double dot(const double *x, const double *y, int n) {
 /* The sum of the squares of x (n,) (dot: 8 partial sums, not a chain of n dependent ones). */
 static double sumsq(const double *x, int n) { return dot(x, x, n); }
 
+/* out[j] = |A[:, j]|^2 for the columns of A (rows, cols) (lda), column-major: 4 columns at a time, two
+ * independent sums per column, the 4 columns' lanes added together by a transposition (no horizontal
+ * sum per column); the last rows as the last 4 masked (rows >= 4), the last columns (fewer than 4) by
+ * sumsq. */
+static void column_sumsq(int rows, int cols, const double *A, int lda, double *out) {
+    const int rows8 = rows - rows % 8, rows4 = rows - rows % 4;
+    int j = 0;
+    for (; j + 4 <= cols && rows >= 4; j += 4) {
+        const double *A0 = A + (long)j * lda, *A1 = A0 + lda, *A2 = A1 + lda, *A3 = A2 + lda;
+        v4d s0 = {0.0, 0.0, 0.0, 0.0}, s1 = s0, s2 = s0, s3 = s0, t0 = s0, t1 = s0, t2 = s0, t3 = s0;
+        int i = 0;
+        for (; i < rows8; i += 8) {
+            const v4d a0 = load4(A0 + i), a1 = load4(A1 + i), a2 = load4(A2 + i), a3 = load4(A3 + i);
+            const v4d b0 = load4(A0 + i + 4), b1 = load4(A1 + i + 4), b2 = load4(A2 + i + 4), b3 = load4(A3 + i + 4);
+            s0 += a0 * a0, s1 += a1 * a1, s2 += a2 * a2, s3 += a3 * a3;
+            t0 += b0 * b0, t1 += b1 * b1, t2 += b2 * b2, t3 += b3 * b3;
+        }
+        if (i < rows4) {
+            const v4d a0 = load4(A0 + i), a1 = load4(A1 + i), a2 = load4(A2 + i), a3 = load4(A3 + i);
+            s0 += a0 * a0, s1 += a1 * a1, s2 += a2 * a2, s3 += a3 * a3;
+        }
+        if (rows4 < rows) { /* the last rows, as the last 4 masked */
+            const int l = rows - 4;
+            const v4d mask = tail_mask[rows - rows4];
+            const v4d a0 = load4(A0 + l) * mask, a1 = load4(A1 + l) * mask, a2 = load4(A2 + l) * mask;
+            const v4d a3 = load4(A3 + l) * mask;
+            t0 += a0 * a0, t1 += a1 * a1, t2 += a2 * a2, t3 += a3 * a3;
+        }
+        s0 += t0, s1 += t1, s2 += t2, s3 += t3;
+        const v4di even = {0, 4, 2, 6}, odd = {1, 5, 3, 7}, low = {0, 1, 4, 5}, high = {2, 3, 6, 7};
+        const v4d u = __builtin_shuffle(s0, s1, even) + __builtin_shuffle(s0, s1, odd); /* s0's, s1's pairs */
+        const v4d w = __builtin_shuffle(s2, s3, even) + __builtin_shuffle(s2, s3, odd);
+        store4(out + j, __builtin_shuffle(u, w, low) + __builtin_shuffle(u, w, high));
+    }
+    for (; j < cols; ++j) out[j] = sumsq(A + (long)j * lda, rows);
+}
+
 /* In the products below, B's entry (l, c) is B[l * bl + c * bc]: (bl, bc) = (1, ldb) for a column-major
  * B (inner, n), (ldb, 1) for the transpose of a column-major (n, inner) matrix. */
 
