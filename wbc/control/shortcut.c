@@ -553,11 +553,13 @@ int wbc_shortcut(wbc_shortcut_data *s) {
         for (j = 0; j < p; ++j) memcpy(S + (long)j * km, A + (long)j * k, sizeof(double) * (size_t)k);
     }
     memcpy(S + (long)p * km, s->b, sizeof(double) * (size_t)k);
-    for (j = 0; j < p; ++j) s->rx[j] = s->reg * sumsq(S + (long)j * km, k) + 1e-12; /* A_x's columns */
+    column_sumsq(k, p, S, km, s->rx); /* A_x's columns */
+    for (j = 0; j < p; ++j) s->rx[j] = s->reg * s->rx[j] + 1e-12;
     gemm_minus(k, p1, m, A + (long)p * k, k, X, 1, m, S, km);
     double root[m > 0 ? m : 1]; /* sqrt(r_f), once per force */
+    column_sumsq(k, m, A + (long)p * k, k, s->rf);
     for (l = 0; l < m; ++l) {
-        s->rf[l] = s->reg * sumsq(A + (long)(p + l) * k, k) + 1e-12;
+        s->rf[l] = s->reg * s->rf[l] + 1e-12;
         root[l] = sqrt(s->rf[l]);
     }
     for (j = 0; j < p1; ++j) {
