@@ -245,6 +245,27 @@ static void reflect(int p, const double *Q, const double *qbeta, int j, double *
     for (int i = j; i < p; ++i) x[i] -= dot * v[i];
 }
 
+/* x (p,) <- Q x, or Q^T x (transpose), Q = H_0 ... H_{r-1} = I - V T V^T in compact WY form (V = Q[:, :r]
+ * of the implicit basis, T the (r, r) upper triangle reflect_gram computed for them): the r products
+ * V^T x side by side, not a chain of r reflections each waiting on the last. */
+static void apply_wy(int p, int r, const double *V, const double *T, int transpose, double *x) {
+    double w[r > 0 ? r : 1];
+    for (int i = 0; i < r; ++i) w[i] = dot(V + (long)i * p + i, x + i, p - i); /* V^T x (V zero above i) */
+    if (transpose) { /* T^T w, bottom up (row i of T^T: T[:i+1, i]) */
+        for (int i = r - 1; i >= 0; --i) w[i] = dot(T + (long)i * r, w, i + 1);
+    } else { /* T w, top down (row i of T: T[i, i:]) */
+        for (int i = 0; i < r; ++i) {
+            double sum = 0.0;
+            for (int l = i; l < r; ++l) sum += T[i + (long)l * r] * w[l];
+            w[i] = sum;
+        }
+    }
+    for (int l = 0; l < r; ++l) { /* x -= V w */
+        const double c = w[l], *Vl = V + (long)l * p;
+        for (int i = l; i < p; ++i) x[i] -= c * Vl[i];
+    }
+}
+
 /* The upper triangle of the n x n matrix G (ld) from its lower triangle, by 4 x 4 blocks transposed in
  * registers. */
 static void mirror_lower(int n, double *G, int ld) {
@@ -368,7 +389,7 @@ static int normal_step(wbc_hierarchy_data *h, int ld, int nz, int r, int implici
         }
         if (r) {
             reflect_gram(p, r, h->Q, h->qbeta, G, h->work, h->Vt, h->Z2);
-            for (int j = 0; j < r; ++j) reflect(p, h->Q, h->qbeta, j, g);
+            apply_wy(p, r, h->Q, h->Vt, 1, g); /* Z^T g (T: reflect_gram's, in Vt) */
             F = G + r + (long)r * p; /* its trailing block, in place */
             ldf = p;
             memcpy(h->z, g + r, sizeof(double) * (size_t)nz);
@@ -396,7 +417,7 @@ static int normal_step(wbc_hierarchy_data *h, int ld, int nz, int r, int implici
         double *y = h->y;
         memset(y, 0, sizeof(double) * (size_t)r);
         memcpy(y + r, h->z, sizeof(double) * (size_t)nz);
-        for (int j = r - 1; j >= 0; --j) reflect(p, h->Q, h->qbeta, j, y);
+        apply_wy(p, r, h->Q, h->Vt, 0, y);
         for (int j = 0; j < p; ++j) h->xi[j] += y[j];
     } else {
         small_gemv(p, nz, h->Z, p, h->z, 1.0, h->xi);
@@ -541,7 +562,7 @@ static int hierarchy_levels(wbc_hierarchy_data *h) {
             double *y = h->y;
             for (int q = 0; q < kr; ++q) {
                 for (int j = 0; j < p; ++j) y[j] = K[q + (long)j * ld];
-                for (int j = 0; j < r; ++j) reflect(p, h->Q, h->qbeta, j, y);
+                if (r) apply_wy(p, r, h->Q, h->Vt, 1, y); /* T: this level's reflect_gram's, in Vt */
                 memcpy(Bt + (long)q * nz, y + r, sizeof(double) * (size_t)nz);
             }
             householder(nz, kr, Bt, beta);
