@@ -355,10 +355,10 @@ static void reflect_gram(int p, int r, const double *Q, const double *qbeta, dou
  * fails. */
 static int few_rows_step(int p, int ld, const double *K, const double *a, double *e, double *S, double *M, double *z) {
     double w[p > 0 ? p : 1];
-    for (int j = 0; j < p; ++j) {
-        w[j] = 1.0 / a[j];
-        const double *Kj = K + (long)j * ld;
-        for (int q = 0; q < ld; ++q) S[j + (long)q * p] = Kj[q] * w[j];
+    for (int j = 0; j < p; ++j) w[j] = 1.0 / a[j];
+    for (int q = 0; q < ld; ++q) { /* row q of K W, as a column of S */
+        double *Sq = S + (long)q * p;
+        for (int j = 0; j < p; ++j) Sq[j] = K[q + (long)j * ld] * w[j];
     }
     syrk_lower(ld, p, S, p, M, ld);
     for (int q = 0; q < ld; ++q) M[q + (long)q * ld] += 1.0;
