@@ -417,23 +417,35 @@ static int cholesky(int n, double *A, int lda) {
     return 0;
 }
 
-/* x = (L L^T)^-1 x for the factor L of cholesky (n x n, lda): both substitutions column by column
- * (the back one reads L's rows), short dependency chains, multiplying by the diagonal's reciprocals
- * (computed first: independent divisions, out of the chains). */
-static void cholesky_solve(int n, const double *L, int lda, double *x) {
+/* x = L^-1 x for the factor L of cholesky (n x n, lda), column by column (short dependency chains),
+ * multiplying by the diagonal's reciprocals (computed first: independent divisions, out of the chain). */
+static void forward_solve(int n, const double *L, int lda, double *x) {
     double inverse[n > 0 ? n : 1];
     for (int j = 0; j < n; ++j) inverse[j] = 1.0 / L[j + (long)j * lda];
-    for (int j = 0; j < n; ++j) { /* L z = x */
+    for (int j = 0; j < n; ++j) {
         const double *Lj = L + (long)j * lda;
         const double z = x[j] * inverse[j];
         x[j] = z;
         for (int i = j + 1; i < n; ++i) x[i] -= Lj[i] * z;
     }
-    for (int j = n - 1; j >= 0; --j) { /* L^T x = z */
+}
+
+/* x = L^-T x for the factor L of cholesky (n x n, lda): the last unknown first, each one's column of
+ * L^T (row of L) subtracted from the unknowns before it as soon as it is known (as forward_solve). */
+static void backward_solve(int n, const double *L, int lda, double *x) {
+    double inverse[n > 0 ? n : 1];
+    for (int j = 0; j < n; ++j) inverse[j] = 1.0 / L[j + (long)j * lda];
+    for (int j = n - 1; j >= 0; --j) {
         const double y = x[j] * inverse[j];
         x[j] = y;
         for (int i = 0; i < j; ++i) x[i] -= L[j + (long)i * lda] * y;
     }
+}
+
+/* x = (L L^T)^-1 x for the factor L of cholesky (n x n, lda). */
+static void cholesky_solve(int n, const double *L, int lda, double *x) {
+    forward_solve(n, L, lda, x);
+    backward_solve(n, L, lda, x);
 }
 
 /* B = (L L^T)^-1 B for the factor L of cholesky (n x n, lda) and B (n, nrhs) column-major (ldb), by
@@ -659,20 +671,10 @@ static double reduce_row(const wbc_shortcut_data *s, int64_t row, double tol, do
     } else {
         for (int j = 0; j < n; ++j) c[j] = s->Cdense[row * n + j];
     }
-    double hr = s->d[row] - tol;
-    for (int l = 0; l < m; ++l) hr -= c[p + l] * X[(long)p * m + l];
-    for (int j = 0; j < p; ++j) {
-        double gj = c[j];
-        const double *Xj = X + (long)j * m;
-        for (int l = 0; l < m; ++l) gj -= c[p + l] * Xj[l];
-        Mr[j] = gj;
-    }
-    for (int j = 0; j < p; ++j) { /* forward solve L z = G_r^T */
-        const double *Lj = H + (long)j * p;
-        const double z = Mr[j] / Lj[j];
-        Mr[j] = z;
-        for (int i = j + 1; i < p; ++i) Mr[i] -= Lj[i] * z;
-    }
+    const double hr = s->d[row] - tol - dot(c + p, X + (long)p * m, m);
+    gemv_t(m, p, X, m, c + p, Mr); /* G_r's reduced row: c_x - X_x^T c_f, then L^-1 of it */
+    for (int j = 0; j < p; ++j) Mr[j] = c[j] - Mr[j];
+    forward_solve(p, H, p, Mr);
     return hr;
 }
 
@@ -680,13 +682,8 @@ static double reduce_row(const wbc_shortcut_data *s, int64_t row, double tol, do
 static void reduce_target(const wbc_shortcut_data *s, double *y0) {
     const int p = s->p;
     const double *H = s->H;
-    for (int j = 0; j < p; ++j) y0[j] = H[j + (long)p * p];
-    for (int j = 0; j < p; ++j) {
-        const double *Lj = H + (long)j * p;
-        const double z = y0[j] / Lj[j];
-        y0[j] = z;
-        for (int i = j + 1; i < p; ++i) y0[i] -= Lj[i] * z;
-    }
+    memcpy(y0, H + (long)p * p, sizeof(double) * (size_t)p);
+    forward_solve(p, H, p, y0);
 }
 
 /* u from a least-distance answer y: x = L^-T y, f = X_b - X_x x into s->u; 0 when u is not finite. */
@@ -694,18 +691,10 @@ static int expand_u(wbc_shortcut_data *s, const double *y) {
     const int p = s->p, m = s->m, n = s->p + s->m;
     const double *H = s->H, *X = s->X;
     double *u = s->u;
-    for (int j = 0; j < p; ++j) u[j] = y[j];
-    for (int j = p - 1; j >= 0; --j) {
-        const double *Lj = H + (long)j * p;
-        double t = u[j];
-        for (int i = j + 1; i < p; ++i) t -= Lj[i] * u[i];
-        u[j] = t / Lj[j];
-    }
-    for (int l = 0; l < m; ++l) {
-        double f = X[(long)p * m + l];
-        for (int j = 0; j < p; ++j) f -= X[l + (long)j * m] * u[j];
-        u[p + l] = f;
-    }
+    memcpy(u, y, sizeof(double) * (size_t)p);
+    backward_solve(p, H, p, u);
+    small_gemv(m, p, X, m, u, 0.0, u + p); /* f = X_b - X_x x */
+    for (int l = 0; l < m; ++l) u[p + l] = X[(long)p * m + l] - u[p + l];
     for (int i = 0; i < n; ++i) {
         if (!isfinite(u[i])) return 0;
     }
@@ -778,14 +767,8 @@ int wbc_binding(wbc_shortcut_data *s, double tol) {
     }
     if (na) {
         for (int a = 0; a < na; ++a) {
-            for (int b = 0; b <= a; ++b) {
-                double g = 0.0;
-                for (int j = 0; j < p; ++j) g += M[(long)a * p + j] * M[(long)b * p + j];
-                G[a + (long)b * p] = G[b + (long)a * p] = g;
-            }
-            double e = -h[a];
-            for (int j = 0; j < p; ++j) e += M[(long)a * p + j] * y0[j];
-            lam[a] = e; /* G lam = M_A y0 - h_A */
+            for (int b = 0; b <= a; ++b) G[a + (long)b * p] = G[b + (long)a * p] = dot(M + (long)a * p, M + (long)b * p, p);
+            lam[a] = dot(M + (long)a * p, y0, p) - h[a]; /* G lam = M_A y0 - h_A */
         }
         int ok = gram_factor(na, G, F, p);
         if (ok) {
@@ -801,9 +784,10 @@ int wbc_binding(wbc_shortcut_data *s, double tol) {
             memcpy(y, y0, sizeof(double) * (size_t)p);
         }
     }
+    int feasible; /* C u <= d at the last u (checked below: the loop ends at the u it checked last) */
     for (;;) {
         if (!expand_u(s, y)) return WBC_FAILED;
-        check(s);
+        feasible = check(s) == WBC_FEASIBLE;
         int64_t q = -1;
         double worst = 1e-3 * tol; /* rows held to h + tol/1000 (d = h + tol is only the acceptance) */
         for (int64_t i = 0; i < nc; ++i) {
@@ -819,16 +803,12 @@ int wbc_binding(wbc_shortcut_data *s, double tol) {
         }
         if (q < 0) break;
         const double hq = reduce_row(s, q, tol, Mq);
-        double nq = 0.0, lq = 0.0;
-        for (int j = 0; j < p; ++j) nq += Mq[j] * Mq[j];
+        const double nq = sumsq(Mq, p);
+        double lq = 0.0;
         for (;;) {
             if (++iter > max_iter) return WBC_FAILED;
             /* r = G^-1 M_A Mq^T, w = Mq^T - M_A^T r (Mq's part outside the active rows' span) */
-            for (int a = 0; a < na; ++a) {
-                double g = 0.0;
-                for (int j = 0; j < p; ++j) g += M[(long)a * p + j] * Mq[j];
-                r[a] = g;
-            }
+            for (int a = 0; a < na; ++a) r[a] = dot(M + (long)a * p, Mq, p);
             if (na) {
                 if (!gram_factor(na, G, F, p)) return WBC_FAILED;
                 double v[na];
@@ -843,11 +823,7 @@ int wbc_binding(wbc_shortcut_data *s, double tol) {
             for (int a = 0; a < na; ++a) {
                 for (int j = 0; j < p; ++j) w[j] -= r[a] * M[(long)a * p + j];
             }
-            double ww = 0.0, excess = -hq;
-            for (int j = 0; j < p; ++j) {
-                ww += w[j] * w[j];
-                excess += Mq[j] * y[j];
-            }
+            const double ww = sumsq(w, p), excess = dot(Mq, y, p) - hq;
             /* q depends on the active rows (at most p rows are independent): no primal step */
             const double t2 = na < p && ww > 1e-12 * nq ? fmax(excess, 0.0) / ww : inf;
             double t1 = inf;
@@ -888,7 +864,7 @@ int wbc_binding(wbc_shortcut_data *s, double tol) {
             if (++iter > max_iter) return WBC_FAILED;
         }
     }
-    if (check(s) != WBC_FEASIBLE) return WBC_FAILED; /* an active row off by rounding (ill-conditioned H) */
+    if (!feasible) return WBC_FAILED; /* an active row off by rounding (ill-conditioned H) */
     memset(active, 0, (size_t)nc);
     for (int a = 0; a < na; ++a) active[rows[a]] = 1;
     return WBC_FEASIBLE;
