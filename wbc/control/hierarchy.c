@@ -28,12 +28,15 @@
  *      SVD of the small triangle R^T; no direction left: the levels below change nothing. While every
  *      level has full rank, Z is kept as its reflectors (Z = (H_0 ... H_{r-1})[:, r:], as in a QR of
  *      the levels' rows) and step 2's normal equations are formed over all p variables and reflected on
- *      both sides (Z^T (K^T K) Z from r reflections of a p x p matrix: on Talos with 3 | 35 rows, a
- *      third of the products K Z and (K Z)^T (K Z)); a level of lower rank makes Z explicit.
+ *      both sides, all r reflectors at once in compact WY form (reflect_gram: Z^T (K^T K) Z from
+ *      blocked products with a p x p matrix, cheaper than the products K Z and (K Z)^T (K Z), or than
+ *      r reflections one after the other); a level of lower rank makes Z explicit.
  * The null space is computed in loops (reflections, Jacobi on a triangle of a few rows): LAPACK's dgesvd
  * with the full V costs 12 us at 3 x 32; the products, the Cholesky factors and the triangular solves
- * are shortcut.c's blocked loops (cheaper than BLAS's and LAPACK's calls at these sizes: Talos's
- * 2 / 3 levels 34.7 / 39.4 -> 22.3 / 26.8 us a step with the kernel's own speed-up).
+ * are shortcut.c's blocked loops (cheaper than BLAS's and LAPACK's calls at these sizes). Talos, CoM |
+ * pelvis orientation | posture (benchmarks.controller --levels): the levels' part of a step, in
+ * time-stamp-counter ticks, 25.8k / 37.6k (2 / 3 levels) with one reflection at a time and a p x p
+ * factor at level 0, 22.4k / 32.0k now.
  * wbc.control.hierarchy.LexicographicSolver is its reference in the tests and the path of the steps
  * it hands on.
  */
@@ -301,10 +304,10 @@ static void mirror_lower(int n, double *G, int ld) {
  * form): H_0 ... H_{r-1} = I - V T V^T, V = Q[:, :r] (p, r), T (r, r) upper triangular, so with
  * X = G V T and C = T^T V^T X (symmetric), Z^T G Z = G22 - Y2 V2^T - V2 Y2^T, Y = X - V C / 2 and
  * subscript 2 the rows r:. G V and the update are shortcut.c's blocked products over r4 (r rounded up
- * to a multiple of 4) columns, zero-padded: whole 8 x 4 blocks (one reflector at a time, a symmetric
- * product and a rank-2 update each, costs about twice as much: 3.4k / 6.1k time-stamp-counter ticks
- * against 1.8k / 3.2k for Talos's 3 / 6 reflectors of 32 variables; the same below 3 reflectors).
- * G (p, p) symmetric: its lower triangle read (the upper mirrored from it), G[r:, r:]'s lower triangle
+ * to a multiple of 4) columns, zero-padded: whole 8 x 4 blocks. One reflector at a time (a symmetric
+ * product and a rank-2 update each) costs about twice as much from 3 reflectors on: 3.4k / 6.1k
+ * time-stamp-counter ticks against 1.8k / 3.2k for Talos's 3 / 6 reflectors of 32 variables (1.1k
+ * against 1.2k for one). G (p, p) symmetric: its lower triangle read (the upper mirrored from it), G[r:, r:]'s lower triangle
  * written (entries above it: work). Work: U (p, 3 r4): [Y | V | X], each part r4 columns, the columns
  * past r zero; T and C (r, r) each. */
 static void reflect_gram(int p, int r, const double *Q, const double *qbeta, double *G, double *U, double *T,
@@ -484,9 +487,8 @@ static int hierarchy_reduce(wbc_hierarchy_data *h) {
  * While every level above had full rank, Z stays implicit: the reflectors of their null-space updates
  * (h->Q, h->qbeta: r of them, Z = (H_0 ... H_{r-1})[:, r:]), and a level's normal equations are those
  * of all p variables, G = K^T K + diag(a^2), g = K^T e + a ed, reflected on both sides, their trailing
- * block kept (Z^T G Z, Z^T g): a few reflections of a p x p matrix instead of the products K Z and
- * (K Z)^T (K Z) over a basis of p columns. A level of lower rank makes Z explicit (h->Z) for the
- * levels below. */
+ * block kept (Z^T G Z, Z^T g: reflect_gram and apply_wy) instead of the products K Z and (K Z)^T (K Z)
+ * over a basis of p columns. A level of lower rank makes Z explicit (h->Z) for the levels below. */
 static int hierarchy_levels(wbc_hierarchy_data *h) {
     wbc_shortcut_data *s = h->s;
     const int k = s->k, p = s->p, n = p + s->m;

@@ -767,7 +767,9 @@ int wbc_binding(wbc_shortcut_data *s, double tol) {
     }
     if (na) {
         for (int a = 0; a < na; ++a) {
-            for (int b = 0; b <= a; ++b) G[a + (long)b * p] = G[b + (long)a * p] = dot(M + (long)a * p, M + (long)b * p, p);
+            for (int b = 0; b <= a; ++b) {
+                G[a + (long)b * p] = G[b + (long)a * p] = dot(M + (long)a * p, M + (long)b * p, p);
+            }
             lam[a] = dot(M + (long)a * p, y0, p) - h[a]; /* G lam = M_A y0 - h_A */
         }
         int ok = gram_factor(na, G, F, p);
