@@ -463,20 +463,26 @@ static int hierarchy_reduce(wbc_hierarchy_data *h) {
         cholesky_solve_many(m, L, m, p1, X, m);
         gemm_minus(k, p, m, A + (long)p * k, k, X, 1, m, At, k);
         gemm_minus(k, 1, m, A + (long)p * k, k, X + (long)p * m, 1, m, h->bt, k);
-        for (int j = 0; j < p; ++j) {
-            for (int l = 0; l < m; ++l) T[p + l + (long)j * n] = -X[l + (long)j * m];
-        }
         for (int l = 0; l < m; ++l) h->u0[p + l] = X[l + (long)p * m];
     }
-    double *norms = h->sr; /* |A N e_j|^2 (sr: work until the levels) */
+    /* D: the unit-diagonal Hessian of the weighted problem, D_j = 1 / sqrt(|A N e_j|^2 + (N^T diag(r) N)_jj),
+     * N's column j e_j above and -X_x[:, j] below: (N^T diag(r) N)_jj = r_j + |diag(sqrt(r_f)) X_x e_j|^2 */
+    double *norms = h->sr, *regs = h->above; /* (work until the levels) */
     column_sumsq(k, p, At, k, norms);
-    for (int j = 0; j < p; ++j) { /* D: the unit-diagonal Hessian of the weighted problem */
+    memset(regs, 0, sizeof(double) * (size_t)p);
+    if (m) {
+        double root[m], *Xw = h->K; /* diag(sqrt(r_f)) X_x (K: work until the levels) */
+        for (int l = 0; l < m; ++l) root[l] = sqrt(s->reg * h->sq[p + l] + 1e-12);
+        for (int j = 0; j < p; ++j) {
+            for (int l = 0; l < m; ++l) Xw[l + (long)j * m] = root[l] * X[l + (long)j * m];
+        }
+        column_sumsq(m, p, Xw, m, regs);
+    }
+    for (int j = 0; j < p; ++j) T[j + (long)j * n] = 1.0 / sqrt(norms[j] + s->reg * h->sq[j] + 1e-12 + regs[j]);
+    for (int j = 0; j < p; ++j) { /* T = N D, At = A N D */
+        const double inv = T[j + (long)j * n];
         double *Tj = T + (long)j * n, *Aj = At + (long)j * k;
-        double reg = s->reg * h->sq[j] + 1e-12; /* N's column j: e_j above, -X_x[:, j] below */
-        for (int i = p; i < n; ++i) reg += (s->reg * h->sq[i] + 1e-12) * Tj[i] * Tj[i];
-        const double inv = 1.0 / sqrt(norms[j] + reg);
-        Tj[j] = inv;
-        for (int i = p; i < n; ++i) Tj[i] *= inv;
+        for (int l = 0; l < m; ++l) Tj[p + l] = -X[l + (long)j * m] * inv;
         for (int i = 0; i < k; ++i) Aj[i] *= inv;
     }
     return WBC_FEASIBLE;
