@@ -140,11 +140,9 @@ static void householder(int nz, int kr, double *Bt, double *beta) {
         v[0] = r;
         for (int j = c + 1; j < kr; ++j) { /* the other columns */
             double *w = Bt + (long)j * nz + c;
-            double dot = w[0];
-            for (int i = 1; i < len; ++i) dot += v[i] * w[i];
-            dot *= beta[c];
-            w[0] -= dot;
-            for (int i = 1; i < len; ++i) w[i] -= dot * v[i];
+            const double d = beta[c] * (w[0] + dot(v + 1, w + 1, len - 1));
+            w[0] -= d;
+            for (int i = 1; i < len; ++i) w[i] -= d * v[i];
         }
     }
 }
@@ -248,8 +246,25 @@ static void reflect(int p, const double *Q, const double *qbeta, int j, double *
     for (int i = j; i < p; ++i) x[i] -= dot * v[i];
 }
 
+/* T (r, r), upper triangular, of the implicit basis's r reflectors in compact WY form: H_0 ... H_{r-1}
+ * = I - V T V^T, V = Q[:, :r] (LAPACK's dlarft, forward: T[:j, j] = -beta_j T[:j, :j] V[:, :j]^T v_j). */
+static void wy_factor(int p, int r, const double *Q, const double *qbeta, double *T) {
+    memset(T, 0, sizeof(double) * (size_t)r * (size_t)r);
+    for (int j = 0; j < r; ++j) {
+        const double *vj = Q + (long)j * p;
+        double *Tj = T + (long)j * r;
+        for (int i = 0; i < j; ++i) Tj[i] = -qbeta[j] * dot(Q + (long)i * p + j, vj + j, p - j);
+        for (int i = 0; i < j; ++i) { /* times T[:j, :j] (upper triangular): row i from column i on */
+            double sum = 0.0;
+            for (int l = i; l < j; ++l) sum += T[i + (long)l * r] * Tj[l];
+            Tj[i] = sum;
+        }
+        Tj[j] = qbeta[j];
+    }
+}
+
 /* x (p,) <- Q x, or Q^T x (transpose), Q = H_0 ... H_{r-1} = I - V T V^T in compact WY form (V = Q[:, :r]
- * of the implicit basis, T the (r, r) upper triangle reflect_gram computed for them): the r products
+ * of the implicit basis, T their wy_factor): the r products
  * V^T x side by side, not a chain of r reflections each waiting on the last. */
 static void apply_wy(int p, int r, const double *V, const double *T, int transpose, double *x) {
     double w[r > 0 ? r : 1];
@@ -308,27 +323,14 @@ static void mirror_lower(int n, double *G, int ld) {
  * product and a rank-2 update each) costs about twice as much from 3 reflectors on: 3.4k / 6.1k
  * time-stamp-counter ticks against 1.8k / 3.2k for Talos's 3 / 6 reflectors of 32 variables (1.1k
  * against 1.2k for one). G (p, p) symmetric: its lower triangle read (the upper mirrored from it), G[r:, r:]'s lower triangle
- * written (entries above it: work). Work: U (p, 3 r4): [Y | V | X], each part r4 columns, the columns
- * past r zero; T and C (r, r) each. */
-static void reflect_gram(int p, int r, const double *Q, const double *qbeta, double *G, double *U, double *T,
-                         double *C) {
+ * written (entries above it: work). T: wy_factor's. Work: U (p, 3 r4): [Y | V | X], each part r4
+ * columns, the columns past r zero; C (r, r). */
+static void reflect_gram(int p, int r, const double *Q, const double *T, double *G, double *U, double *C) {
     const int r4 = (r + 3) / 4 * 4;
     double *Y = U, *V = U + (long)r4 * p, *X = U + 2L * r4 * p;
     mirror_lower(p, G, p);
     memcpy(V, Q, sizeof(double) * (size_t)p * (size_t)r);
     memset(V + (long)r * p, 0, sizeof(double) * (size_t)p * (size_t)(r4 - r));
-    memset(T, 0, sizeof(double) * (size_t)r * (size_t)r);
-    for (int j = 0; j < r; ++j) { /* T (LAPACK's dlarft, forward): T[:j, j] = -beta_j T[:j, :j] V[:, :j]^T v_j */
-        const double *vj = V + (long)j * p;
-        double *Tj = T + (long)j * r;
-        for (int i = 0; i < j; ++i) Tj[i] = -qbeta[j] * dot(V + (long)i * p + j, vj + j, p - j);
-        for (int i = 0; i < j; ++i) { /* times T[:j, :j] (upper triangular): row i from column i on */
-            double sum = 0.0;
-            for (int l = i; l < j; ++l) sum += T[i + (long)l * r] * Tj[l];
-            Tj[i] = sum;
-        }
-        Tj[j] = qbeta[j];
-    }
     memset(Y, 0, sizeof(double) * (size_t)p * (size_t)r4); /* Y = -G V */
     gemm_minus(p, r4, p, G, p, V, 1, p, Y, p);
     memset(X, 0, sizeof(double) * (size_t)p * (size_t)r4); /* X = G V T = -Y T */
@@ -350,25 +352,67 @@ static void reflect_gram(int p, int r, const double *Q, const double *qbeta, dou
     }
 }
 
-/* Level 0's step with fewer rows than variables (ld < p), xi = 0 and ed = 0 above it:
- * z = (K^T K + diag(a)^2)^-1 K^T e = W^2 K^T (I + K W^2 K^T)^-1 e, W = diag(1 / a) (push-through: an
- * ld x ld factor instead of p x p; I + K W^2 K^T >= I, its factor fails only on non-finite data; each
- * term is a product, nothing cancels, while the p x p normal matrix's condition is that of the
- * regularization, ~1e8). S (p, ld) work: (K W)^T; M (ld, ld) work; e overwritten. 1 when the factor
- * fails. */
-static int few_rows_step(int p, int ld, const double *K, const double *a, double *e, double *S, double *M, double *z) {
-    double w[p > 0 ? p : 1];
+/* x (n,) <- Q^T x (transpose) or Q x, Q = H_0 ... H_{t-1} the t reflectors householder left in Bt (n, t)
+ * and beta (Q^T x: H_0 first). */
+static void householder_apply(int n, int t, const double *Bt, const double *beta, int transpose, double *x) {
+    for (int i = 0; i < t; ++i) {
+        const int c = transpose ? i : t - 1 - i;
+        if (beta[c] == 0.0) continue;
+        const double *v = Bt + (long)c * n + c; /* v[0] = 1 implied */
+        const double d = beta[c] * (x[c] + dot(v + 1, x + c + 1, n - c - 1));
+        x[c] -= d;
+        for (int l = 1; l < n - c; ++l) x[c + l] -= d * v[l];
+    }
+}
+
+/* A level with fewer rows than directions left (ld < nz, Z implicit, the levels above's r rows all of
+ * full rank), by the push-through identity in the variables y = diag(a) xi, whose regularization is
+ * |y|^2: Zy an orthonormal basis of the null space of C diag(a)^-1 (C the levels above's rows of At;
+ * Householder reflections of its transpose), B = K diag(a)^-1 Zy (ld, nz), c = -Zy^T y*, the level's
+ * step z = c + B^T (I + B B^T)^-1 (e - B c), xi += diag(a)^-1 Zy z: an ld x ld factor instead of the
+ * reflected nz x nz normal equations (the same minimizer: both bases span the null space of the rows
+ * above; level 0: r = 0, Zy = I, c = 0). I + B B^T >= I: its factor fails only on non-finite data; each
+ * term is a product, nothing cancels, while the nz x nz normal matrix's condition is the
+ * regularization's, ~1e8 (Talos: CoM | pelvis orientation | posture, 15 x 15 factors for the first
+ * two levels, not 32 x 32 and 29 x 29). Work: h->Z (p, r) the reflectors, h->S (p, ld) the rows of
+ * K diag(a)^-1 reflected, h->H (ld, ld) the factor, h->y, h->z. first: the first level (xi = 0). 1 when the
+ * factor fails. */
+static int few_rows_step(wbc_hierarchy_data *h, int ld, int r, int first, const double *a, double *e) {
+    const int p = h->s->p, k = h->s->k, nz = p - r;
+    const double *K = h->K;
+    double *Ct = h->Z, *S = h->S, *M = h->H, *y = h->y, *c = h->z;
+    double beta[r > 0 ? r : 1], w[p > 0 ? p : 1], v[ld > 0 ? ld : 1];
     for (int j = 0; j < p; ++j) w[j] = 1.0 / a[j];
-    for (int q = 0; q < ld; ++q) { /* row q of K W, as a column of S */
+    for (int i = 0; i < r; ++i) { /* (C diag(a)^-1)^T: the rows above (the first r of lev_rows) */
+        const int64_t row = h->lev_rows[i];
+        double *Ci = Ct + (long)i * p;
+        for (int j = 0; j < p; ++j) Ci[j] = h->At[row + (long)j * k] * w[j];
+    }
+    householder(p, r, Ct, beta);
+    for (int q = 0; q < ld; ++q) { /* column q of S: Qy^T (row q of K diag(a)^-1); B^T = S[r:, :] */
         double *Sq = S + (long)q * p;
         for (int j = 0; j < p; ++j) Sq[j] = K[q + (long)j * ld] * w[j];
+        householder_apply(p, r, Ct, beta, 1, Sq);
     }
-    syrk_lower(ld, p, S, p, M, ld);
+    syrk_lower(ld, nz, S + r, p, M, ld); /* I + B B^T */
     for (int q = 0; q < ld; ++q) M[q + (long)q * ld] += 1.0;
     if (cholesky(ld, M, ld)) return 1;
-    cholesky_solve(ld, M, ld, e);
-    small_gemv(p, ld, S, p, e, 0.0, z);
-    for (int j = 0; j < p; ++j) z[j] *= w[j];
+    if (first) { /* xi = 0: c = 0 */
+        memset(c, 0, sizeof(double) * (size_t)nz);
+        memcpy(v, e, sizeof(double) * (size_t)ld);
+    } else {
+        for (int j = 0; j < p; ++j) y[j] = a[j] * h->xi[j]; /* c = -Zy^T y* */
+        householder_apply(p, r, Ct, beta, 1, y);
+        for (int i = 0; i < nz; ++i) c[i] = -y[r + i];
+        gemv_t(nz, ld, S + r, p, c, v); /* e - B c */
+        for (int q = 0; q < ld; ++q) v[q] = e[q] - v[q];
+    }
+    cholesky_solve(ld, M, ld, v);
+    small_gemv(nz, ld, S + r, p, v, 1.0, c); /* z = c + B^T v */
+    memset(y, 0, sizeof(double) * (size_t)r); /* xi += diag(a)^-1 Qy [0; z] */
+    memcpy(y + r, c, sizeof(double) * (size_t)nz);
+    householder_apply(p, r, Ct, beta, 0, y);
+    for (int j = 0; j < p; ++j) h->xi[j] += y[j] * w[j];
     return 0;
 }
 
@@ -391,8 +435,8 @@ static int normal_step(wbc_hierarchy_data *h, int ld, int nz, int r, int implici
             g[j] += a[j] * ed[j];
         }
         if (r) {
-            reflect_gram(p, r, h->Q, h->qbeta, G, h->work, h->Vt, h->Z2);
-            apply_wy(p, r, h->Q, h->Vt, 1, g); /* Z^T g (T: reflect_gram's, in Vt) */
+            reflect_gram(p, r, h->Q, h->Vt, G, h->work, h->Z2);
+            apply_wy(p, r, h->Q, h->Vt, 1, g); /* Z^T g */
             F = G + r + (long)r * p; /* its trailing block, in place */
             ldf = p;
             memcpy(h->z, g + r, sizeof(double) * (size_t)nz);
@@ -547,8 +591,10 @@ static int hierarchy_levels(wbc_hierarchy_data *h) {
         for (int i = p; i < n; ++i) e[kr + i - p] = -h->sr[i] * h->u0[i];
         if (lev) gemm_minus(ld, 1, p, K, ld, h->xi, 1, p, e, ld); /* e -= K xi */
         int lds = ld; /* the level's matrix: K (Z implicit) or [K Z; diag(a) Z] in h->S (Z explicit) */
-        const int failed = lev == 0 && ld < p ? few_rows_step(p, ld, K, a, e, h->S, h->H, h->xi)
-                                              : normal_step(h, ld, nz, r, implicit, a, e, ed, &lds);
+        if (implicit && r) wy_factor(p, r, h->Q, h->qbeta, h->Vt); /* T of the implicit basis, in Vt */
+        const int few = implicit && ld < nz && r == h->lev_start[lev]; /* (r: the rows above, all kept) */
+        const int failed = few ? few_rows_step(h, ld, r, lev == 0, a, e)
+                               : normal_step(h, ld, nz, r, implicit, a, e, ed, &lds);
         if (failed) return WBC_FAILED;
         const double *S = implicit ? K : h->S;
         code = hierarchy_u(h);
@@ -570,7 +616,7 @@ static int hierarchy_levels(wbc_hierarchy_data *h) {
             double *y = h->y;
             for (int q = 0; q < kr; ++q) {
                 for (int j = 0; j < p; ++j) y[j] = K[q + (long)j * ld];
-                if (r) apply_wy(p, r, h->Q, h->Vt, 1, y); /* T: this level's reflect_gram's, in Vt */
+                if (r) apply_wy(p, r, h->Q, h->Vt, 1, y);
                 memcpy(Bt + (long)q * nz, y + r, sizeof(double) * (size_t)nz);
             }
             householder(nz, kr, Bt, beta);
