@@ -17,9 +17,9 @@
  *      (Z = I at level 0): with r_i = reg (|A_{<=k}[:, i]|^2 [+ |Bhat[:, i]|^2 above the last level])
  *      + 1e-12 and R = diag(sqrt(r)) T, it minimizes |K Z z - e|^2, K = [At_k; R],
  *      e = [bt_k; -sqrt(r) u0] - K xi*, by one Cholesky solve of (K Z)^T (K Z) (R's actuator rows, a
- *      diagonal, kept out of the products); level 0 with fewer rows than variables (a CoM task's 3 and
- *      the forces' 12 against Talos's 32 actuators) by the push-through identity instead, an ld x ld
- *      factor (few_rows_step);
+ *      diagonal, kept out of the products); a level with fewer rows than directions left (a CoM task's
+ *      3 and the forces' 12 against Talos's 32 actuators) by the push-through identity instead, an
+ *      ld x ld factor (few_rows_step);
  *   3. the level's minimizer is kept when C u <= d holds at u = T xi + u0; otherwise the step returns
  *      WBC_INFEASIBLE (a level binds: the caller solves the levels' QPs, numpy and the backend), or
  *      WBC_FAILED when a factorization fails;
