@@ -171,7 +171,7 @@ class CompiledHierarchy:
         kmax = max(rows.size for rows in layout.levels)
         self._rows = np.ascontiguousarray(np.concatenate(layout.levels), dtype=np.int64)
         self._start = np.cumsum([0] + [rows.size for rows in layout.levels], dtype=np.int64)
-        lwork = max(kmax * p + p, 3 * p * (p + 3))  # Rᵀ and the reflectors' factors; the reflections' [Y | V | X]
+        lwork = max(kmax * p + p, (3 * p + 2 * (p + 3)) * (p + 3))  # Rᵀ and the reflectors' factors; reflect_gram's
         shapes = {
             "sq": n, "above": n, "floor_": n, "sr": n, "a": p, "T": n * p, "u0": n, "At": k * p, "bt": k,
             "K": (kmax + n) * p, "e": kmax + n, "S": (kmax + n) * p, "H": p * p, "Z": p * p, "Z2": p * p,

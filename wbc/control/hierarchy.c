@@ -315,34 +315,64 @@ static void mirror_lower(int n, double *G, int ld) {
     }
 }
 
+/* G[r:, r:] <- (Z^T G Z) for the implicit basis Z of r reflectors, one at a time: G (p, p) symmetric, its
+ * lower triangle read and reflected on both sides (H_0 first; reflector j leaves rows and columns < j
+ * unused after it; the upper triangle is neither read nor written); w (p,) work. Cheaper than
+ * reflect_gram's blocked products below 16 variables or for one reflector (Talos's 32 variables: the
+ * same for one, 3.9k against 1.4k ticks for three; the Panda's 7 and 6 reflectors: 0.4k against 2.2k). */
+static void reflect_gram_each(int p, int r, const double *Q, const double *qbeta, double *G, double *restrict w) {
+    for (int j = 0; j < r; ++j) { /* H G H = G - v u^T - u v^T, u = beta G v - beta^2 (v^T G v) / 2 v */
+        const double beta = qbeta[j];
+        if (beta == 0.0) continue;
+        const double *v = Q + (long)j * p;
+        for (int i = j; i < p; ++i) w[i] = 0.0;
+        for (int c = j; c < p; ++c) { /* w = G v: column c's part on and below the diagonal gives w[c] (a
+                                       * dot product) and, by symmetry, G[i, c] v[c] to the w[i] below */
+            const double *Gc = G + (long)c * p;
+            const double vc = v[c];
+            w[c] += dot(Gc + c, v + c, p - c);
+            for (int i = c + 1; i < p; ++i) w[i] += Gc[i] * vc;
+        }
+        const double half = 0.5 * beta * beta * dot(v + j, w + j, p - j);
+        for (int i = j; i < p; ++i) w[i] = beta * w[i] - half * v[i];
+        for (int c = j; c < p; ++c) { /* the lower triangle */
+            const double vc = v[c], wc = w[c];
+            double *Gc = G + (long)c * p;
+            for (int i = c; i < p; ++i) Gc[i] -= v[i] * wc + w[i] * vc;
+        }
+    }
+}
+
 /* G[r:, r:] <- Z^T G Z for the implicit basis Z of r reflectors, all at once (LAPACK's compact WY
  * form): H_0 ... H_{r-1} = I - V T V^T, V = Q[:, :r] (p, r), T (r, r) upper triangular, so with
  * X = G V T and C = T^T V^T X (symmetric), Z^T G Z = G22 - Y2 V2^T - V2 Y2^T, Y = X - V C / 2 and
- * subscript 2 the rows r:. G V and the update are shortcut.c's blocked products over r4 (r rounded up
- * to a multiple of 4) columns, zero-padded: whole 8 x 4 blocks. One reflector at a time (a symmetric
- * product and a rank-2 update each) costs about twice as much from 3 reflectors on: 3.4k / 6.1k
- * time-stamp-counter ticks against 1.8k / 3.2k for Talos's 3 / 6 reflectors of 32 variables (1.1k
- * against 1.2k for one). G (p, p) symmetric: its lower triangle read (the upper mirrored from it), G[r:, r:]'s lower triangle
- * written (entries above it: work). T: wy_factor's. Work: U (p, 3 r4): [Y | V | X], each part r4
- * columns, the columns past r zero; C (r, r). */
-static void reflect_gram(int p, int r, const double *Q, const double *T, double *G, double *U, double *C) {
+ * subscript 2 the rows r:. The products are shortcut.c's blocked ones over r4 (r rounded up to a
+ * multiple of 4) columns, zero-padded: whole 8 x 4 blocks. Against one reflector at a time
+ * (reflect_gram_each), in time-stamp-counter ticks: 1.4k / 2.8k against 3.9k / 7.2k for 3 / 6
+ * reflectors of 32 variables; the same for one; more below 16 variables (the caller chooses). G (p, p)
+ * symmetric: its lower triangle read (the upper mirrored from it), G[r:, r:]'s lower triangle
+ * written (entries above it: work). T: wy_factor's. Work: U (p (3 r4) + 2 r4^2): [Y | V | X], each
+ * part r4 columns, the columns past r zero, then T and C zero-padded to r4 x r4. */
+static void reflect_gram(int p, int r, const double *Q, const double *T, double *G, double *U) {
     const int r4 = (r + 3) / 4 * 4;
-    double *Y = U, *V = U + (long)r4 * p, *X = U + 2L * r4 * p;
+    double *Y = U, *V = Y + (long)r4 * p, *X = V + (long)r4 * p, *Tp = X + (long)r4 * p, *C = Tp + r4 * r4;
     mirror_lower(p, G, p);
     memcpy(V, Q, sizeof(double) * (size_t)p * (size_t)r);
     memset(V + (long)r * p, 0, sizeof(double) * (size_t)p * (size_t)(r4 - r));
+    memset(Tp, 0, sizeof(double) * (size_t)(2 * r4 * r4)); /* T and C, zero-padded to r4 x r4 */
+    for (int j = 0; j < r; ++j) memcpy(Tp + (long)j * r4, T + (long)j * r, sizeof(double) * (size_t)(j + 1));
     memset(Y, 0, sizeof(double) * (size_t)p * (size_t)r4); /* Y = -G V */
     gemm_minus(p, r4, p, G, p, V, 1, p, Y, p);
     memset(X, 0, sizeof(double) * (size_t)p * (size_t)r4); /* X = G V T = -Y T */
-    gemm_minus(p, r, r, Y, p, T, 1, r, X, p);
+    gemm_minus(p, r4, r4, Y, p, Tp, 1, r4, X, p);
     for (int j = 0; j < r; ++j) { /* C = T^T (V^T X): first V^T X into C */
-        for (int i = 0; i < r; ++i) C[i + (long)j * r] = dot(V + (long)i * p + i, X + (long)j * p + i, p - i);
+        for (int i = 0; i < r; ++i) C[i + (long)j * r4] = dot(V + (long)i * p + i, X + (long)j * p + i, p - i);
     }
     for (int j = 0; j < r; ++j) { /* T^T times column j, bottom up (row i of T^T: T[:i+1, i]), halved */
-        double *Cj = C + (long)j * r;
+        double *Cj = C + (long)j * r4;
         for (int i = r - 1; i >= 0; --i) Cj[i] = 0.5 * dot(T + (long)i * r, Cj, i + 1);
     }
-    gemm_minus(p, r, r, V, p, C, 1, r, X, p); /* Y = X - V C / 2, in X and then Y */
+    gemm_minus(p, r4, r4, V, p, C, 1, r4, X, p); /* Y = X - V C / 2, in X and then Y */
     memcpy(Y, X, sizeof(double) * (size_t)p * (size_t)r4);
     for (int c0 = r; c0 < p; c0 += 4) { /* G22 -= [Y V] [V Y]^T: its lower triangle, 4 columns at a time */
         const int cols = p - c0 < 4 ? p - c0 : 4, up = p - (p - c0 + 3) / 4 * 4, i0 = up > 0 ? up : 0;
@@ -435,7 +465,11 @@ static int normal_step(wbc_hierarchy_data *h, int ld, int nz, int r, int implici
             g[j] += a[j] * ed[j];
         }
         if (r) {
-            reflect_gram(p, r, h->Q, h->Vt, G, h->work, h->Z2);
+            if (p >= 16 && r >= 2 && 2 * r <= p) { /* (where the blocked products are the cheaper) */
+                reflect_gram(p, r, h->Q, h->Vt, G, h->work);
+            } else {
+                reflect_gram_each(p, r, h->Q, h->qbeta, G, h->z);
+            }
             apply_wy(p, r, h->Q, h->Vt, 1, g); /* Z^T g */
             F = G + r + (long)r * p; /* its trailing block, in place */
             ldf = p;
