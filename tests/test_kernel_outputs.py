@@ -115,8 +115,9 @@ def test_hot_functions_and_their_flags(branched):
     model, function, _ = branched
     assert HOT_FLAGS != DEFAULT_FLAGS and "-O2" in HOT_FLAGS
     assert function.hot and flags_of(function) == HOT_FLAGS
-    assert traced.rnea_function(model).hot and traced.nonlinear_effects_function(model).hot
-    assert not traced.aba_function(model).hot and flags_of(traced.aba_function(model)) == DEFAULT_FLAGS
+    for make in (traced.rnea_function, traced.nonlinear_effects_function, traced.aba_function, traced.crba_function):
+        assert make(model).hot and flags_of(make(model)) == HOT_FLAGS
+    assert all(model_kernels._TREE_FUNCTIONS[name].hot for name in ("rnea", "nonlinear_effects", "crba", "aba"))
     assert pickle.loads(pickle.dumps(function)).hot
     cold = trace("h27_cold", [("x", 2)], lambda x: [2 * x])
     assert not cold.hot and flags_of(cold) == DEFAULT_FLAGS

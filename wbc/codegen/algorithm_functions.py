@@ -8,7 +8,7 @@ shapes (a vector ``qdd`` (nv,), a matrix ``M`` (nv, nv) even when nv = 1). Compi
     aba = wbc.codegen.compile_function(wbc.codegen.algorithm_functions.aba_function(model))
     qdd, = aba(q, v, tau)          # numpy in, numpy out (the kernel's buffers: copy to keep)
 
-RNEA, CRBA and the nonlinear effects are traced *hot* (compiled at ``-O2`` by default:
+ABA, RNEA, CRBA and the nonlinear effects are traced *hot* (compiled at ``-O2`` by default:
 :data:`~wbc.codegen.HOT_FLAGS`); the others at ``-Og``. The state is not validated here (kernels
 are the fast path); validate with :mod:`wbc.checks` where inputs come from users.
 """
@@ -59,6 +59,7 @@ def aba_function(model: Model) -> ca.Function:
         [("q", model.nq), ("v", model.nv), ("tau", model.nv)],
         lambda q, v, tau: [dyn.aba(model, q, v, tau)],
         [("qdd", model.nv)],
+        hot=True,
     )
 
 

@@ -152,9 +152,10 @@ DEFAULT_FLAGS: tuple[str, ...] = ("-Og", "-fPIC", "-shared", "-fno-math-errno", 
 #: Compiler flags of *hot* traced kernels (``trace(..., hot=True)``: the classical dynamics, a few
 #: thousand operations called in inner loops). Measured on Talos (issue 27, same run, interleaved
 #: with Pinocchio): CRBA 12-15 % and RNEA ~3 % faster than at ``-Og``, for 1.7-1.9x the compiler
-#: time (CRBA 0.2 -> 0.36 s); ABA gained nothing measurable and stays at ``-Og`` (with AVX too:
-#: G1's ABA at ``-Og``, ``-O1`` and ``-O2`` within the noise). :func:`vector_flags` are added where
-#: the processor has them.
+#: time (CRBA 0.2 -> 0.36 s). ABA too since: on one machine G1's ABA at ``-Og``, ``-O1`` and ``-O2``
+#: were within the noise, on another (the same code, another day) 0.41 × Pinocchio at ``-Og``
+#: against 0.34 at ``-O2`` (Talos 0.33 against 0.35; compiler 0.37 -> 0.65 s). :func:`vector_flags`
+#: are added where the processor has them.
 HOT_FLAGS: tuple[str, ...] = ("-O2", "-fPIC", "-shared", "-fno-math-errno", *vector_flags())
 
 #: Compiler flags of the controller's step kernel (:func:`wbc.control.builder.compile_step`): ``-O2``

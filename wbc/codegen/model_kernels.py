@@ -170,7 +170,7 @@ _TREE_FUNCTIONS: dict[str, _Function] = {
         ("q", "v"), "h", _nv, lambda m, q, v: Workspace(m, q, v).nonlinear_effects(), hot=True
     ),
     "crba": _Function(("q",), "M", _nv_square, lambda m, q: Workspace(m, q).crba(), hot=True),
-    "aba": _Function(("q", "v", "tau"), "qdd", _nv, lambda m, q, v, tau: Workspace(m, q, v).aba(tau)),
+    "aba": _Function(("q", "v", "tau"), "qdd", _nv, lambda m, q, v, tau: Workspace(m, q, v).aba(tau), hot=True),
     "aba_fext": _Function(("q", "v", "tau", "fext"), "qdd", _nv, _aba_fext),
     "free_acceleration": _Function(("q", "v"), "a0", _nv, lambda m, q, v: Workspace(m, q, v).free_acceleration()),
     "center_of_mass": _Function(("q",), "com", _three, lambda m, q: Workspace(m, q).center_of_mass()),
