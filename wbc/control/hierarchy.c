@@ -404,10 +404,10 @@ static void householder_apply(int n, int t, const double *Bt, const double *beta
  * above; level 0: r = 0, Zy = I, c = 0). I + B B^T >= I: its factor fails only on non-finite data; each
  * term is a product, nothing cancels, while the nz x nz normal matrix's condition is the
  * regularization's, ~1e8 (Talos: CoM | pelvis orientation | posture, 15 x 15 factors for the first
- * two levels, not 32 x 32 and 29 x 29). Work: h->Z (p, r) the reflectors, h->S (p, ld) the rows of
- * K diag(a)^-1 reflected, h->H (ld, ld) the factor, h->y, h->z. first: the first level (xi = 0). 1 when the
- * factor fails. */
-static int few_rows_step(wbc_hierarchy_data *h, int ld, int r, int first, const double *a, double *e) {
+ * two levels, not 32 x 32 and 29 x 29). first: the first level (xi = 0). Work: h->Z (p, r) the
+ * reflectors, h->S (p, ld) the rows of K diag(a)^-1 reflected, h->H (ld, ld) the factor, h->y, h->z.
+ * 1 when the factor fails. */
+static int few_rows_step(wbc_hierarchy_data *h, int ld, int r, int first, const double *a, const double *e) {
     const int p = h->s->p, k = h->s->k, nz = p - r;
     const double *K = h->K;
     double *Ct = h->Z, *S = h->S, *M = h->H, *y = h->y, *c = h->z;
