@@ -125,6 +125,7 @@ _SHAPES = [
     ("g1", ((("com", "xyz"), ("pose", 0)), (("pose", 1),), (("posture", None),))),  # r 9, 15
     ("jvrc1", ((("com", "xy"),), (("pose", 0), ("pose", 1)), (("posture", None),))),  # 44: r 2, 14
     ("jvrc1", ((("com", "xy"), ("position", 1)), (("pose", 0), ("orientation", 1)), (("posture", None),))),  # r 5, 14
+    ("panda", ((("position", 0),), (("orientation", 0),), (("posture", None),))),  # 7, no contacts: r 3, 6
 ]
 _TASKS = {
     "com": lambda model, spec, axes: tasks.CoMTask(axes, weight=1.0, kp=20.0),
@@ -137,9 +138,9 @@ _TASKS = {
 
 @pytest.mark.parametrize("robot, shape", _SHAPES, ids=[f"{r}-{i}" for i, (r, _) in enumerate(_SHAPES)])
 def test_level_shapes_equal_the_numpy_hierarchy(robot, shape):
-    """G1 (29 actuators) and JVRC-1 (44) on two feet, levels of 1 to 12 rows: random states near the
-    reference posture, the tasks' targets from a nearby configuration; the C levels answer and equal
-    the numpy hierarchy."""
+    """G1 (29 actuators) and JVRC-1 (44) on two feet and the Panda (7, no contacts), levels of 1 to 12
+    rows: random states near the reference posture, the tasks' targets from a nearby configuration;
+    the C levels answer and equal the numpy hierarchy."""
     case = robot_case(robot)
     model, spec = case.model, case.spec
     contacts = [wbc.SurfaceContact(f, spec.sole.length, spec.sole.width, mu=0.5, kp=0.0, kd=0.0) for f in spec.feet]
