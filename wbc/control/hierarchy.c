@@ -183,15 +183,19 @@ static int triangle_svd(int nz, int kr, const double *Bt, double *Rt, double *V,
  * rank, the common case: the SVD is not needed); 0: not proven (the SVD decides). W (t * t) work. */
 static int surely_full_rank(int nz, int kr, const double *Bt, double tol, double *W) {
     const int t = kr < nz ? kr : nz;
+    double inverse[t > 0 ? t : 1]; /* the diagonal's reciprocals: independent divisions, out of the chains */
+    for (int i = 0; i < t; ++i) {
+        const double d = Bt[i + (long)i * nz];
+        if (d == 0.0) return 0;
+        inverse[i] = 1.0 / d;
+    }
     double fro = 0.0; /* |R_1^-1|_F^2, R_1^-1 by columns: R_1 x_j = e_j */
     for (int j = 0; j < t; ++j) {
         double *x = W + (long)j * t;
         for (int i = j; i >= 0; --i) {
-            const double d = Bt[i + (long)i * nz];
-            if (d == 0.0) return 0;
             double sum = i == j ? 1.0 : 0.0;
             for (int l = i + 1; l <= j; ++l) sum -= Bt[i + (long)l * nz] * x[l];
-            x[i] = sum / d;
+            x[i] = sum * inverse[i];
             fro += x[i] * x[i];
         }
     }
