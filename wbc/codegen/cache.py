@@ -693,6 +693,10 @@ BACKGROUND_NICENESS = 10
 
 
 def _run(cmd: list[str], what: str, low_priority: bool = False) -> None:
+    """Run the compiler ``cmd`` (``what``: the file, for the message) with a copy of the environment:
+    without one, the child reads the process's environment while it is copied for it, and another
+    thread changing ``os.environ`` meanwhile (a background compile runs beside the user's threads)
+    made ``exec`` fail with EFAULT (a stress run: 68 of 257 spawns)."""
     with subprocess.Popen(
         cmd,
         stdout=subprocess.PIPE,
@@ -700,6 +704,7 @@ def _run(cmd: list[str], what: str, low_priority: bool = False) -> None:
         stdin=subprocess.DEVNULL,
         text=True,
         errors="replace",
+        env=os.environ.copy(),
     ) as proc:
         if low_priority:
             with contextlib.suppress(OSError, AttributeError):
