@@ -675,7 +675,7 @@ def test_the_compiler_starts_while_another_thread_changes_the_environment():
         for _ in range(120):
             try:
                 kernel_cache._run([true], "true")
-            except BaseException as e:  # noqa: BLE001 (reported below, whatever it is)
+            except BaseException as e:  # reported below, whatever it is
                 failures.append(e)
 
     spawner = threading.Thread(target=spawn)
