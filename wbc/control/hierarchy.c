@@ -72,7 +72,7 @@ typedef struct {
     double *sv;               /* (p,) work: singular values (before them: the diagonal rows' right-hand side) */
     double *Mc;               /* (p, kmax) work: (At_k Z)^T, then its Householder reflectors and R */
     double *work;             /* (lwork,) work: R^T (kmax, p), the reflectors' factors (p); reflect_gram's U */
-    double *G;                /* (p, p) work: a level's normal equations over all p variables */
+    double *G;                /* (p, p) work: a level's normal equations over all p variables; T when Z becomes explicit */
     double *Q;                /* (p, p) the implicit basis's reflectors (column j: zero above row j, 1 at j) */
     double *qbeta;            /* (p,) their factors */
     double *y;                /* (p,) work */
@@ -239,19 +239,8 @@ static int null_space(int p, int kr, int nz, const double *M, int ldm, double to
 
 /* The implicit basis Z = (H_0 ... H_{r-1})[:, r:] of the levels above's null space while each level
  * had full rank: reflector j is I - qbeta[j] v v^T, v = Q[:, j] (zero above row j, 1 at row j).
- * x (p,) <- H_j x. */
-static void reflect(int p, const double *Q, const double *qbeta, int j, double *x) {
-    const double beta = qbeta[j];
-    if (beta == 0.0) return;
-    const double *v = Q + (long)j * p;
-    double dot = 0.0;
-    for (int i = j; i < p; ++i) dot += v[i] * x[i];
-    dot *= beta;
-    for (int i = j; i < p; ++i) x[i] -= dot * v[i];
-}
-
-/* T (r, r), upper triangular, of the implicit basis's r reflectors in compact WY form: H_0 ... H_{r-1}
- * = I - V T V^T, V = Q[:, :r] (LAPACK's dlarft, forward: T[:j, j] = -beta_j T[:j, :j] V[:, :j]^T v_j). */
+ * T (r, r), upper triangular, of its compact WY form: H_0 ... H_{r-1} = I - V T V^T, V = Q[:, :r]
+ * (LAPACK's dlarft, forward: T[:j, j] = -beta_j T[:j, :j] V[:, :j]^T v_j). */
 static void wy_factor(int p, int r, const double *Q, const double *qbeta, double *T) {
     memset(T, 0, sizeof(double) * (size_t)r * (size_t)r);
     for (int j = 0; j < r; ++j) {
@@ -677,11 +666,12 @@ static int hierarchy_levels(wbc_hierarchy_data *h) {
                 if (nz == 0) break;
                 continue;
             }
+            if (r) wy_factor(p, r, h->Q, h->qbeta, h->G); /* (Vt's T is spent: G is free) */
             for (int c = 0; c < nz; ++c) { /* Z explicit from now on: Z e_c = H_0 ... H_{r-1} e_{r+c} */
                 double *Zc = h->Z + (long)c * p;
                 memset(Zc, 0, sizeof(double) * (size_t)p);
                 Zc[r + c] = 1.0;
-                for (int j = r - 1; j >= 0; --j) reflect(p, h->Q, h->qbeta, j, Zc);
+                if (r) apply_wy(p, r, h->Q, h->G, 0, Zc);
             }
             implicit = 0;
             reflect_basis(p, nz, t, Bt, beta, h->Z, h->Z2);
