@@ -23,6 +23,7 @@ from wbc.locomotion import (
     StepLimits,
     VelocityCommand,
     plan_from_velocity,
+    plan_stand,
     plan_walk,
 )
 from wbc.locomotion.sequencer import RISE_LOAD, TOUCHDOWN_WINDOW
@@ -290,3 +291,79 @@ def test_a_delayed_timeline_stands_where_the_foot_landed():
     assert np.allclose(start, landed.position, atol=1e-12), "its next swing starts where it landed"
     with pytest.raises(InputError, match="landed"):
         timeline.delayed(first.touchdown, 0.1, "left")
+
+
+class GainTask(Task):
+    """An orientation task with gains (per axis), recording each change."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kp, self.kd = np.full(3, 100.0), np.full(3, 20.0)
+        self.changes: list = []
+
+    def set_gains(self, kp, kd=None):
+        self.kp, self.kd = np.array(kp, float), np.array(kd, float)
+        self.changes.append((round(self.now, 3), self.kp[2], self.kd[2]))
+
+
+def test_a_crossover_recovery_turns_the_pelvis_yaw_compliant_loads_its_landing_at_once_and_settles():
+    """Standing, pushed toward the right foot: the left foot crosses (a recovery step the sequencer
+    plans itself). While it swings and ``crossing_yaw_hold`` s after it lands, the orientation's yaw
+    gains are ``crossing_yaw_gains`` (roll and pitch untouched), then the task's own again; its
+    touchdown is loaded over ``recovery_rise``, not ``rise``. A robot that lands with its DCM away
+    from the plan's gets a standing plan from its measured state (``settle``), once."""
+    left, right = Footstep(Foot.LEFT, (0.0, 0.1, 0.0)), Footstep(Foot.RIGHT, (0.0, -0.1, 0.0))
+    limits = StepLimits(width=0.2, min_width=0.15, max_forward=0.45, max_cross=0.2)
+    planner = CaptureStepPlanner(PARAMS, SHAPE, limits, transfer=0.05, cross_yaw=0.8, close_crossing=False)
+    timeline = plan_stand({Foot.LEFT: left, Foot.RIGHT: right}, (0.0, 0.0, 0.8), PARAMS, SHAPE)
+    ctrl, tasks, orientation = Recorder(), {f: Task() for f in Foot}, GainTask()
+    seq = GaitSequencer(
+        ctrl,
+        {f: Contact(f.value) for f in Foot},
+        tasks,
+        Task(),
+        orientation,
+        timeline,
+        PARAMS,
+        SHAPE,
+        DCMStabilizer(),
+        planner,
+        WEIGHT,
+        0.2,
+        10.0,
+        recover=True,
+        recovery_tolerance=0.1,
+        recovery_rise=0.01,
+        settle=0.03,
+        crossing_yaw_gains=(4.0, 3.0),
+        crossing_yaw_hold=0.5,
+    )
+    gains = []
+    for i in range(int(3.0 / DT)):
+        t = ctrl.now = orientation.now = i * DT
+        ref = seq.timeline.sample(t)
+        com, velocity = ref.com, ref.com_velocity
+        if abs(t - 1.0) < DT / 2:  # the push: the DCM 9 cm beyond the right sole's centre
+            com, velocity = np.array([0.0, -0.05, 0.8]), np.array([0.0, -0.4, 0.0])
+        drift = 0.06 if seq.touchdowns and seq.timeline.steps else 0.0  # lands 6 cm off the plan, sideways
+        soles = {f: ref.feet[f].pose for f in Foot}
+        loads = {f: ref.load[f] * WEIGHT for f in Foot}
+        seq.update(Sensing(t, com + [0.0, -drift, 0.0], velocity, soles, loads), DT)
+        gains.append((seq.crossing, orientation.kp.copy(), orientation.kd.copy()))
+    assert [r["foot"] for r in seq.recoveries] == ["left"] and len(seq.touchdowns) == 1
+    landing = seq.touchdowns[0]
+    assert landing.landed[1] < right.position[1] and landing.landed[2] == pytest.approx(-0.8), "across, toe in"
+    swing = [k for k, g in enumerate(gains) if g[0] is Foot.LEFT]
+    assert swing and swing[-1] == pytest.approx(landing.t / DT, abs=1), "crossing until it lands"
+    for k, (_, kp, kd) in enumerate(gains):
+        compliant = swing[0] <= k < landing.t / DT + 0.5 / DT
+        assert (kp[2], kd[2]) == ((4.0, 3.0) if compliant else (100.0, 20.0)), f"{k * DT:.3f} s"
+        assert np.all(kp[0:2] == 100.0) and np.all(kd[0:2] == 20.0)
+    assert len(orientation.changes) == 2, "set only when it changes"
+    enforce = [c for c in ctrl.calls if c[0] == "enforce"]
+    assert [c[2] for c in enforce] == ["left"] and enforce[0][4] == 0.01, "loaded at once"
+    settled = seq.timeline
+    assert not settled.steps and settled.t0 == pytest.approx(landing.t + DT, abs=DT), "re-planned once, after it"
+    t0 = settled.t0
+    measured = settled.sample(t0).com + settled.sample(t0).com_velocity / settled.omega
+    assert settled.sample(t0).dcm[0:2] == pytest.approx(measured[0:2], abs=1e-6)

@@ -21,11 +21,13 @@ from wbc.locomotion import (
     TerrainSize,
     make_terrain,
     plan_on_terrain,
+    plan_settle,
     plan_walk,
     step_violations,
     support_polygon,
 )
 from wbc.locomotion.footsteps import tilt_rotation
+from wbc.locomotion.polygon import signed_distance as polygon_signed_distance
 from wbc.locomotion.swing import SwingState, SwingTrajectory
 from wbc.locomotion.terrain import footstep_of_pose
 from wbc.locomotion.timeline import CROSSING_WINDOWS, UNCROSSING_WINDOWS
@@ -191,6 +193,62 @@ def test_a_crossover_step_is_ahead_of_the_stance_sole_before_it_crosses_and_is_n
             assert right.to_local(p)[0] >= SHAPE.length + LIMITS.clearance - 1e-6, f"across before ahead at {t:.3f} s"
     with pytest.raises(InputError, match="min_cross_swing"):
         CaptureStepPlanner(PARAMS, SHAPE, limits, min_cross_swing=-0.1)
+
+
+def test_a_standing_crossover_step_can_land_turned_toe_in_and_stand_crossed():
+    """``cross_yaw``: the crossing foot lands turned toward the stance foot's side by that much (its
+    swing turning it on the way); ``close_crossing=False``: no closing step after it, the plan comes
+    to rest on the crossed feet. The default keeps the foot straight and the closing step, and an
+    own-side recovery step is not turned."""
+    left, right = START
+    com, velocity = np.array([0.0, -0.03, 0.87]), np.array([0.0, -0.4, 0.0])
+    limits = LIMITS.scaled(max_forward=0.4, max_backward=0.1, max_cross=0.17)
+    feet = {Foot.LEFT: left, Foot.RIGHT: right}
+    default = CaptureStepPlanner(PARAMS, SHAPE, limits).recovery(1.0, com, velocity, feet)
+    turned = CaptureStepPlanner(PARAMS, SHAPE, limits, cross_yaw=1.2, close_crossing=False).recovery(
+        1.0, com, velocity, feet
+    )
+    for plan in (default, turned):
+        assert plan.step.foot is Foot.LEFT and plan.step.footstep.position[1] < right.position[1], "a crossing step"
+    assert default.step.footstep.yaw == pytest.approx(0.0) and len(default.timeline.steps) == 2
+    assert turned.step.footstep.yaw == pytest.approx(right.yaw - 1.2), "toe in: turned toward the right"
+    assert len(turned.timeline.steps) == 1, "no closing step"
+    swing = turned.timeline.swings[0]
+    yaws = [swing.state(t).yaw for t in (swing.t_start, swing.t_end)]
+    assert yaws == pytest.approx([0.0, -1.2], abs=1e-6), "the swing turns the foot"
+    end = turned.timeline.sample(turned.timeline.t_end + 0.5)
+    middle = 0.5 * (turned.step.footstep.position + right.position)
+    assert end.dcm[0:2] == pytest.approx(middle[0:2], abs=1e-6), "at rest between the crossed feet"
+    # pushed forward, the recovery step is not a crossing one: not turned
+    ahead = CaptureStepPlanner(PARAMS, SHAPE, limits, cross_yaw=1.2, close_crossing=False).recovery(
+        1.0, np.array([0.03, 0.0, 0.87]), np.array([0.5, 0.0, 0.0]), feet
+    )
+    assert ahead.step.footstep.position[0] > 0.05 and ahead.step.footstep.yaw == pytest.approx(0.0)
+    for bad in (-0.1, math.pi, math.nan):
+        with pytest.raises(InputError, match="cross_yaw"):
+            CaptureStepPlanner(PARAMS, SHAPE, limits, cross_yaw=bad)
+
+
+def test_a_settle_plan_starts_from_the_measured_dcm_and_comes_to_rest_between_the_feet():
+    """:func:`plan_settle`: the standing plan's DCM at its start is the measured one (a moving CoM),
+    and it comes to rest over the middle of the feet; a DCM the feet cannot bring back in time is
+    met as far as they can (the start knot on the support polygon's edge)."""
+    left, right = START
+    omega = math.sqrt(9.81 / 0.87)
+    for velocity, exact in (((0.05, -0.1, 0.0), True), ((0.0, -1.5, 0.0), False)):
+        com, vel = np.array([0.02, -0.03, 0.87]), np.array(velocity)
+        tl = plan_settle({Foot.LEFT: left, Foot.RIGHT: right}, com, vel, PARAMS, SHAPE, 2.0, omega)
+        dcm = com + vel / omega
+        start = tl.sample(2.0)
+        assert start.com == pytest.approx(com) and tl.t0 == 2.0 and not tl.steps
+        if exact:
+            assert start.dcm[0:2] == pytest.approx(dcm[0:2], abs=1e-9)
+        else:
+            assert np.linalg.norm(start.dcm[0:2] - dcm[0:2]) > 0.05, "beyond what the feet can give"
+            polygon = support_polygon([left, right], SHAPE)
+            knot = tl.extra_knots[0][1]
+            assert polygon_signed_distance(knot[0:2], polygon) == pytest.approx(0.0, abs=1e-9), "on the edge"
+        assert tl.sample(tl.t_end + 0.5).dcm[0:2] == pytest.approx([0.0, 0.0], abs=1e-9)
 
 
 def _inside_sole(stance, position, shape, margin=0.0):

@@ -122,6 +122,28 @@ def test_fast_gaits_reach_the_issue_speeds(robot):
     assert summary["cruise_speed_m_s"] >= {"talos": 0.4, "g1": 0.5}[robot]
 
 
+def test_g1_survives_a_lateral_push_by_a_crossover_step_and_falls_without():
+    """Issue 28, item 2: G1 standing, pushed 230 N toward its right for 0.1 s (beyond the 222 N its
+    hip strategy holds): without crossover steps it falls; with them its left foot crosses in front
+    of the right one, lands turned a quarter turn toe in (:attr:`RobotGait.cross_yaw`, the pelvis
+    turning with it) on the right foot's far side, and the robot stands on its crossed feet, every
+    control step solved as posed. Each of the crossover walker's settings is needed: without any one
+    of them (the foot kept straight, the pelvis yaw held, the usual force rise, no re-plan after the
+    landing, the closing step kept) it falls at this push (README, crossover steps)."""
+    runs = walk.lateral_push_with_and_without_crossover("g1", 230.0, duration=4.0)
+    _, without, _ = runs["without_crossover"]
+    assert without["fell"] and not without["recoveries"], "the hip strategy alone does not hold it"
+    walker, run, summary = runs["with_crossover"]
+    assert not run["fell"] and summary["failed_steps"] == 0
+    assert [r["foot"] for r in run["recoveries"]] == ["left"]
+    ((_, foot, landed, _, _),) = run["touchdowns"]
+    right = walker.feet0[loco.Foot.RIGHT]
+    assert foot == "left" and right.to_local((*landed[0:2], 0.0))[1] < -0.3, "landed 0.3 m past the right foot"
+    assert landed[2] == pytest.approx(right.yaw - walk.GAITS["g1"].cross_yaw, abs=0.05), "turned toe in"
+    end = run["com"][-100:, 0:2]
+    assert np.linalg.norm(end[-1] - end[0]) < 0.01, "at rest on the crossed feet"
+
+
 @pytest.mark.slow
 def test_the_legs_limit_leaves_the_hip_strategy_alone_while_both_feet_stand():
     """Pushed 520 N toward its right, standing Talos holds it by its hip strategy, also with the

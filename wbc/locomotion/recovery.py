@@ -199,6 +199,11 @@ class CaptureStepPlanner:
         cross_speed: a swing in flight re-planned across the stance foot lands at most this far
             (m/s times the time left, along each axis) from where the foot is: a heavy leg cannot be
             thrown across late in its swing (Talos's fell where re-targeted 0.26 m in 0.15 s).
+        cross_yaw: a crossover step lands turned this much (rad) toward the stance foot's side, toe
+            in (the pelvis turns with the crossing leg; a foot kept straight must twist back against it).
+        close_crossing: after a crossover recovery step, step the other foot beside it too (as
+            ``closing_step``); False: stand on the crossed feet (the closing step goes around the
+            crossed foot to its far side, a long swing while the DCM runs on).
     """
 
     def __init__(
@@ -221,6 +226,8 @@ class CaptureStepPlanner:
         cross_trigger: float = 0.0,
         cross_residual: float | None = None,
         cross_speed: float = math.inf,
+        cross_yaw: float = 0.0,
+        close_crossing: bool = True,
     ) -> None:
         if not isinstance(params, GaitParameters):
             raise InputError(f"params must be GaitParameters, got {type(params).__name__}")
@@ -248,6 +255,7 @@ class CaptureStepPlanner:
             ("dcm_tolerance", dcm_tolerance),
             ("min_cross_swing", min_cross_swing),
             ("cross_trigger", cross_trigger),
+            ("cross_yaw", cross_yaw),
             *((("cross_residual", cross_residual),) if cross_residual is not None else ()),
         ):
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
@@ -270,6 +278,10 @@ class CaptureStepPlanner:
         if not (isinstance(cross_speed, (int, float)) and cross_speed > 0):
             raise InputError(f"capture-step planner: cross_speed must be positive (m/s), got {cross_speed!r}")
         self.cross_speed = float(cross_speed)
+        if cross_yaw >= math.pi:
+            raise InputError(f"capture-step planner: cross_yaw must be below pi rad, got {cross_yaw!r}")
+        self.cross_yaw = float(cross_yaw)
+        self.close_crossing = bool(close_crossing)
         self.zmp_margin = min(float(zmp_margin), shape.length / 2, shape.width / 2)
 
     # ------------------------------------------------------------------------------- decision
@@ -294,16 +306,18 @@ class CaptureStepPlanner:
         half = np.array([self.shape.length / 2, self.shape.width / 2]) - self.zmp_margin
         return np.array([x_lo, y_lo, -half[0], -half[1]]), np.array([L.max_forward, y_hi, half[0], half[1]])
 
-    def _steps(self, template: list, stance: Footstep, u: np.ndarray) -> list:
+    def _steps(self, template: list, stance: Footstep, u: np.ndarray, crossing: bool = False) -> list:
         """``template`` with its first step landing at ``u[0:2]`` and standing on the ZMP ``u[2:4]``
-        (stance-sole frame); the later steps move with the first."""
+        (stance-sole frame); the later steps move with the first. A ``crossing`` step lands turned
+        ``cross_yaw`` toward the stance foot's side from the stance foot's yaw."""
         first = template[0]
         landing = stance.to_world((u[0], u[1], 0.0))
         landing[2] = first.footstep.position[2]
         delta = landing[0:2] - first.footstep.position[0:2]
         z = (float(u[2]), float(u[3]))
+        yaw = stance.yaw - first.foot.side * self.cross_yaw if crossing and self.cross_yaw else first.footstep.yaw
         head = TimedStep(
-            Footstep(first.foot, landing, first.footstep.yaw, first.footstep.normal),
+            Footstep(first.foot, landing, yaw, first.footstep.normal),
             first.liftoff,
             first.touchdown,
             (z, z),
@@ -318,7 +332,8 @@ class CaptureStepPlanner:
         stance = feet[step.foot.other]
 
         def plan_dcm(u: np.ndarray) -> np.ndarray:
-            times, points = _knots(feet, self._steps(template, stance, u), t, zmp0, self.params, extra)
+            steps = self._steps(template, stance, u, candidate.crossing)
+            times, points = _knots(feet, steps, t, zmp0, self.params, extra)
             return _dcm_at_start(times, points, omega)[0:2]
 
         u0 = np.concatenate([stance.to_local(step.footstep.position)[0:2], z_nominal])
@@ -337,7 +352,7 @@ class CaptureStepPlanner:
         return u, residual, u0
 
     def _best(self, t, feet, candidates: list[_Candidate], zmp0, omega, xi, extra=()):
-        """The cheapest candidate: ``(cost, template, u, residual)``, None when none has a landing."""
+        """The cheapest candidate: ``(cost, candidate, u, residual)``, None when none has a landing."""
         best = None
         for candidate in candidates:
             solved = self._solve(t, feet, candidate, zmp0, omega, xi, extra)
@@ -352,13 +367,14 @@ class CaptureStepPlanner:
                 + self.timing_weight * (candidate.T - self.params.single_support) ** 2
             )
             if best is None or cost < best[0]:
-                best = (cost, candidate.template, u, residual)
+                best = (cost, candidate, u, residual)
         return best
 
     def _plan(self, t, feet, best, com, zmp0, omega, xi, swing0=None, extra=(), terrain=None) -> RecoveryPlan:
-        cost, template, u, residual = best
+        cost, candidate, u, residual = best
+        template = candidate.template
         stance = feet[template[0].foot.other]
-        steps = self._steps(template, stance, u)
+        steps = self._steps(template, stance, u, candidate.crossing)
         end = steps[0].liftoff
         extra = [(tk, p) for tk, p in extra if t < tk < end]
         timeline = GaitTimeline(
@@ -439,7 +455,8 @@ class CaptureStepPlanner:
                 candidates.append(_Candidate(template, np.zeros(2), float(T)))
                 if self.limits.max_cross > 0 and self.min_cross_swing - 1e-12 <= T:
                     # the same step crossing over, ahead of the stance foot
-                    candidates.append(_Candidate(template, np.zeros(2), float(T), crossing=True))
+                    across = template if self.close_crossing else [step]
+                    candidates.append(_Candidate(across, np.zeros(2), float(T), crossing=True))
         best = self._best(t, feet, candidates, zmp0, omega, xi)
         return self._plan(t, feet, best, com, zmp0, omega, xi)
 

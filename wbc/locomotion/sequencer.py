@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 from collections.abc import Callable, Mapping
 
 import numpy as np
@@ -40,7 +41,7 @@ from .dcm import dcm_of
 from .footsteps import Foot, FootShape, Footstep, support_polygon
 from .recovery import CaptureStepPlanner
 from .stabilizer import DCMStabilizer, StabilizerOutput
-from .timeline import ContactState, GaitParameters, GaitSample, GaitTimeline
+from .timeline import ContactState, GaitParameters, GaitSample, GaitTimeline, _crosses, plan_settle
 
 __all__ = [
     "FootPhase",
@@ -151,6 +152,17 @@ class GaitSequencer:
         recovery_tolerance: a recovery step is also taken when its plan leaves at most this much
             (m) of the DCM uncaptured (the rest to the stabilizer and the upper body); 0: only plans
             that capture it.
+        recovery_rise: the touchdown force rise (s) of a recovery plan's steps (default ``rise``): a
+            foot put down to catch a fall is loaded at once.
+        settle: once a step has landed and none is left, re-plan the standing reference from the
+            measured state (:func:`~wbc.locomotion.timeline.plan_settle`) when the measured DCM is
+            more than this far from the plan's (m); None: keep the plan. A recovery step that lands
+            late or short leaves the plan's DCM behind, and the stabilizer would chase it.
+        crossing_yaw_gains: ``(kp, kd)`` of the pelvis orientation's yaw (1/s², 1/s) while a crossover
+            step swings and ``crossing_yaw_hold`` s after it lands (then the task's own gains
+            again); None: unchanged. The crossing leg swings across with the pelvis turning; held
+            straight, the pelvis takes the QP's effort from the swing.
+        crossing_yaw_hold: see ``crossing_yaw_gains``, s.
     """
 
     def __init__(
@@ -173,6 +185,10 @@ class GaitSequencer:
         clip_zmp: bool = True,
         foothold: Callable[[Foot, np.ndarray], Footstep] = flat_foothold,
         recovery_tolerance: float = 0.0,
+        recovery_rise: float | None = None,
+        settle: float | None = None,
+        crossing_yaw_gains: tuple[float, float] | None = None,
+        crossing_yaw_hold: float = 0.0,
     ) -> None:
         self.controller = controller
         self.names = {f: c.name for f, c in contacts.items()}
@@ -184,6 +200,17 @@ class GaitSequencer:
         self.adjust, self.recover, self.clip_zmp = adjust, recover, clip_zmp
         self.foothold = foothold
         self.recovery_tolerance = float(recovery_tolerance)
+        self.recovery_rise = self.rise if recovery_rise is None else float(recovery_rise)
+        self.settle = None if settle is None else float(settle)
+        self.crossing_yaw_gains = crossing_yaw_gains
+        self.crossing_yaw_hold = float(crossing_yaw_hold)
+        # the orientation task's own gains, put back after a crossing (set only when they change)
+        self._orientation_gains = (orientation.kp, orientation.kd) if crossing_yaw_gains is not None else None
+        self._yaw_compliant = False
+        self.crossing: Foot | None = None  # the foot swinging across the stance foot, if any
+        self._crossed_at = -math.inf  # when the last crossover step landed, s
+        self._recovering = False  # the timeline's steps are a recovery plan's
+        self._settled = -math.inf  # the last touchdown the standing reference was re-planned after, s
         self.phase = {f: FootPhase.STANCE for f in self.names}
         self.anchor: dict = {}  # where each foot was last put down (x, y), m
         self.touchdowns: list[Touchdown] = []
@@ -225,6 +252,7 @@ class GaitSequencer:
                 plan = self.planner.recovery(t, s.com, s.com_velocity, feet, omega=tl.omega)
                 if plan.captured or float(np.linalg.norm(plan.residual)) <= self.recovery_tolerance:
                     tl = self.timeline = plan.timeline
+                    self._recovering = True
                     self.recoveries.append(
                         {
                             "t": round(t, 3),
@@ -235,7 +263,27 @@ class GaitSequencer:
                     )
                 else:  # no step within reach stops it: stay on both feet
                     self.declined += 1
+        if self.settle is not None:
+            tl = self._settle(s, tl)
         return tl
+
+    def _settle(self, s: Sensing, tl: GaitTimeline) -> GaitTimeline:
+        """Standing after a touchdown with no step left: the standing reference from the measured
+        state when the measured DCM is more than :attr:`settle` from the plan's (once per touchdown)."""
+        t = s.t
+        if (
+            not self.touchdowns
+            or self.touchdowns[-1].t <= self._settled
+            or any(p is not FootPhase.STANCE for p in self.phase.values())
+            or any(st.touchdown > t for st in tl.steps)
+        ):
+            return tl
+        xi = dcm_of(s.com, s.com_velocity, tl.omega)
+        if self.settle is None or np.linalg.norm(xi[0:2] - tl.sample(t).dcm[0:2]) <= self.settle:
+            return tl
+        self._settled = self.touchdowns[-1].t
+        self.timeline = plan_settle(self.footholds(s), s.com, s.com_velocity, self.params, self.shape, t, tl.omega)
+        return self.timeline
 
     def _overdue(self, t: float) -> bool:
         """Whether a swinging foot is past its planned touchdown (landing late: the plan is re-timed
@@ -268,6 +316,9 @@ class GaitSequencer:
         if self.phase[f] is FootPhase.RELEASING and not ctrl.contact_active(name):
             self.phase[f] = FootPhase.SWING
             self.foot_tasks[f].set_weight(self.swing_weight)
+            here, stance = self.foothold(f, s.soles[f]), self.foothold(f.other, s.soles[f.other])
+            if fr.foothold is not None and _crosses(here, fr.foothold, stance):
+                self.crossing = f
         if self.phase[f] is FootPhase.SWING:
             early = (
                 fr.touchdown is not None
@@ -299,8 +350,13 @@ class GaitSequencer:
                     # what follows the touchdown starts from it (the other foot's release with this rise)
                     self.timeline = tl.delayed(due, t - due, foothold)
                 landing = foothold.pose
-                ctrl.activate_contact(name, landing, ramp=self.rise, ramp_force=RISE_LOAD * self.weight)
+                rise = self.recovery_rise if self._recovering else self.rise
+                ctrl.activate_contact(name, landing, ramp=rise, ramp_force=RISE_LOAD * self.weight)
                 self.foot_tasks[f].set_weight(0.0)
+                if self.crossing is f:
+                    self.crossing, self._crossed_at = None, t
+                if self._recovering and not any(st.touchdown > t for st in self.timeline.steps):
+                    self._recovering = False
                 self.phase[f] = FootPhase.STANCE
                 self.anchor[f] = landing[0:2, 3].copy()
                 target = fr.foothold
@@ -328,6 +384,8 @@ class GaitSequencer:
             if self.timeline is not tl:  # a late touchdown re-timed the plan: the other foot follows it
                 tl = self.timeline
                 ref = tl.sample(s.t)
+        if self.crossing_yaw_gains is not None:
+            self._crossing_yaw(s.t)
         feet = self.footholds(s)
         stance = [feet[f] for f in self.names if self.phase[f] is not FootPhase.SWING]
         polygon = support_polygon(stance, self.shape) if stance else tl.support_polygon(s.t)
@@ -341,6 +399,18 @@ class GaitSequencer:
             ref.heading_rotation(), [0.0, 0.0, ref.heading_rate], [0.0, 0.0, ref.heading_acceleration]
         )
         return SequencerStep(ref, out, dict(self.phase))
+
+    def _crossing_yaw(self, t: float) -> None:
+        """The pelvis yaw's gains: :attr:`crossing_yaw_gains` while a crossover step swings and
+        :attr:`crossing_yaw_hold` s after it lands, else the orientation task's own."""
+        compliant = self.crossing is not None or t - self._crossed_at < self.crossing_yaw_hold
+        if compliant == self._yaw_compliant or self._orientation_gains is None or self.crossing_yaw_gains is None:
+            return
+        self._yaw_compliant = compliant
+        kp, kd = (np.array(g, float) for g in self._orientation_gains)
+        if compliant:
+            kp[2], kd[2] = self.crossing_yaw_gains
+        self.orientation.set_gains(kp, kd)
 
     @property
     def walking(self) -> bool:

@@ -40,7 +40,7 @@ import numpy as np
 
 from ..errors import InputError
 from . import polygon as _polygon
-from .dcm import GRAVITY, DCMTrajectory, PiecewiseLinearZMP, omega_of_height
+from .dcm import GRAVITY, DCMTrajectory, PiecewiseLinearZMP, dcm_of, omega_of_height
 from .footsteps import Foot, FootShape, Footstep, FootstepPlan, support_polygon
 from .swing import SwingState, SwingTrajectory
 
@@ -56,6 +56,7 @@ __all__ = [
     "GaitTimeline",
     "plan_walk",
     "plan_stand",
+    "plan_settle",
 ]
 
 #: Where in the initial double support the solved ZMP knot sits (fraction of its duration).
@@ -787,6 +788,50 @@ def plan_stand(feet: Mapping, com, params: GaitParameters, shape: FootShape, t0:
     return _from_rest(feet, (), com, params, shape, t0, t0 + START_KNOT_FRACTION * params.final_double_support)
 
 
+def plan_settle(
+    feet: Mapping,
+    com,
+    com_velocity,
+    params: GaitParameters,
+    shape: FootShape,
+    t0: float,
+    omega: float,
+    steps: Sequence[TimedStep] = (),
+) -> GaitTimeline:
+    """A timeline from a moving state: the DCM from where it is at ``t0`` (``com`` (3,) m,
+    ``com_velocity`` (3,) m/s, LIPM frequency ``omega`` 1/s) comes to rest over the middle of the
+    feet in ``final_double_support`` s, or first takes ``steps`` (the first lifting off after ``t0``).
+    Its first ZMP knot (halfway through the first double support) is solved for the plan's DCM at
+    ``t0`` to be the measured one; when that knot would leave the feet it is put on their edge (the
+    plan then starts off the measured DCM by what the feet cannot give, left to the stabilizer)."""
+    com = _vec3(com, "com")
+    dcm = dcm_of(com, _vec3(com_velocity, "com_velocity"), float(omega))
+    feet = _feet(feet)
+    steps = tuple(steps)
+    ground = 0.5 * (feet[Foot.LEFT].position[2] + feet[Foot.RIGHT].position[2])
+    polygon = support_polygon(list(feet.values()), shape)
+    zmp0 = np.append(_polygon.project(dcm[0:2], polygon), ground)
+    end = steps[0].liftoff if steps else t0 + params.final_double_support
+    t_knot = t0 + START_KNOT_FRACTION * (end - t0)
+    xy = _polygon.project(_start_knot(feet, steps, t0, zmp0, params, t_knot, float(omega), dcm[0:2]), polygon)
+    knot = np.array([xy[0], xy[1], ground])
+    return GaitTimeline(feet, steps, com, t0, params, shape, zmp0, extra_knots=[(t_knot, knot)], omega=omega)
+
+
+def _start_knot(feet, steps, t0, zmp0, params, t_knot, omega, dcm) -> np.ndarray:
+    """The ZMP knot (x, y) at ``t_knot`` for which the plan's DCM at ``t0`` is ``dcm`` (2,): the start
+    DCM is affine in the knot (the backward recursion is linear in the knots)."""
+    ground = zmp0[2]
+
+    def start_dcm(xy: np.ndarray) -> np.ndarray:
+        times, points = _knots(feet, steps, t0, zmp0, params, [(t_knot, np.array([xy[0], xy[1], ground]))])
+        return _dcm_at_start(times, points, omega)[0:2]
+
+    base = start_dcm(np.zeros(2))
+    J = np.column_stack([start_dcm(e) - base for e in np.eye(2)])
+    return np.linalg.solve(J, np.asarray(dcm, float) - base)
+
+
 def _from_rest(
     feet, steps, com, params: GaitParameters, shape: FootShape, t0: float, t_knot: float, terrain=None
 ) -> GaitTimeline:
@@ -801,15 +846,8 @@ def _from_rest(
     polygon = support_polygon(list(feet.values()), shape)
     zmp0 = np.append(_polygon.project(com[0:2], polygon), ground)
     omega = omega_of_height(com[2] - ground - params.crouch, params.gravity)
-
-    def start_dcm(xy: np.ndarray) -> np.ndarray:
-        times, points = _knots(feet, steps, t0, zmp0, params, [(t_knot, np.array([xy[0], xy[1], ground]))])
-        return _dcm_at_start(times, points, omega)[0:2]
-
-    # the start DCM is affine in the knot: solve it for ξ(t0) = c(t0) (at rest)
-    base = start_dcm(np.zeros(2))
-    J = np.column_stack([start_dcm(e) - base for e in np.eye(2)])
-    xy = np.linalg.solve(J, com[0:2] - base)
+    # at rest: ξ(t0) = c(t0)
+    xy = _start_knot(feet, steps, t0, zmp0, params, t_knot, omega, com[0:2])
     if not _polygon.contains(polygon, xy, 1e-9):
         raise InputError(
             f"starting from rest needs a ZMP at {xy.round(4).tolist()}, outside the feet: make the first "

@@ -82,7 +82,8 @@ class RobotGait:
     """Per-robot gait settings: timings (s), lift height (m), step limits (m, rad), swing-foot task
     stiffness (1/s²: G1's light legs need the stiffer swing tracking, measured: 400 fell sideways),
     how much lower than standing the CoM walks (m: long steps need bent knees), the DCM feedback
-    gain (1/s) unless the walker is given one."""
+    gain (1/s) unless the walker is given one, and how far a crossover recovery step lands turned
+    toward the stance foot's side (rad, toe in: within the hip yaw range; see :class:`Walker`)."""
 
     single_support: float
     double_support: float
@@ -93,6 +94,7 @@ class RobotGait:
     swing_kp: float
     crouch: float = 0.0
     k_dcm: float = 2.0
+    cross_yaw: float = 0.0
 
 
 #: Gait settings per catalog robot.
@@ -114,6 +116,7 @@ GAITS = {
         0.05,
         dict(width=0.237, min_width=0.2, max_width=0.4, max_forward=0.25, max_backward=0.1, max_turn=0.4),
         900.0,
+        cross_yaw=1.6,
     ),
 }
 
@@ -221,6 +224,17 @@ CROSS_ZMP_MARGIN = 0.045
 CROSS_DCM_TOLERANCE = 0.02
 #: ... the swing ending with this downward speed (m/s), so that a lagging foot still strikes on time ...
 CROSS_TOUCHDOWN_SPEED = 0.2
+#: ... landing turned toward the stance foot's side (:attr:`RobotGait.cross_yaw`), without the
+#: closing step beside it (the robot stands on its crossed feet) ...
+#: ... the pelvis yaw compliant while the crossing leg swings and this long after it lands (s), with
+#: these gains (1/s², 1/s) ...
+CROSS_YAW_HOLD = 1.0
+CROSS_YAW_GAINS = (4.0, 4.0)
+#: ... a recovery step's touchdown loaded at once (force rise, s) ...
+CROSS_RISE = 0.02
+#: ... and once it has landed, the standing reference re-planned from the measured state when the DCM
+#: is this far from the plan's (m) ...
+CROSS_SETTLE = 0.03
 #: ... any recovery step taken only once the DCM is this far outside the feet (m): Talos pushed
 #: 520 N sideways standing holds it by its hip strategy, the DCM at most 6.4 mm outside; a crossing
 #: step taken at once (at 0) fell at 2.31 s ...
@@ -346,8 +360,13 @@ class Walker:
             :data:`MAX_CROSS` stance widths; forward reach :data:`CROSS_REACH`; weight transfer
             :data:`CROSS_TRANSFER`; swings of at least :data:`CROSS_MIN_SWING` landing at
             :data:`CROSS_TOUCHDOWN_SPEED`; planned once the DCM is :data:`CROSS_TRIGGER` outside the
-            feet), with the legs kept :data:`LEG_MARGIN` apart (from a foot's release) by a
-            :class:`wbc.SelfCollisionLimit` on their collision capsules (:func:`leg_collision_pairs`).
+            feet; landing turned :attr:`RobotGait.cross_yaw` toe in, the robot then standing on its
+            crossed feet), with the legs kept :data:`LEG_MARGIN` apart (from a foot's release) by a
+            :class:`wbc.SelfCollisionLimit` on their collision capsules (:func:`leg_collision_pairs`);
+            the pelvis yaw compliant (:data:`CROSS_YAW_GAINS`) while a crossing leg swings and
+            :data:`CROSS_YAW_HOLD` after it lands, recovery steps loaded at once on touchdown
+            (:data:`CROSS_RISE`), the standing reference re-planned from the measured state after
+            they land (:data:`CROSS_SETTLE`).
         recovery_tolerance: take a recovery step whose plan leaves at most this much of the DCM
             uncaptured, m (:class:`wbc.locomotion.GaitSequencer`).
         faults: model errors, sensor noise, latency, actuator limits (:mod:`wbc.sim.faults`): the
@@ -436,11 +455,13 @@ class Walker:
         )
         self.limits = loco.StepLimits(**gait.limits)
         transfer, zmp_margin, min_cross_swing, cross_trigger = 0.1, 0.02, 0.0, 0.0
+        cross_yaw = 0.0
+        self.crossover = crossover
         if crossover:  # wider reach, a quicker lift-off, and feet that strike the ground on time
             self.limits = self.limits.scaled(max_cross=MAX_CROSS * self.limits.width, max_forward=CROSS_REACH)
             self.params = dataclasses.replace(self.params, touchdown_velocity=CROSS_TOUCHDOWN_SPEED)
             transfer, zmp_margin, min_cross_swing = CROSS_TRANSFER, CROSS_ZMP_MARGIN, CROSS_MIN_SWING
-            cross_trigger = CROSS_TRIGGER
+            cross_trigger, cross_yaw = CROSS_TRIGGER, gait.cross_yaw
             dcm_tolerance = min(dcm_tolerance, CROSS_DCM_TOLERANCE)
         self.rise = self.params.double_support if rise is None else rise
         self.stabilizer = loco.DCMStabilizer(k_dcm=gait.k_dcm if k_dcm is None else k_dcm, margin=0.01)
@@ -453,6 +474,8 @@ class Walker:
             zmp_margin=zmp_margin,
             min_cross_swing=min_cross_swing,
             cross_trigger=cross_trigger,
+            cross_yaw=cross_yaw,
+            close_crossing=not crossover,
         )
         self.adjust = adjust
         self.clip_zmp = clip_zmp
@@ -572,6 +595,10 @@ class Walker:
             clip_zmp=self.clip_zmp,
             foothold=self.foothold,
             recovery_tolerance=self.recovery_tolerance,
+            recovery_rise=CROSS_RISE if self.crossover else None,
+            settle=CROSS_SETTLE if self.crossover else None,
+            crossing_yaw_gains=CROSS_YAW_GAINS if self.crossover else None,
+            crossing_yaw_hold=CROSS_YAW_HOLD,
         )
 
     def run(
