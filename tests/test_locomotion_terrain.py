@@ -30,7 +30,7 @@ from wbc.locomotion.footsteps import tilt_rotation
 from wbc.locomotion.polygon import signed_distance as polygon_signed_distance
 from wbc.locomotion.swing import SwingState, SwingTrajectory
 from wbc.locomotion.terrain import footstep_of_pose
-from wbc.locomotion.timeline import CROSSING_WINDOWS, UNCROSSING_WINDOWS
+from wbc.locomotion.timeline import CROSSING_WINDOWS, UNCROSSING_WINDOWS, TimedStep
 
 SHAPE = FootShape(0.2, 0.13)
 SIZE = TerrainSize(riser=0.15, tread=0.3, stone=(0.26, 0.2), stone_pitch=0.34, lane=0.17)
@@ -230,9 +230,10 @@ def test_a_standing_crossover_step_can_land_turned_toe_in_and_stand_crossed():
 
 
 def test_a_settle_plan_starts_from_the_measured_dcm_and_comes_to_rest_between_the_feet():
-    """:func:`plan_settle`: the standing plan's DCM at its start is the measured one (a moving CoM),
-    and it comes to rest over the middle of the feet; a DCM the feet cannot bring back in time is
-    met as far as they can (the start knot on the support polygon's edge)."""
+    """:func:`plan_settle` (the uncrossing step's plan): the plan's DCM at its start is the measured
+    one (a moving CoM), and it comes to rest over the middle of the feet; a DCM the feet cannot bring
+    back in time is met as far as they can (the start knot on the support polygon's edge). With a
+    step, the plan takes it first."""
     left, right = START
     omega = math.sqrt(9.81 / 0.87)
     for velocity, exact in (((0.05, -0.1, 0.0), True), ((0.0, -1.5, 0.0), False)):
@@ -249,6 +250,12 @@ def test_a_settle_plan_starts_from_the_measured_dcm_and_comes_to_rest_between_th
             knot = tl.extra_knots[0][1]
             assert polygon_signed_distance(knot[0:2], polygon) == pytest.approx(0.0, abs=1e-9), "on the edge"
         assert tl.sample(tl.t_end + 0.5).dcm[0:2] == pytest.approx([0.0, 0.0], abs=1e-9)
+    com, vel = np.array([0.02, -0.03, 0.87]), np.array([0.05, -0.1, 0.0])
+    step = TimedStep(Footstep(Foot.LEFT, (0.3, 0.085, 0.0)), 2.4, 2.4 + PARAMS.single_support)
+    tl = plan_settle({Foot.LEFT: left, Foot.RIGHT: right}, com, vel, PARAMS, SHAPE, 2.0, omega, [step])
+    assert tl.steps == (step,) and tl.extra_knots[0][0] == pytest.approx(2.2), "halfway to the lift-off"
+    assert tl.sample(2.0).dcm[0:2] == pytest.approx((com + vel / omega)[0:2], abs=1e-9)
+    assert tl.sample(tl.t_end + 0.5).dcm[0:2] == pytest.approx([0.15, 0.0], abs=1e-9)
 
 
 def _inside_sole(stance, position, shape, margin=0.0):

@@ -125,23 +125,27 @@ def test_fast_gaits_reach_the_issue_speeds(robot):
 def test_g1_survives_a_lateral_push_by_a_crossover_step_and_falls_without():
     """Issue 28, item 2: G1 standing, pushed 230 N toward its right for 0.1 s (beyond the 222 N its
     hip strategy holds): without crossover steps it falls; with them its left foot crosses in front
-    of the right one, lands turned a quarter turn toe in (:attr:`RobotGait.cross_yaw`, the pelvis
-    turning with it) on the right foot's far side, and the robot stands on its crossed feet, every
-    control step solved as posed. Each of the crossover walker's settings is needed: without any one
-    of them (the foot kept straight, the pelvis yaw held, the usual force rise, no re-plan after the
-    landing, the closing step kept) it falls at this push (README, crossover steps)."""
-    runs = walk.lateral_push_with_and_without_crossover("g1", 230.0, duration=4.0)
+    of the right one and lands on the right foot's far side turned a quarter turn toe in
+    (:attr:`RobotGait.cross_yaw`, the pelvis turning with it), then the right foot steps beside it,
+    turned the same way (:data:`wbc.sim.walking.CROSS_UNCROSS`), and the robot comes to rest facing
+    the push, every control step solved as posed. Without any one of the crossover walker's settings
+    it falls at this push (README, crossover steps)."""
+    runs = walk.lateral_push_with_and_without_crossover("g1", 230.0, duration=4.5)
     _, without, _ = runs["without_crossover"]
     assert without["fell"] and not without["recoveries"], "the hip strategy alone does not hold it"
     walker, run, summary = runs["with_crossover"]
     assert not run["fell"] and summary["failed_steps"] == 0
     assert [r["foot"] for r in run["recoveries"]] == ["left"]
-    ((_, foot, landed, _, _),) = run["touchdowns"]
+    crossing, closing = run["touchdowns"]
     right = walker.feet0[loco.Foot.RIGHT]
-    assert foot == "left" and right.to_local((*landed[0:2], 0.0))[1] < -0.3, "landed 0.3 m past the right foot"
-    assert landed[2] == pytest.approx(right.yaw - walk.GAITS["g1"].cross_yaw, abs=0.05), "turned toe in"
+    turned = right.yaw - walk.GAITS["g1"].cross_yaw
+    assert crossing[1] == "left" and right.to_local((*crossing[2][0:2], 0.0))[1] < -0.3, "0.3 m past the right foot"
+    assert crossing[2][2] == pytest.approx(turned, abs=0.05), "turned toe in"
+    left = loco.Footstep(loco.Foot.LEFT, (*crossing[2][0:2], 0.0), crossing[2][2])
+    assert closing[1] == "right" and left.to_local((*closing[2][0:2], 0.0))[1] < -0.1, "on the left foot's right"
+    assert closing[2][2] == pytest.approx(turned, abs=0.05), "turned as the left foot"
     end = run["com"][-100:, 0:2]
-    assert np.linalg.norm(end[-1] - end[0]) < 0.01, "at rest on the crossed feet"
+    assert np.linalg.norm(end[-1] - end[0]) < 0.01, "at rest"
 
 
 @pytest.mark.slow

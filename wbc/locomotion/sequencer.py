@@ -41,7 +41,7 @@ from .dcm import dcm_of
 from .footsteps import Foot, FootShape, Footstep, support_polygon
 from .recovery import CaptureStepPlanner
 from .stabilizer import DCMStabilizer, StabilizerOutput
-from .timeline import ContactState, GaitParameters, GaitSample, GaitTimeline, _crosses, plan_settle
+from .timeline import ContactState, GaitParameters, GaitSample, GaitTimeline, TimedStep, _crosses, plan_settle
 
 __all__ = [
     "FootPhase",
@@ -154,15 +154,17 @@ class GaitSequencer:
             that capture it.
         recovery_rise: the touchdown force rise (s) of a recovery plan's steps (default ``rise``): a
             foot put down to catch a fall is loaded at once.
-        settle: once a step has landed and none is left, re-plan the standing reference from the
-            measured state (:func:`~wbc.locomotion.timeline.plan_settle`) when the measured DCM is
-            more than this far from the plan's (m); None: keep the plan. A recovery step that lands
-            late or short leaves the plan's DCM behind, and the stabilizer would chase it.
         crossing_yaw_gains: ``(kp, kd)`` of the pelvis orientation's yaw (1/s², 1/s) while a crossover
             step swings and ``crossing_yaw_hold`` s after it lands (then the task's own gains
             again); None: unchanged. The crossing leg swings across with the pelvis turning; held
             straight, the pelvis takes the QP's effort from the swing.
         crossing_yaw_hold: see ``crossing_yaw_gains``, s.
+        uncross: ``(delay, transfer)`` s: still standing on crossed feet ``delay`` after a crossover
+            step landed, the other foot steps beside the crossed one (at the planner's nominal width,
+            in the crossed foot's frame: the robot ends turned as that foot landed) after a weight
+            transfer of ``transfer`` (a plan from the measured state:
+            :func:`~wbc.locomotion.timeline.plan_settle`); None: stay crossed. Standing crossed, the
+            stance leg sits at its joint limits and the robot drifts off within seconds.
     """
 
     def __init__(
@@ -186,9 +188,9 @@ class GaitSequencer:
         foothold: Callable[[Foot, np.ndarray], Footstep] = flat_foothold,
         recovery_tolerance: float = 0.0,
         recovery_rise: float | None = None,
-        settle: float | None = None,
         crossing_yaw_gains: tuple[float, float] | None = None,
         crossing_yaw_hold: float = 0.0,
+        uncross: tuple[float, float] | None = None,
     ) -> None:
         self.controller = controller
         self.names = {f: c.name for f, c in contacts.items()}
@@ -201,16 +203,16 @@ class GaitSequencer:
         self.foothold = foothold
         self.recovery_tolerance = float(recovery_tolerance)
         self.recovery_rise = self.rise if recovery_rise is None else float(recovery_rise)
-        self.settle = None if settle is None else float(settle)
         self.crossing_yaw_gains = crossing_yaw_gains
         self.crossing_yaw_hold = float(crossing_yaw_hold)
         # the orientation task's own gains, put back after a crossing (set only when they change)
         self._orientation_gains = (orientation.kp, orientation.kd) if crossing_yaw_gains is not None else None
         self._yaw_compliant = False
+        self.uncross = uncross
         self.crossing: Foot | None = None  # the foot swinging across the stance foot, if any
         self._crossed_at = -math.inf  # when the last crossover step landed, s
+        self._crossed: Foot | None = None  # the foot that landed across, until the other one closes
         self._recovering = False  # the timeline's steps are a recovery plan's
-        self._settled = -math.inf  # the last touchdown the standing reference was re-planned after, s
         self.phase = {f: FootPhase.STANCE for f in self.names}
         self.anchor: dict = {}  # where each foot was last put down (x, y), m
         self.touchdowns: list[Touchdown] = []
@@ -263,26 +265,33 @@ class GaitSequencer:
                     )
                 else:  # no step within reach stops it: stay on both feet
                     self.declined += 1
-        if self.settle is not None:
-            tl = self._settle(s, tl)
+        if self.uncross is not None:
+            tl = self._uncross(s, tl)
         return tl
 
-    def _settle(self, s: Sensing, tl: GaitTimeline) -> GaitTimeline:
-        """Standing after a touchdown with no step left: the standing reference from the measured
-        state when the measured DCM is more than :attr:`settle` from the plan's (once per touchdown)."""
-        t = s.t
+    def _uncross(self, s: Sensing, tl: GaitTimeline) -> GaitTimeline:
+        """Standing on crossed feet :attr:`uncross` ``[0]`` s after the crossing landed: the other foot
+        steps beside the crossed one (a plan from the measured state; once per crossing)."""
+        t, crossed = s.t, self._crossed
         if (
-            not self.touchdowns
-            or self.touchdowns[-1].t <= self._settled
+            crossed is None
+            or self.uncross is None
+            or t < self._crossed_at + self.uncross[0]
             or any(p is not FootPhase.STANCE for p in self.phase.values())
             or any(st.touchdown > t for st in tl.steps)
         ):
             return tl
-        xi = dcm_of(s.com, s.com_velocity, tl.omega)
-        if self.settle is None or np.linalg.norm(xi[0:2] - tl.sample(t).dcm[0:2]) <= self.settle:
-            return tl
-        self._settled = self.touchdowns[-1].t
-        self.timeline = plan_settle(self.footholds(s), s.com, s.com_velocity, self.params, self.shape, t, tl.omega)
+        self._crossed = None
+        feet = self.footholds(s)
+        other = crossed.other
+        if crossed.side * feet[other].to_local(feet[crossed].position)[1] > 0:
+            return tl  # recovery steps since have uncrossed the legs
+        beside = feet[crossed].to_world((0.0, other.side * self.planner.limits.width, 0.0))
+        beside[2] = feet[crossed].position[2]
+        lift = t + self.uncross[1]
+        step = TimedStep(Footstep(other, beside, feet[crossed].yaw), lift, lift + self.params.single_support)
+        self._recovering = True
+        self.timeline = plan_settle(feet, s.com, s.com_velocity, self.params, self.shape, t, tl.omega, [step])
         return self.timeline
 
     def _overdue(self, t: float) -> bool:
@@ -354,7 +363,7 @@ class GaitSequencer:
                 ctrl.activate_contact(name, landing, ramp=rise, ramp_force=RISE_LOAD * self.weight)
                 self.foot_tasks[f].set_weight(0.0)
                 if self.crossing is f:
-                    self.crossing, self._crossed_at = None, t
+                    self.crossing, self._crossed_at, self._crossed = None, t, f
                 if self._recovering and not any(st.touchdown > t for st in self.timeline.steps):
                     self._recovering = False
                 self.phase[f] = FootPhase.STANCE

@@ -232,9 +232,9 @@ CROSS_YAW_HOLD = 1.0
 CROSS_YAW_GAINS = (4.0, 4.0)
 #: ... a recovery step's touchdown loaded at once (force rise, s) ...
 CROSS_RISE = 0.02
-#: ... and once it has landed, the standing reference re-planned from the measured state when the DCM
-#: is this far from the plan's (m) ...
-CROSS_SETTLE = 0.03
+#: ... and, still standing crossed this long after it landed (s), the other foot steps beside the
+#: crossed one after a weight transfer this long (s): the robot ends turned toward the push ...
+CROSS_UNCROSS = (0.5, 0.4)
 #: ... any recovery step taken only once the DCM is this far outside the feet (m): Talos pushed
 #: 520 N sideways standing holds it by its hip strategy, the DCM at most 6.4 mm outside; a crossing
 #: step taken at once (at 0) fell at 2.31 s ...
@@ -365,8 +365,8 @@ class Walker:
             :class:`wbc.SelfCollisionLimit` on their collision capsules (:func:`leg_collision_pairs`);
             the pelvis yaw compliant (:data:`CROSS_YAW_GAINS`) while a crossing leg swings and
             :data:`CROSS_YAW_HOLD` after it lands, recovery steps loaded at once on touchdown
-            (:data:`CROSS_RISE`), the standing reference re-planned from the measured state after
-            they land (:data:`CROSS_SETTLE`).
+            (:data:`CROSS_RISE`), the legs uncrossed by a step of the other foot
+            (:data:`CROSS_UNCROSS`).
         recovery_tolerance: take a recovery step whose plan leaves at most this much of the DCM
             uncaptured, m (:class:`wbc.locomotion.GaitSequencer`).
         faults: model errors, sensor noise, latency, actuator limits (:mod:`wbc.sim.faults`): the
@@ -596,9 +596,9 @@ class Walker:
             foothold=self.foothold,
             recovery_tolerance=self.recovery_tolerance,
             recovery_rise=CROSS_RISE if self.crossover else None,
-            settle=CROSS_SETTLE if self.crossover else None,
             crossing_yaw_gains=CROSS_YAW_GAINS if self.crossover else None,
             crossing_yaw_hold=CROSS_YAW_HOLD,
+            uncross=CROSS_UNCROSS if self.crossover else None,
         )
 
     def run(
