@@ -914,14 +914,16 @@ LATERAL_TOLERANCE = 0.1
 
 
 def lateral_push_with_and_without_crossover(
-    robot: str | LeggedRobot, force: float, duration: float = 3.5, tolerance: float = LATERAL_TOLERANCE
+    robot: str | LeggedRobot, force: float, duration: float = 5.0, tolerance: float = LATERAL_TOLERANCE
 ) -> dict:
     """The standing robot pushed toward its right (``force`` N over 0.1 s at 1 s), once as today
     (recovery steps within the step limits, taken when they capture the DCM; else the hip strategy)
-    and once with crossover steps, taken when they capture it to within ``tolerance`` m (the rest
-    left to the hip strategy); returns ``{"without_crossover": (walker, run, summary),
-    "with_crossover": (...)}``. Pushed toward its right, the robot's right foot carries the weight
-    and cannot lift in time: only the left foot can step, across the right one."""
+    and once with crossover steps (the crossover walker of :class:`Walker`), taken when they capture
+    it to within ``tolerance`` m (the rest left to the hip strategy); returns
+    ``{"without_crossover": (walker, run, summary), "with_crossover": (...)}``, ``duration`` s each.
+    Pushed toward its right, the robot's right foot carries the weight and cannot lift in time: only
+    the left foot can step, across the right one (G1 survives 224-245 N this way, mostly: see the
+    README)."""
     out = {}
     for crossover in (False, True):
         out["with_crossover" if crossover else "without_crossover"] = stand_and_push(
