@@ -70,20 +70,21 @@ class Contact:
         self.name = name
 
 
-def sequencer(timeline, limits, **options):
-    """A recording controller, swing tasks and a sequencer over ``timeline``."""
+def sequencer(timeline, limits, planner=None, orientation=None, **options):
+    """A recording controller, swing tasks and a sequencer over ``timeline`` (default planner: within
+    ``limits``; default orientation task: a recording one)."""
     ctrl, tasks = Recorder(), {f: Task() for f in Foot}
     seq = GaitSequencer(
         ctrl,
         {f: Contact(f.value) for f in Foot},
         tasks,
         Task(),
-        Task(),
+        Task() if orientation is None else orientation,
         timeline,
         PARAMS,
         SHAPE,
         DCMStabilizer(),
-        CaptureStepPlanner(PARAMS, SHAPE, limits),
+        CaptureStepPlanner(PARAMS, SHAPE, limits) if planner is None else planner,
         WEIGHT,
         0.2,
         10.0,
@@ -300,6 +301,7 @@ class GainTask(Task):
         super().__init__()
         self.kp, self.kd = np.full(3, 100.0), np.full(3, 20.0)
         self.changes: list = []
+        self.now = 0.0  # the test's clock, s
 
     def set_gains(self, kp, kd=None):
         self.kp, self.kd = np.array(kp, float), np.array(kd, float)
@@ -315,21 +317,12 @@ def test_a_crossover_recovery_turns_the_pelvis_yaw_compliant_and_loads_its_landi
     limits = StepLimits(width=0.2, min_width=0.15, max_forward=0.45, max_cross=0.2)
     planner = CaptureStepPlanner(PARAMS, SHAPE, limits, transfer=0.05, cross_yaw=0.8, close_crossing=False)
     timeline = plan_stand({Foot.LEFT: left, Foot.RIGHT: right}, (0.0, 0.0, 0.8), PARAMS, SHAPE)
-    ctrl, tasks, orientation = Recorder(), {f: Task() for f in Foot}, GainTask()
-    seq = GaitSequencer(
-        ctrl,
-        {f: Contact(f.value) for f in Foot},
-        tasks,
-        Task(),
-        orientation,
+    orientation = GainTask()
+    ctrl, _, seq = sequencer(
         timeline,
-        PARAMS,
-        SHAPE,
-        DCMStabilizer(),
+        limits,
         planner,
-        WEIGHT,
-        0.2,
-        10.0,
+        orientation,
         recover=True,
         recovery_tolerance=0.1,
         recovery_rise=0.01,
@@ -371,21 +364,10 @@ def test_standing_crossed_the_other_foot_steps_beside_the_crossed_one():
     for uncross in (None, (0.3, 0.2)):
         planner = CaptureStepPlanner(PARAMS, SHAPE, limits, transfer=0.05, cross_yaw=0.8, close_crossing=False)
         timeline = plan_stand({Foot.LEFT: left, Foot.RIGHT: right}, (0.0, 0.0, 0.8), PARAMS, SHAPE)
-        ctrl, tasks = Recorder(), {f: Task() for f in Foot}
-        seq = GaitSequencer(
-            ctrl,
-            {f: Contact(f.value) for f in Foot},
-            tasks,
-            Task(),
-            Task(),
+        ctrl, _, seq = sequencer(
             timeline,
-            PARAMS,
-            SHAPE,
-            DCMStabilizer(),
+            limits,
             planner,
-            WEIGHT,
-            0.2,
-            10.0,
             recover=True,
             recovery_tolerance=0.1,
             uncross=uncross,
