@@ -20,8 +20,8 @@ from wbc.locomotion import (
     TerrainKind,
     TerrainSize,
     make_terrain,
+    plan_from_state,
     plan_on_terrain,
-    plan_settle,
     plan_walk,
     step_violations,
     support_polygon,
@@ -229,8 +229,8 @@ def test_a_standing_crossover_step_can_land_turned_toe_in_and_stand_crossed():
             CaptureStepPlanner(PARAMS, SHAPE, limits, cross_yaw=bad)
 
 
-def test_a_settle_plan_starts_from_the_measured_dcm_and_comes_to_rest_between_the_feet():
-    """:func:`plan_settle` (the uncrossing step's plan): the plan's DCM at its start is the measured
+def test_a_plan_from_a_moving_state_starts_from_its_dcm_and_comes_to_rest_between_the_feet():
+    """:func:`plan_from_state` (the uncrossing step's plan): the plan's DCM at its start is the measured
     one (a moving CoM), and it comes to rest over the middle of the feet; a DCM the feet cannot bring
     back in time is met as far as they can (the start knot on the support polygon's edge). With a
     step, the plan takes it first."""
@@ -238,7 +238,7 @@ def test_a_settle_plan_starts_from_the_measured_dcm_and_comes_to_rest_between_th
     omega = math.sqrt(9.81 / 0.87)
     for velocity, exact in (((0.05, -0.1, 0.0), True), ((0.0, -1.5, 0.0), False)):
         com, vel = np.array([0.02, -0.03, 0.87]), np.array(velocity)
-        tl = plan_settle({Foot.LEFT: left, Foot.RIGHT: right}, com, vel, PARAMS, SHAPE, 2.0, omega)
+        tl = plan_from_state({Foot.LEFT: left, Foot.RIGHT: right}, com, vel, PARAMS, SHAPE, 2.0, omega)
         dcm = com + vel / omega
         start = tl.sample(2.0)
         assert start.com == pytest.approx(com) and tl.t0 == 2.0 and not tl.steps
@@ -252,10 +252,15 @@ def test_a_settle_plan_starts_from_the_measured_dcm_and_comes_to_rest_between_th
         assert tl.sample(tl.t_end + 0.5).dcm[0:2] == pytest.approx([0.0, 0.0], abs=1e-9)
     com, vel = np.array([0.02, -0.03, 0.87]), np.array([0.05, -0.1, 0.0])
     step = TimedStep(Footstep(Foot.LEFT, (0.3, 0.085, 0.0)), 2.4, 2.4 + PARAMS.single_support)
-    tl = plan_settle({Foot.LEFT: left, Foot.RIGHT: right}, com, vel, PARAMS, SHAPE, 2.0, omega, [step])
+    tl = plan_from_state({Foot.LEFT: left, Foot.RIGHT: right}, com, vel, PARAMS, SHAPE, 2.0, omega, [step])
     assert tl.steps == (step,) and tl.extra_knots[0][0] == pytest.approx(2.2), "halfway to the lift-off"
     assert tl.sample(2.0).dcm[0:2] == pytest.approx((com + vel / omega)[0:2], abs=1e-9)
     assert tl.sample(tl.t_end + 0.5).dcm[0:2] == pytest.approx([0.15, 0.0], abs=1e-9)
+    with pytest.raises(InputError, match="omega"):
+        plan_from_state({Foot.LEFT: left, Foot.RIGHT: right}, com, vel, PARAMS, SHAPE, 2.0, 0.0)
+    with pytest.raises(InputError, match=r"lifts off at 1\.9 s"):
+        late = TimedStep(Footstep(Foot.LEFT, (0.3, 0.085, 0.0)), 1.9, 2.5)
+        plan_from_state({Foot.LEFT: left, Foot.RIGHT: right}, com, vel, PARAMS, SHAPE, 2.0, omega, [late])
 
 
 def _inside_sole(stance, position, shape, margin=0.0):

@@ -6,7 +6,8 @@ feet, a gait timeline the controller queries at any time, a DCM stabilizer and a
 - :mod:`~wbc.locomotion.dcm`: the LIPM / DCM closed forms for piecewise-linear ZMPs
   (Englsberger et al. 2015).
 - :mod:`~wbc.locomotion.swing`: swing-foot polynomials.
-- :mod:`~wbc.locomotion.timeline`: :class:`GaitTimeline`, :func:`plan_walk`, :func:`plan_stand`, :func:`plan_settle`.
+- :mod:`~wbc.locomotion.timeline`: :class:`GaitTimeline`, :func:`plan_walk`, :func:`plan_stand`,
+  :func:`plan_from_state`.
 - :mod:`~wbc.locomotion.stabilizer`: :class:`DCMStabilizer`.
 - :mod:`~wbc.locomotion.recovery`: :class:`CaptureStepPlanner` (recovery steps, online step adjustment).
 - :mod:`~wbc.locomotion.sequencer`: :class:`GaitSequencer` (one control step's re-plans, contact
@@ -57,7 +58,7 @@ from .timeline import (
     Phase,
     PhaseKind,
     TimedStep,
-    plan_settle,
+    plan_from_state,
     plan_stand,
     plan_walk,
 )
@@ -102,7 +103,7 @@ __all__ = [
     "Phase",
     "PhaseKind",
     "TimedStep",
-    "plan_settle",
+    "plan_from_state",
     "plan_stand",
     "plan_walk",
     "HeightField",

@@ -41,7 +41,7 @@ from .dcm import dcm_of
 from .footsteps import Foot, FootShape, Footstep, support_polygon
 from .recovery import CaptureStepPlanner
 from .stabilizer import DCMStabilizer, StabilizerOutput
-from .timeline import ContactState, GaitParameters, GaitSample, GaitTimeline, TimedStep, _crosses, plan_settle
+from .timeline import ContactState, GaitParameters, GaitSample, GaitTimeline, TimedStep, _crosses, plan_from_state
 
 __all__ = [
     "FootPhase",
@@ -155,15 +155,16 @@ class GaitSequencer:
         recovery_rise: the touchdown force rise (s) of a recovery plan's steps (default ``rise``): a
             foot put down to catch a fall is loaded at once.
         crossing_yaw_gains: ``(kp, kd)`` of the pelvis orientation's yaw (1/s², 1/s) while a crossover
-            step swings and ``crossing_yaw_hold`` s after it lands (then the task's own gains
-            again); None: unchanged. The crossing leg swings across with the pelvis turning; held
-            straight, the pelvis takes the QP's effort from the swing.
+            step swings and ``crossing_yaw_hold`` s after it lands (then the task's own gains, as
+            they were when the sequencer was made); None: unchanged. The crossing leg swings
+            across with the pelvis turning; held straight, the pelvis takes the QP's effort from
+            the swing.
         crossing_yaw_hold: see ``crossing_yaw_gains``, s.
         uncross: ``(delay, transfer)`` s: still standing on crossed feet ``delay`` after a crossover
             step landed, the other foot steps beside the crossed one (at the planner's nominal width,
             in the crossed foot's frame: the robot ends turned as that foot landed) after a weight
             transfer of ``transfer`` (a plan from the measured state:
-            :func:`~wbc.locomotion.timeline.plan_settle`); None: stay crossed. Standing crossed, the
+            :func:`~wbc.locomotion.timeline.plan_from_state`); None: stay crossed. Standing crossed, the
             stance leg sits at its joint limits and the robot drifts off within seconds.
     """
 
@@ -291,7 +292,7 @@ class GaitSequencer:
         lift = t + self.uncross[1]
         step = TimedStep(Footstep(other, beside, feet[crossed].yaw), lift, lift + self.params.single_support)
         self._recovering = True
-        self.timeline = plan_settle(feet, s.com, s.com_velocity, self.params, self.shape, t, tl.omega, [step])
+        self.timeline = plan_from_state(feet, s.com, s.com_velocity, self.params, self.shape, t, tl.omega, [step])
         return self.timeline
 
     def _overdue(self, t: float) -> bool:

@@ -56,7 +56,7 @@ __all__ = [
     "GaitTimeline",
     "plan_walk",
     "plan_stand",
-    "plan_settle",
+    "plan_from_state",
 ]
 
 #: Where in the initial double support the solved ZMP knot sits (fraction of its duration).
@@ -788,7 +788,7 @@ def plan_stand(feet: Mapping, com, params: GaitParameters, shape: FootShape, t0:
     return _from_rest(feet, (), com, params, shape, t0, t0 + START_KNOT_FRACTION * params.final_double_support)
 
 
-def plan_settle(
+def plan_from_state(
     feet: Mapping,
     com,
     com_velocity,
@@ -803,11 +803,20 @@ def plan_settle(
     feet in ``final_double_support`` s, or first takes ``steps`` (the first lifting off after ``t0``).
     Its first ZMP knot (halfway through the first double support) is solved for the plan's DCM at
     ``t0`` to be the measured one; when that knot would leave the feet it is put on their edge (the
-    plan then starts off the measured DCM by what the feet cannot give, left to the stabilizer)."""
+    plan then starts off the measured DCM by what the feet cannot give, left to the stabilizer).
+
+    Raises:
+        InputError: a non-positive ``omega``, a first step not lifting off after ``t0``, bad vectors
+            or schedules (as :class:`GaitTimeline`).
+    """
+    if not (isinstance(omega, (int, float)) and math.isfinite(omega) and omega > 0):
+        raise InputError(f"omega must be a positive number of 1/s, got {omega!r}")
     com = _vec3(com, "com")
     dcm = dcm_of(com, _vec3(com_velocity, "com_velocity"), float(omega))
     feet = _feet(feet)
     steps = tuple(steps)
+    if steps and not steps[0].liftoff > t0:
+        raise InputError(f"the first step lifts off at {steps[0].liftoff} s, not after t0 = {t0} s")
     ground = 0.5 * (feet[Foot.LEFT].position[2] + feet[Foot.RIGHT].position[2])
     polygon = support_polygon(list(feet.values()), shape)
     zmp0 = np.append(_polygon.project(dcm[0:2], polygon), ground)

@@ -107,6 +107,7 @@ GAITS = {
         0.05,
         dict(width=0.17, min_width=0.15, max_width=0.35, max_forward=0.25, max_backward=0.1, max_turn=0.4),
         400.0,
+        # cross_yaw 0: its hip yaw turns a leg at most 0.35 rad inward (README, crossover steps)
     ),
     "g1": RobotGait(
         0.5,
@@ -116,7 +117,7 @@ GAITS = {
         0.05,
         dict(width=0.237, min_width=0.2, max_width=0.4, max_forward=0.25, max_backward=0.1, max_turn=0.4),
         900.0,
-        cross_yaw=1.6,
+        cross_yaw=1.6,  # a quarter turn: its hip yaw range is ±2.76 rad
     ),
 }
 
@@ -224,16 +225,18 @@ CROSS_ZMP_MARGIN = 0.045
 CROSS_DCM_TOLERANCE = 0.02
 #: ... the swing ending with this downward speed (m/s), so that a lagging foot still strikes on time ...
 CROSS_TOUCHDOWN_SPEED = 0.2
-#: ... landing turned toward the stance foot's side (:attr:`RobotGait.cross_yaw`), without the
-#: closing step beside it (the robot stands on its crossed feet) ...
-#: ... the pelvis yaw compliant while the crossing leg swings and this long after it lands (s), with
-#: these gains (1/s², 1/s) ...
+#: ... the crossing foot landing turned toe in (:attr:`RobotGait.cross_yaw`), with no closing step
+#: right after it; the pelvis yaw compliant while the crossing leg swings and this long after it
+#: lands (s), with these gains (1/s², 1/s): held at the orientation task's own gains, G1's crossing
+#: foot hovered 3-5 cm above the floor until the late-touchdown limit ...
 CROSS_YAW_HOLD = 1.0
 CROSS_YAW_GAINS = (4.0, 4.0)
-#: ... a recovery step's touchdown loaded at once (force rise, s) ...
+#: ... a recovery step's touchdown loaded at once (force rise, s: over the double support the weight
+#: stayed on the stance foot while the DCM ran on) ...
 CROSS_RISE = 0.02
 #: ... and, still standing crossed this long after it landed (s), the other foot steps beside the
-#: crossed one after a weight transfer this long (s): the robot ends turned toward the push ...
+#: crossed one after a weight transfer this long (s), the robot ending turned toward the push (left
+#: crossed, G1 drifted off within seconds, its stance leg at its joint limits) ...
 CROSS_UNCROSS = (0.5, 0.4)
 #: ... any recovery step taken only once the DCM is this far outside the feet (m): Talos pushed
 #: 520 N sideways standing holds it by its hip strategy, the DCM at most 6.4 mm outside; a crossing
