@@ -72,7 +72,8 @@ typedef struct {
     double *sv;               /* (p,) work: singular values (before them: the diagonal rows' right-hand side) */
     double *Mc;               /* (p, kmax) work: (At_k Z)^T, then its Householder reflectors and R */
     double *work;             /* (lwork,) work: R^T (kmax, p), the reflectors' factors (p); reflect_gram's U */
-    double *G;                /* (p, p) work: a level's normal equations over all p variables; T when Z becomes explicit */
+    double *G;                /* (p, p) work: a level's normal equations over all p variables (the WY
+                               * factor T when Z becomes explicit) */
     double *Q;                /* (p, p) the implicit basis's reflectors (column j: zero above row j, 1 at j) */
     double *qbeta;            /* (p,) their factors */
     double *y;                /* (p,) work */
@@ -120,6 +121,13 @@ static int jacobi_svd(int rows, int cols, double *B, double *V, double *sv) {
     return !converged;
 }
 
+/* x (len,) <- (I - beta v v^T) x, v (len,) with v[0] = 1 implied (its stored v[0] is not read). */
+static void reflect_one(const double *v, double beta, int len, double *x) {
+    const double d = beta * (x[0] + dot(v + 1, x + 1, len - 1));
+    x[0] -= d;
+    for (int i = 1; i < len; ++i) x[i] -= d * v[i];
+}
+
 /* Householder reflections Q^T Bt = [R; 0] of Bt (nz, kr) in place, t = min(kr, nz) of them: reflector c
  * is I - beta[c] v v^T, v = [1; Bt[c+1:, c]] on rows c.. (beta[c] = 0: none); R (t, kr) is left in
  * Bt's upper triangle. */
@@ -138,12 +146,7 @@ static void householder(int nz, int kr, double *Bt, double *beta) {
         for (int i = 1; i < len; ++i) v[i] /= v0;
         beta[c] = -v0 / r; /* 2 / (v^T v) with v[0] = 1 */
         v[0] = r;
-        for (int j = c + 1; j < kr; ++j) { /* the other columns */
-            double *w = Bt + (long)j * nz + c;
-            const double d = beta[c] * (w[0] + dot(v + 1, w + 1, len - 1));
-            w[0] -= d;
-            for (int i = 1; i < len; ++i) w[i] -= d * v[i];
-        }
+        for (int j = c + 1; j < kr; ++j) reflect_one(v, beta[c], len, Bt + (long)j * nz + c); /* the other columns */
     }
 }
 
@@ -380,11 +383,7 @@ static void reflect_gram(int p, int r, const double *Q, const double *T, double 
 static void householder_apply(int n, int t, const double *Bt, const double *beta, int transpose, double *x) {
     for (int i = 0; i < t; ++i) {
         const int c = transpose ? i : t - 1 - i;
-        if (beta[c] == 0.0) continue;
-        const double *v = Bt + (long)c * n + c; /* v[0] = 1 implied */
-        const double d = beta[c] * (x[c] + dot(v + 1, x + c + 1, n - c - 1));
-        x[c] -= d;
-        for (int l = 1; l < n - c; ++l) x[c + l] -= d * v[l];
+        if (beta[c] != 0.0) reflect_one(Bt + (long)c * n + c, beta[c], n - c, x + c);
     }
 }
 

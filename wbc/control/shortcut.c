@@ -10,8 +10,8 @@
  * and the factorizations are the blocked loops below, for hierarchy.c's levels too (at these sizes,
  * a dozen forces and a few dozen actuators, a BLAS or LAPACK call's overhead costs more than its
  * arithmetic: on Talos standing the shortcut went from 7.4 to 5.5 us once its dgemm, dsyrk, dgemv
- * and dpotrf calls were replaced); the kernel is the CasADi-generated C function of the controller's compiled library (its address and
- * its argument arrays are passed in the struct too).
+ * and dpotrf calls were replaced); the kernel is the CasADi-generated C function of the controller's
+ * compiled library (its address and its argument arrays are passed in the struct too).
  *
  * Problem (all matrices column-major, as the kernel writes them):
  *   minimize  1/2 |A u - b|^2 + 1/2 sum_i r_i u_i^2,   r_i = reg |A[:, i]|^2 + 1e-12
