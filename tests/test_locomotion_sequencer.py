@@ -26,6 +26,7 @@ from wbc.locomotion import (
     plan_stand,
     plan_walk,
 )
+from wbc.locomotion.dcm import dcm_of
 from wbc.locomotion.sequencer import RISE_LOAD, TOUCHDOWN_WINDOW
 
 SHAPE = FootShape(0.2, 0.1)
@@ -390,3 +391,36 @@ def test_standing_crossed_the_other_foot_steps_beside_the_crossed_one():
     assert beside.foot is Foot.RIGHT and beside.planned[0:2] == pytest.approx(expected[0:2], abs=1e-9)
     assert beside.planned[2] == pytest.approx(crossed.yaw), "turned as the crossed foot"
     assert beside.t == pytest.approx(first.t + 0.3 + 0.2 + PARAMS.single_support, abs=2 * DT)
+
+
+def test_a_crossing_that_ends_the_plan_restarts_the_standing_plan_from_the_measured_state():
+    """``replan_crossed``: when a crossover step lands and no step follows, the plan from there on is
+    :func:`~wbc.locomotion.plan_from_state` at the touchdown (its DCM the measured one, no steps);
+    without it the recovery plan made before the step goes on (its DCM where that plan put it)."""
+    left, right = Footstep(Foot.LEFT, (0.0, 0.1, 0.0)), Footstep(Foot.RIGHT, (0.0, -0.1, 0.0))
+    limits = StepLimits(width=0.2, min_width=0.15, max_forward=0.45, max_cross=0.2)
+    after = {}
+    for replan in (False, True):
+        planner = CaptureStepPlanner(PARAMS, SHAPE, limits, transfer=0.05, cross_yaw=0.8, close_crossing=False)
+        timeline = plan_stand({Foot.LEFT: left, Foot.RIGHT: right}, (0.0, 0.0, 0.8), PARAMS, SHAPE)
+        ctrl, _, seq = sequencer(timeline, limits, planner, recover=True, recovery_tolerance=0.1, replan_crossed=replan)
+        offset = np.array([0.02, -0.03, 0.0])  # the measured CoM off the plan's once the crossing swings
+        for i in range(int(2.5 / DT)):
+            t = ctrl.now = i * DT
+            ref = seq.timeline.sample(t)
+            com, velocity = ref.com, ref.com_velocity
+            if abs(t - 1.0) < DT / 2:
+                com, velocity = np.array([0.0, -0.05, 0.8]), np.array([0.0, -0.4, 0.0])
+            elif seq.recoveries and not seq.touchdowns:
+                com = com + offset
+            soles = {f: ref.feet[f].pose for f in Foot}
+            seq.update(Sensing(t, com, velocity, soles, {f: ref.load[f] * WEIGHT for f in Foot}), DT)
+            if seq.touchdowns and Foot.LEFT not in after.get(replan, {}):
+                after[replan] = {Foot.LEFT: (t, com, velocity, seq.timeline)}
+    (t_old, _, _, kept) = after[False][Foot.LEFT]
+    assert kept.t0 < t_old and kept.steps, "the recovery plan goes on"
+    (t, com, velocity, fresh) = after[True][Foot.LEFT]
+    assert fresh.t0 == pytest.approx(t) and not fresh.steps
+    measured = dcm_of(com, velocity, fresh.omega)
+    assert fresh.evaluate(t)["dcm"][0][0:2] == pytest.approx(measured[0:2], abs=1e-6), "from the measured DCM"
+    assert np.linalg.norm(kept.evaluate(t)["dcm"][0][0:2] - measured[0:2]) > 0.02, "the old plan's is elsewhere"

@@ -166,6 +166,11 @@ class GaitSequencer:
             transfer of ``transfer`` (a plan from the measured state:
             :func:`~wbc.locomotion.timeline.plan_from_state`); None: stay crossed. Standing crossed, the
             stance leg sits at its joint limits and the robot drifts off within seconds.
+        replan_crossed: when a crossover step lands and no step follows it, the standing plan
+            restarts from the measured state there (:func:`~wbc.locomotion.timeline.plan_from_state`:
+            its DCM from the measured one, at rest over the middle of the crossed feet). The plan made
+            before the step has its DCM where the step was to stop it, 0.2 m from the measured one
+            on G1, and its stabilizer would pull the DCM back there, over the crossed foot's toe.
     """
 
     def __init__(
@@ -192,6 +197,7 @@ class GaitSequencer:
         crossing_yaw_gains: tuple[float, float] | None = None,
         crossing_yaw_hold: float = 0.0,
         uncross: tuple[float, float] | None = None,
+        replan_crossed: bool = False,
     ) -> None:
         self.controller = controller
         self.names = {f: c.name for f, c in contacts.items()}
@@ -210,6 +216,7 @@ class GaitSequencer:
         self._orientation_gains = (orientation.kp, orientation.kd) if crossing_yaw_gains is not None else None
         self._yaw_compliant = False
         self.uncross = uncross
+        self.replan_crossed = bool(replan_crossed)
         self.crossing: Foot | None = None  # the foot swinging across the stance foot, if any
         self._crossed_at = -math.inf  # when the last crossover step landed, s
         self._crossed: Foot | None = None  # the foot that landed across, until the other one closes
@@ -295,6 +302,11 @@ class GaitSequencer:
         self.timeline = plan_from_state(feet, s.com, s.com_velocity, self.params, self.shape, t, tl.omega, [step])
         return self.timeline
 
+    def _stand_from(self, s: Sensing) -> GaitTimeline:
+        """A standing plan from the measured state at ``s.t`` on the feet where they stand."""
+        omega = self.timeline.omega
+        return plan_from_state(self.footholds(s), s.com, s.com_velocity, self.params, self.shape, s.t, omega)
+
     def _overdue(self, t: float) -> bool:
         """Whether a swinging foot is past its planned touchdown (landing late: the plan is re-timed
         when it lands, :meth:`GaitTimeline.delayed`)."""
@@ -365,6 +377,8 @@ class GaitSequencer:
                 self.foot_tasks[f].set_weight(0.0)
                 if self.crossing is f:
                     self.crossing, self._crossed_at, self._crossed = None, t, f
+                    if self.replan_crossed and not any(st.touchdown > t for st in self.timeline.steps):
+                        self.timeline = self._stand_from(s)
                 if self._recovering and not any(st.touchdown > t for st in self.timeline.steps):
                     self._recovering = False
                 self.phase[f] = FootPhase.STANCE

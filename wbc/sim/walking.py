@@ -368,7 +368,8 @@ class Walker:
             :class:`wbc.SelfCollisionLimit` on their collision capsules (:func:`leg_collision_pairs`);
             the pelvis yaw compliant (:data:`CROSS_YAW_GAINS`) while a crossing leg swings and
             :data:`CROSS_YAW_HOLD` after it lands, recovery steps loaded at once on touchdown
-            (:data:`CROSS_RISE`), the legs uncrossed by a step of the other foot
+            (:data:`CROSS_RISE`), the standing plan after the crossing re-made from the measured
+            state where it lands, the legs uncrossed by a step of the other foot
             (:data:`CROSS_UNCROSS`).
         recovery_tolerance: take a recovery step whose plan leaves at most this much of the DCM
             uncaptured, m (:class:`wbc.locomotion.GaitSequencer`).
@@ -602,6 +603,7 @@ class Walker:
             crossing_yaw_gains=CROSS_YAW_GAINS if self.crossover else None,
             crossing_yaw_hold=CROSS_YAW_HOLD,
             uncross=CROSS_UNCROSS if self.crossover else None,
+            replan_crossed=self.crossover,
         )
 
     def run(
@@ -917,21 +919,26 @@ LATERAL_TOLERANCE = 0.1
 
 
 def lateral_push_with_and_without_crossover(
-    robot: str | LeggedRobot, force: float, duration: float = 5.0, tolerance: float = LATERAL_TOLERANCE
+    robot: str | LeggedRobot,
+    force: float,
+    duration: float = 5.0,
+    tolerance: float = LATERAL_TOLERANCE,
+    push_time: float = 1.0,
 ) -> dict:
-    """The standing robot pushed toward its right (``force`` N over 0.1 s at 1 s), once as today
-    (recovery steps within the step limits, taken when they capture the DCM; else the hip strategy)
-    and once with crossover steps (the crossover walker of :class:`Walker`), taken when they capture
-    it to within ``tolerance`` m (the rest left to the hip strategy); returns
+    """The standing robot pushed toward its right (``force`` N over 0.1 s at ``push_time`` s), once as
+    today (recovery steps within the step limits, taken when they capture the DCM; else the hip
+    strategy) and once with crossover steps (the crossover walker of :class:`Walker`), taken when
+    they capture it to within ``tolerance`` m (the rest left to the hip strategy); returns
     ``{"without_crossover": (walker, run, summary), "with_crossover": (...)}``, ``duration`` s each.
     Pushed toward its right, the robot's right foot carries the weight and cannot lift in time: only
-    the left foot can step, across the right one (G1 survives 224-245 N this way, mostly: see the
-    README)."""
+    the left foot can step, across the right one (G1 survives most pushes of 224-245 N this way:
+    see the README and :mod:`wbc.sim.crossover_map`)."""
     out = {}
     for crossover in (False, True):
         out["with_crossover" if crossover else "without_crossover"] = stand_and_push(
             robot,
             (0.0, -float(force), 0.0),
+            push_time=push_time,
             duration=duration,
             crossover=crossover,
             recovery_tolerance=tolerance if crossover else 0.0,
