@@ -309,41 +309,56 @@ class GainTask(Task):
         self.changes.append((round(self.now, 3), self.kp[2], self.kd[2]))
 
 
+LEFT, RIGHT = Footstep(Foot.LEFT, (0.0, 0.1, 0.0)), Footstep(Foot.RIGHT, (0.0, -0.1, 0.0))
+CROSSING_LIMITS = StepLimits(width=0.2, min_width=0.15, max_forward=0.45, max_cross=0.2)
+
+
+def pushed_toward_the_right_foot(duration, orientation=None, offset=None, each=None, **options):
+    """Standing on :data:`LEFT` and :data:`RIGHT`, the DCM put 9 cm beyond the right sole's centre at
+    1 s (a push toward the right foot): the sequencer plans a recovery step of the left foot across
+    (crossover steps allowed, landing turned 0.8 rad toe in, no closing step). The robot tracks the
+    reference exactly, its CoM ``offset`` (3,) from it while the crossing swings; ``each(t, com,
+    velocity, sequencer)`` after every control step. Returns ``(controller, sequencer)``."""
+    planner = CaptureStepPlanner(PARAMS, SHAPE, CROSSING_LIMITS, transfer=0.05, cross_yaw=0.8, close_crossing=False)
+    timeline = plan_stand({Foot.LEFT: LEFT, Foot.RIGHT: RIGHT}, (0.0, 0.0, 0.8), PARAMS, SHAPE)
+    ctrl, _, seq = sequencer(
+        timeline, CROSSING_LIMITS, planner, orientation, recover=True, recovery_tolerance=0.1, **options
+    )
+    for i in range(int(duration / DT)):
+        t = ctrl.now = i * DT
+        if orientation is not None:
+            orientation.now = t
+        ref = seq.timeline.sample(t)
+        com, velocity = ref.com, ref.com_velocity
+        if abs(t - 1.0) < DT / 2:
+            com, velocity = np.array([0.0, -0.05, 0.8]), np.array([0.0, -0.4, 0.0])
+        elif offset is not None and seq.recoveries and not seq.touchdowns:
+            com = com + offset
+        soles = {f: ref.feet[f].pose for f in Foot}
+        seq.update(Sensing(t, com, velocity, soles, {f: ref.load[f] * WEIGHT for f in Foot}), DT)
+        if each is not None:
+            each(t, com, velocity, seq)
+    return ctrl, seq
+
+
 def test_a_crossover_recovery_turns_the_pelvis_yaw_compliant_and_loads_its_landing_at_once():
     """Standing, pushed toward the right foot: the left foot crosses (a recovery step the sequencer
     plans itself). While it swings and ``crossing_yaw_hold`` s after it lands, the orientation's yaw
     gains are ``crossing_yaw_gains`` (roll and pitch untouched), then the task's own again; its
     touchdown is loaded over ``recovery_rise``, not ``rise``."""
-    left, right = Footstep(Foot.LEFT, (0.0, 0.1, 0.0)), Footstep(Foot.RIGHT, (0.0, -0.1, 0.0))
-    limits = StepLimits(width=0.2, min_width=0.15, max_forward=0.45, max_cross=0.2)
-    planner = CaptureStepPlanner(PARAMS, SHAPE, limits, transfer=0.05, cross_yaw=0.8, close_crossing=False)
-    timeline = plan_stand({Foot.LEFT: left, Foot.RIGHT: right}, (0.0, 0.0, 0.8), PARAMS, SHAPE)
     orientation = GainTask()
-    ctrl, _, seq = sequencer(
-        timeline,
-        limits,
-        planner,
+    gains = []
+    ctrl, seq = pushed_toward_the_right_foot(
+        3.0,
         orientation,
-        recover=True,
-        recovery_tolerance=0.1,
+        each=lambda t, com, velocity, seq: gains.append((seq.crossing, orientation.kp.copy(), orientation.kd.copy())),
         recovery_rise=0.01,
         crossing_yaw_gains=(4.0, 3.0),
         crossing_yaw_hold=0.5,
     )
-    gains = []
-    for i in range(int(3.0 / DT)):
-        t = ctrl.now = orientation.now = i * DT
-        ref = seq.timeline.sample(t)
-        com, velocity = ref.com, ref.com_velocity
-        if abs(t - 1.0) < DT / 2:  # the push: the DCM 9 cm beyond the right sole's centre
-            com, velocity = np.array([0.0, -0.05, 0.8]), np.array([0.0, -0.4, 0.0])
-        soles = {f: ref.feet[f].pose for f in Foot}
-        loads = {f: ref.load[f] * WEIGHT for f in Foot}
-        seq.update(Sensing(t, com, velocity, soles, loads), DT)
-        gains.append((seq.crossing, orientation.kp.copy(), orientation.kd.copy()))
     assert [r["foot"] for r in seq.recoveries] == ["left"] and len(seq.touchdowns) == 1
     landing = seq.touchdowns[0]
-    assert landing.landed[1] < right.position[1] and landing.landed[2] == pytest.approx(-0.8), "across, toe in"
+    assert landing.landed[1] < RIGHT.position[1] and landing.landed[2] == pytest.approx(-0.8), "across, toe in"
     swing = [k for k, g in enumerate(gains) if g[0] is Foot.LEFT]
     assert swing and swing[-1] == pytest.approx(landing.t / DT, abs=1), "crossing until it lands"
     for k, (_, kp, kd) in enumerate(gains):
@@ -359,31 +374,11 @@ def test_standing_crossed_the_other_foot_steps_beside_the_crossed_one():
     """``uncross=(delay, transfer)``: ``delay`` s after a crossover step landed, still crossed, the
     other foot lifts after ``transfer`` s and lands beside the crossed foot at the planner's nominal
     width, in that foot's frame (turned as it is); without ``uncross`` the robot stays crossed."""
-    left, right = Footstep(Foot.LEFT, (0.0, 0.1, 0.0)), Footstep(Foot.RIGHT, (0.0, -0.1, 0.0))
-    limits = StepLimits(width=0.2, min_width=0.15, max_forward=0.45, max_cross=0.2)
-    landings = {}
-    for uncross in (None, (0.3, 0.2)):
-        planner = CaptureStepPlanner(PARAMS, SHAPE, limits, transfer=0.05, cross_yaw=0.8, close_crossing=False)
-        timeline = plan_stand({Foot.LEFT: left, Foot.RIGHT: right}, (0.0, 0.0, 0.8), PARAMS, SHAPE)
-        ctrl, _, seq = sequencer(
-            timeline,
-            limits,
-            planner,
-            recover=True,
-            recovery_tolerance=0.1,
-            uncross=uncross,
-        )
-        for i in range(int(4.0 / DT)):
-            t = ctrl.now = i * DT
-            ref = seq.timeline.sample(t)
-            com, velocity = ref.com, ref.com_velocity
-            if abs(t - 1.0) < DT / 2:
-                com, velocity = np.array([0.0, -0.05, 0.8]), np.array([0.0, -0.4, 0.0])
-            soles = {f: ref.feet[f].pose for f in Foot}
-            seq.update(Sensing(t, com, velocity, soles, {f: ref.load[f] * WEIGHT for f in Foot}), DT)
-        landings[uncross] = seq.touchdowns
+    landings = {
+        uncross: pushed_toward_the_right_foot(4.0, uncross=uncross)[1].touchdowns for uncross in (None, (0.3, 0.2))
+    }
     (crossing,) = landings[None]
-    assert crossing.foot is Foot.LEFT and crossing.landed[1] < right.position[1], "stays crossed"
+    assert crossing.foot is Foot.LEFT and crossing.landed[1] < RIGHT.position[1], "stays crossed"
     first, beside = landings[(0.3, 0.2)]
     assert first.landed == pytest.approx(crossing.landed)
     crossed = Footstep(Foot.LEFT, (*first.landed[0:2], 0.0), first.landed[2])
@@ -397,29 +392,20 @@ def test_a_crossing_that_ends_the_plan_restarts_the_standing_plan_from_the_measu
     """``replan_crossed``: when a crossover step lands and no step follows, the plan from there on is
     :func:`~wbc.locomotion.plan_from_state` at the touchdown (its DCM the measured one, no steps);
     without it the recovery plan made before the step goes on (its DCM where that plan put it)."""
-    left, right = Footstep(Foot.LEFT, (0.0, 0.1, 0.0)), Footstep(Foot.RIGHT, (0.0, -0.1, 0.0))
-    limits = StepLimits(width=0.2, min_width=0.15, max_forward=0.45, max_cross=0.2)
     after = {}
     for replan in (False, True):
-        planner = CaptureStepPlanner(PARAMS, SHAPE, limits, transfer=0.05, cross_yaw=0.8, close_crossing=False)
-        timeline = plan_stand({Foot.LEFT: left, Foot.RIGHT: right}, (0.0, 0.0, 0.8), PARAMS, SHAPE)
-        ctrl, _, seq = sequencer(timeline, limits, planner, recover=True, recovery_tolerance=0.1, replan_crossed=replan)
-        offset = np.array([0.02, -0.03, 0.0])  # the measured CoM off the plan's once the crossing swings
-        for i in range(int(2.5 / DT)):
-            t = ctrl.now = i * DT
-            ref = seq.timeline.sample(t)
-            com, velocity = ref.com, ref.com_velocity
-            if abs(t - 1.0) < DT / 2:
-                com, velocity = np.array([0.0, -0.05, 0.8]), np.array([0.0, -0.4, 0.0])
-            elif seq.recoveries and not seq.touchdowns:
-                com = com + offset
-            soles = {f: ref.feet[f].pose for f in Foot}
-            seq.update(Sensing(t, com, velocity, soles, {f: ref.load[f] * WEIGHT for f in Foot}), DT)
-            if seq.touchdowns and Foot.LEFT not in after.get(replan, {}):
-                after[replan] = {Foot.LEFT: (t, com, velocity, seq.timeline)}
-    (t_old, _, _, kept) = after[False][Foot.LEFT]
+        landed: list = []
+
+        def first_after_landing(t, com, velocity, seq, landed=landed):
+            if seq.touchdowns and not landed:
+                landed.append((t, com, velocity, seq.timeline))
+
+        offset = np.array([0.02, -0.03, 0.0])  # the measured CoM off the plan's while the crossing swings
+        pushed_toward_the_right_foot(2.5, offset=offset, each=first_after_landing, replan_crossed=replan)
+        after[replan] = landed[0]
+    t_old, _, _, kept = after[False]
     assert kept.t0 < t_old and kept.steps, "the recovery plan goes on"
-    (t, com, velocity, fresh) = after[True][Foot.LEFT]
+    t, com, velocity, fresh = after[True]
     assert fresh.t0 == pytest.approx(t) and not fresh.steps
     measured = dcm_of(com, velocity, fresh.omega)
     assert fresh.evaluate(t)["dcm"][0][0:2] == pytest.approx(measured[0:2], abs=1e-6), "from the measured DCM"
