@@ -44,6 +44,19 @@ def test_a_small_map_runs_both_ways_in_one_sweep_and_plots(tmp_path):
     assert path.stat().st_size > 10_000
 
 
+def test_the_command_line_refuses_a_bad_grid_before_creating_anything(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    demo = Path(__file__).resolve().parents[1] / "demos" / "crossover_map.py"
+    out = tmp_path / "map"
+    command = [sys.executable, str(demo), "--robot", "g1", "--after", "0", "--out", str(out)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "after_push_s must be positive" in done.stderr
+    assert not out.exists()
+
+
 @pytest.mark.slow
 def test_the_command_line_writes_the_map_and_its_figure(tmp_path):
     import subprocess

@@ -170,7 +170,8 @@ class GaitSequencer:
             restarts from the measured state there (:func:`~wbc.locomotion.timeline.plan_from_state`:
             its DCM from the measured one, at rest over the middle of the crossed feet). The plan made
             before the step has its DCM where the step was to stop it, 0.2 m from the measured one
-            on G1, and its stabilizer would pull the DCM back there, over the crossed foot's toe.
+            on G1; pulling the DCM back toward it, the stabilizer put the ZMP on the crossed foot's
+            front edge and pushed the DCM out behind the feet.
     """
 
     def __init__(
