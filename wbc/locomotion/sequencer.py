@@ -33,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -119,6 +119,11 @@ class SequencerStep:
     reference: GaitSample
     stabilizer: StabilizerOutput
     phase: dict
+
+
+def _lands_after(timeline: GaitTimeline, t: float) -> bool:
+    """Whether a step of ``timeline`` lands after ``t`` (s)."""
+    return any(st.touchdown > t for st in timeline.steps)
 
 
 def flat_foothold(foot: Foot, pose: np.ndarray) -> Footstep:
@@ -249,11 +254,7 @@ class GaitSequencer:
             new = self.planner.adjust(tl, t, s.com, s.com_velocity)
             if new is not None:
                 tl = self.timeline = new.timeline
-        if (
-            self.recover
-            and all(p is FootPhase.STANCE for p in self.phase.values())
-            and not any(st.touchdown > t for st in tl.steps)
-        ):
+        if self.recover and all(p is FootPhase.STANCE for p in self.phase.values()) and not _lands_after(tl, t):
             feet = self.footholds(s)
             xi = dcm_of(s.com, s.com_velocity, tl.omega)
             if t - self._last_recovery >= 0.02 and self.planner.needs_step(
@@ -287,7 +288,7 @@ class GaitSequencer:
             or self.uncross is None
             or t < self._crossed_at + self.uncross[0]
             or any(p is not FootPhase.STANCE for p in self.phase.values())
-            or any(st.touchdown > t for st in tl.steps)
+            or _lands_after(tl, t)
         ):
             return tl
         self._crossed = None
@@ -300,13 +301,14 @@ class GaitSequencer:
         lift = t + self.uncross[1]
         step = TimedStep(Footstep(other, beside, feet[crossed].yaw), lift, lift + self.params.single_support)
         self._recovering = True
-        self.timeline = plan_from_state(feet, s.com, s.com_velocity, self.params, self.shape, t, tl.omega, [step])
+        self.timeline = self._plan_from(s, [step])
         return self.timeline
 
-    def _stand_from(self, s: Sensing) -> GaitTimeline:
-        """A standing plan from the measured state at ``s.t`` on the feet where they stand."""
+    def _plan_from(self, s: Sensing, steps: Sequence[TimedStep] = ()) -> GaitTimeline:
+        """A plan from the measured state at ``s.t`` on the feet where they stand: ``steps``, then
+        standing (:func:`~wbc.locomotion.timeline.plan_from_state`)."""
         omega = self.timeline.omega
-        return plan_from_state(self.footholds(s), s.com, s.com_velocity, self.params, self.shape, s.t, omega)
+        return plan_from_state(self.footholds(s), s.com, s.com_velocity, self.params, self.shape, s.t, omega, steps)
 
     def _overdue(self, t: float) -> bool:
         """Whether a swinging foot is past its planned touchdown (landing late: the plan is re-timed
@@ -378,9 +380,9 @@ class GaitSequencer:
                 self.foot_tasks[f].set_weight(0.0)
                 if self.crossing is f:
                     self.crossing, self._crossed_at, self._crossed = None, t, f
-                    if self.replan_crossed and not any(st.touchdown > t for st in self.timeline.steps):
-                        self.timeline = self._stand_from(s)
-                if self._recovering and not any(st.touchdown > t for st in self.timeline.steps):
+                    if self.replan_crossed and not _lands_after(self.timeline, t):
+                        self.timeline = self._plan_from(s)
+                if self._recovering and not _lands_after(self.timeline, t):
                     self._recovering = False
                 self.phase[f] = FootPhase.STANCE
                 self.anchor[f] = landing[0:2, 3].copy()
