@@ -387,14 +387,17 @@ class Balance:
         the robot fell."""
         sc, sim = self.scenario, self.sim
         fell = False
-        start = time.perf_counter()
+        start = 0.0
         for i in range(steps):
             t = i * self.dt
-            if paced:
-                sleep_until(start + t)
             q, v = sim.get_state()
             offset, vel, acc = sc.com_offset(t)
             self.com.set_target(self.com0 + offset, vel, acc)
+            if paced:  # the controller's step is what starts on the tick (what precedes it varies by µs)
+                if i == 0:
+                    start = time.perf_counter()
+                else:
+                    sleep_until(start + t)
             clock = time.perf_counter()
             cmd = self.controller.step(q, v)
             step_us = (time.perf_counter() - clock) * 1e6
