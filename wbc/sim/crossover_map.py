@@ -69,8 +69,9 @@ DEFAULT_LATERAL_PUSHES = {
 def lateral_push_cell(cell: sweep.Cell) -> dict[str, Any]:
     """One standing run (see the module docstring): params ``force_N``, ``push_time_s``,
     ``push_length_s``, ``after_push_s``, ``crossover``; returns whether it held, when it fell (s, or
-    None), its landings (time s, foot, where ``[x, y, yaw]``) and how many control steps needed the
-    QP's fallback."""
+    None), its landings (time s, foot, where ``[x, y, yaw]``), how many control steps needed the
+    QP's fallback and, with crossover steps, the nearest the legs' own collision geometry came (m,
+    :mod:`wbc.sim.leg_clearance`; None without)."""
     from .walking import LATERAL_TOLERANCE, stand_and_push
 
     p = cell.params
@@ -89,6 +90,7 @@ def lateral_push_cell(cell: sweep.Cell) -> dict[str, Any]:
         "fell_at_s": round(float(run["t"][-1]), 3) if run["fell"] else None,
         "landings": [[round(d[0], 3), d[1], [round(float(x), 3) for x in d[2]]] for d in run["touchdowns"]],
         "failed_steps": int(summary["failed_steps"]),
+        "legs_min_distance_m": summary["legs_min_distance_m"],
     }
 
 

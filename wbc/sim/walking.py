@@ -64,6 +64,7 @@ __all__ = [
     "FootPhase",
     "RobotGait",
     "leg_collision_pairs",
+    "leg_links",
     "lateral_push_with_and_without_crossover",
     "LATERAL_TOLERANCE",
     "TERRAIN_GAITS",
@@ -268,6 +269,20 @@ LEG_SHRINK = 0.4
 MAX_LEG_PAIRS = 12
 
 
+def leg_links(robot: LeggedRobot) -> tuple[frozenset[str], frozenset[str]]:
+    """The links (URDF names) of each leg's last :data:`LEG_LINKS` joints before its foot, first foot's
+    leg first: the links whose collisions the crossover walker watches."""
+    model = robot.model
+    chains = []
+    for foot in robot.feet[0:2]:
+        joint, chain = model.frames[model.frame_id(foot)].joint, list[str]()
+        while joint > 1 and len(chain) < LEG_LINKS:  # joint 1 is the free flyer
+            chain.append(model.joints[joint].link)
+            joint = model.parents[joint]
+        chains.append(frozenset(chain))
+    return chains[0], chains[1]
+
+
 def leg_collision_pairs(robot: LeggedRobot) -> list:
     """The collision pairs (:class:`wbc.CollisionPair`) between one leg's and the other's lower links
     (the last :data:`LEG_LINKS` joints before each foot), from the robot's URDF collision geometry:
@@ -281,13 +296,7 @@ def leg_collision_pairs(robot: LeggedRobot) -> list:
     from wbc.control.limits.collision import pair_distances
 
     model = robot.model
-    chains = []
-    for foot in robot.feet[0:2]:
-        joint, chain = model.frames[model.frame_id(foot)].joint, list[str]()
-        while joint > 1 and len(chain) < LEG_LINKS:  # joint 1 is the free flyer
-            chain.append(model.joints[joint].link)
-            joint = model.parents[joint]
-        chains.append(set(chain))
+    chains = leg_links(robot)
     prims = collision_primitives(model, robot.urdf)
     legs = [[p for p in prims if p.frame in chain] for chain in chains]
     if not legs[0] or not legs[1]:
@@ -438,6 +447,7 @@ class Walker:
         all_tasks = [self.com_task, self.orientation, self.posture, *self.foot_tasks.values()]
         limits = None
         self.legs_limit: wbc.SelfCollisionLimit | None = None
+        self._clearance = None
         if crossover:  # the default limits and the legs kept apart
             self.leg_pairs = leg_collision_pairs(spec)
             self.legs_limit = wbc.SelfCollisionLimit(self.leg_pairs, margin=LEG_MARGIN, gain=LEG_GAIN, name="legs")
@@ -624,7 +634,10 @@ class Walker:
         (:meth:`sequencer`: re-plans, contact switches, stabilizer, task targets) update the
         controller, solves it, applies the torques and any pushes, and steps MuJoCo. The controller is
         warmed up at the initial state right before the loop
-        (:meth:`~wbc.WholeBodyController.warm_up`): the first step costs what a step costs.
+        (:meth:`~wbc.WholeBodyController.warm_up`): the first step costs what a step costs. A walker
+        that keeps its legs apart (crossover steps) also measures, every 10 ms, how near its legs
+        come on their own collision geometry (``legs_clearance``: the nearest
+        :class:`~wbc.sim.leg_clearance.Clearance` of the run, MuJoCo's distance, not the capsules').
 
         Args:
             pushes: ``(time s, force (3,) N, duration s)`` on the pelvis.
@@ -644,6 +657,8 @@ class Walker:
         fell = False
         diverged: str | None = None
         z0 = self._pelvis_height(sim.get_state()[0], self.sensing(0.0))
+        clearance = self._leg_clearance()
+        nearest = None
         yaw_prev, yaw_total = None, 0.0
         pending = sorted(pushes, key=lambda push: push[0])
         bar = tqdm(total=steps, unit="step", disable=not (progress and sys.stderr.isatty()))
@@ -660,6 +675,9 @@ class Walker:
                 else:
                     self.legs_limit.set(margin=LEG_MARGIN, gain=LEG_GAIN)
             if i % 10 == 0:
+                if clearance is not None:
+                    c = clearance(q)
+                    nearest = c if nearest is None or c.distance < nearest.distance else nearest
                 for f, frame in self.frame.items():
                     if seq.phase[f] is not FootPhase.SWING:
                         moved = sim.frame_placement(frame)[0:2, 3] - seq.anchor[f]
@@ -710,8 +728,20 @@ class Walker:
             declined=seq.declined,
             base_z0=z0,
             late_touchdowns=sum(1 for d in seq.touchdowns if d.late > 0),
+            legs_clearance=nearest,
         )
         return run
+
+    def _leg_clearance(self):
+        """The legs' clearance on their own collision geometry (:class:`wbc.sim.leg_clearance.LegClearance`)
+        for a walker that keeps its legs apart (crossover steps), else None; built once."""
+        if self.legs_limit is None:
+            return None
+        if self._clearance is None:
+            from .leg_clearance import LegClearance
+
+            self._clearance = LegClearance(self.spec)
+        return self._clearance
 
 
 class _Log:
@@ -796,7 +826,9 @@ def summarize(walker: Walker, run: dict, command=None) -> dict:
     and cruise speed (forward, over the whole gait cycles between the third and the last-but-one
     steps' lift-offs: the walk without its start and stop), fell (and whether by a diverged
     simulation), max foot slip, failed steps, footstep errors, height gained (the highest
-    height a loaded stance sole reached above the start) and the control-step time walking vs standing.
+    height a loaded stance sole reached above the start), the control-step time walking vs standing,
+    and, for a walker that keeps its legs apart, the nearest its legs' collision elements came (m,
+    negative: overlapping) and their links.
 
     Raises:
         InputError: the per-step arrays of ``run`` differ in length.
@@ -831,6 +863,7 @@ def summarize(walker: Walker, run: dict, command=None) -> dict:
         mid0 = loco.FootstepPlan.midpose(walker.feet0)
         plan_target = np.round(np.asarray(mid)[0:2] - np.asarray(mid0)[0:2], 4).tolist()
     distance = float(np.linalg.norm(d))
+    legs = run.get("legs_clearance")
     cruise = None
     steps = walker.timeline.steps
     if len(steps) >= 6:  # whole cycles in the middle of the walk: from step 2's lift-off to step n-2's
@@ -869,6 +902,8 @@ def summarize(walker: Walker, run: dict, command=None) -> dict:
         "step_us_median_standing": None if stand_us is None else round(stand_us, 1),
         "step_us_median_walking": None if walk_us is None else round(walk_us, 1),
         "step_time_ratio_walking_to_standing": round(walk_us / stand_us, 3) if stand_us and walk_us else None,
+        "legs_min_distance_m": None if legs is None else round(legs.distance, 4),
+        "legs_nearest_links": None if legs is None else list(legs.links),
     }
 
 

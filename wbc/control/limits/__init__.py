@@ -8,13 +8,20 @@ limit needs no edit of the controller or of the QP builder.
 * :class:`JointPositionLimit`, :class:`JointVelocityLimit` — viability bounds on joint accelerations;
 * :class:`SelfCollisionLimit` — distances between :class:`Sphere` / :class:`Capsule` primitives on
   links (a second-order barrier); :func:`collision_primitives` and :func:`propose_pairs` build them
-  from a URDF's collision geometry, :func:`pair_distances` evaluates them.
+  from a URDF's collision geometry (:func:`collision_shapes`, as written), :func:`pair_distances` evaluates them.
 """
 
 from __future__ import annotations
 
 from .collision import CollisionPair, SelfCollisionLimit, pair_distances
-from .collision_model import collision_primitives, propose_pairs, read_mesh_vertices
+from .collision_model import (
+    CollisionShape,
+    ShapeKind,
+    collision_primitives,
+    collision_shapes,
+    propose_pairs,
+    read_mesh_vertices,
+)
 from .geometry import Capsule, Sphere, bounding_capsule
 from .joint_position import JointPositionLimit
 from .joint_velocity import JointVelocityLimit
@@ -29,6 +36,9 @@ __all__ = [
     "Sphere",
     "Capsule",
     "bounding_capsule",
+    "CollisionShape",
+    "ShapeKind",
+    "collision_shapes",
     "collision_primitives",
     "propose_pairs",
     "pair_distances",

@@ -1,7 +1,10 @@
 """Collision primitives from a URDF, and candidate pairs for :class:`~.collision.SelfCollisionLimit`.
 
-:func:`collision_primitives` reads every ``<collision>`` of a URDF and returns one primitive per
-element, attached to the element's link (a frame of the model, fixed links included):
+:func:`collision_shapes` reads every ``<collision>`` of a URDF as written (a
+:class:`CollisionShape`: the link, the geometry, its origin; what an independent collision checker
+such as MuJoCo's measures, :mod:`wbc.sim.leg_clearance`). :func:`collision_primitives` returns one
+primitive per element bounding it, attached to the element's link (a frame of the model, fixed links
+included):
 
 * ``<sphere>`` as is;
 * ``<cylinder>`` as the capsule of the same axis, length and radius (it contains the cylinder);
@@ -18,6 +21,8 @@ bounding-shape artefacts, not collisions to avoid), nearest first.
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import itertools
 import os
 import struct
@@ -34,7 +39,14 @@ from ...model.urdf import _floats, _origin
 from .collision import CollisionPair, pair_distances
 from .geometry import Capsule, Primitive, Sphere, bounding_capsule
 
-__all__ = ["collision_primitives", "propose_pairs", "read_mesh_vertices"]
+__all__ = [
+    "CollisionShape",
+    "ShapeKind",
+    "collision_primitives",
+    "collision_shapes",
+    "propose_pairs",
+    "read_mesh_vertices",
+]
 
 
 def read_mesh_vertices(path: str | os.PathLike) -> np.ndarray:
@@ -89,43 +101,87 @@ def _resolve(filename: str, urdf_dir: Path | None, package_dirs: Sequence[str | 
     return path if path.is_absolute() or urdf_dir is None else urdf_dir / path
 
 
-def _primitive(link: str, geometry: ET.Element, R, p, where, urdf_dir, package_dirs) -> Primitive | None:
+class ShapeKind(enum.Enum):
+    """The geometry of a URDF ``<collision>`` element."""
+
+    SPHERE = "sphere"
+    BOX = "box"
+    CYLINDER = "cylinder"
+    MESH = "mesh"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class CollisionShape:
+    """One URDF ``<collision>`` element as written: the geometry itself, not a bound of it.
+
+    Attributes:
+        link: the link (a frame of the model) it is attached to.
+        kind: its :class:`ShapeKind`.
+        rotation, position: its origin in the link frame ((3, 3), (3,) m).
+        size: ``(radius,)`` of a sphere, the three sides of a box, ``(radius, length)`` of a
+            cylinder (along its z), () for a mesh, m.
+        vertices: a mesh's vertices (k, 3) in its own frame, m, its ``scale`` applied (a negative
+            scale mirrors it: Talos's right leg is its left one mirrored); None for the others.
+    """
+
+    link: str
+    kind: ShapeKind
+    rotation: np.ndarray
+    position: np.ndarray
+    size: tuple[float, ...] = ()
+    vertices: np.ndarray | None = None
+
+    def bound(self) -> Primitive:
+        """The :class:`Sphere` or :class:`Capsule` (in the link frame) containing the shape: a sphere
+        as is; a cylinder as the capsule of its axis, length and radius; a box as the capsule along
+        its longest side; a mesh as the bounding capsule of its vertices."""
+        R, p = self.rotation, self.position
+        if self.kind is ShapeKind.SPHERE:
+            return Sphere(self.link, self.size[0], tuple(p))
+        if self.kind is ShapeKind.CYLINDER:
+            r, half, axis = self.size[0], 0.5 * self.size[1], R[:, 2]
+            return Capsule(self.link, r, tuple(p - half * axis), tuple(p + half * axis))
+        if self.kind is ShapeKind.BOX:
+            size = np.asarray(self.size)
+            k = int(np.argmax(size))
+            r, half = 0.5 * float(np.hypot(*np.delete(size, k))), 0.5 * float(size[k])
+            if half < 1e-9:
+                return Sphere(self.link, r, tuple(p))
+            return Capsule(self.link, r, tuple(p - half * R[:, k]), tuple(p + half * R[:, k]))
+        assert self.vertices is not None
+        return bounding_capsule(self.vertices @ R.T + p, self.link)
+
+
+def _shape(link: str, geometry: ET.Element, R, p, where, urdf_dir, package_dirs) -> CollisionShape | None:
     shape = next(iter(geometry), None)
     if shape is None:
         return None
     what = f"link {link!r} collision {shape.tag}"
     if shape.tag == "sphere":
         r = float(_floats(shape.get("radius"), 1, f"{what} radius", where)[0])
-        return Sphere(link, r, tuple(p))
+        return CollisionShape(link, ShapeKind.SPHERE, R, p, (r,))
     if shape.tag == "cylinder":
         r = float(_floats(shape.get("radius"), 1, f"{what} radius", where)[0])
-        half = 0.5 * float(_floats(shape.get("length"), 1, f"{what} length", where)[0])
-        axis = R[:, 2]
-        return Capsule(link, r, tuple(p - half * axis), tuple(p + half * axis))
+        length = float(_floats(shape.get("length"), 1, f"{what} length", where)[0])
+        return CollisionShape(link, ShapeKind.CYLINDER, R, p, (r, length))
     if shape.tag == "box":
         size = _floats(shape.get("size"), 3, f"{what} size", where)
-        k = int(np.argmax(size))
-        others = np.delete(size, k)
-        r = 0.5 * float(np.hypot(*others))
-        half = 0.5 * float(size[k])
-        if half < 1e-9:
-            return Sphere(link, r, tuple(p))
-        return Capsule(link, r, tuple(p - half * R[:, k]), tuple(p + half * R[:, k]))
+        return CollisionShape(link, ShapeKind.BOX, R, p, tuple(float(x) for x in size))
     if shape.tag == "mesh":
         filename = shape.get("filename")
         if not filename:
             raise ModelError(f"{where}: {what} has no filename")
         scale = _floats(shape.get("scale"), 3, f"{what} scale", where, [1.0, 1.0, 1.0])
         vertices = read_mesh_vertices(_resolve(filename, urdf_dir, package_dirs)) * scale
-        return bounding_capsule(vertices @ R.T + p, link)
+        return CollisionShape(link, ShapeKind.MESH, R, p, (), vertices)
     raise ModelError(f"{where}: {what}: unsupported collision geometry {shape.tag!r}")
 
 
-def collision_primitives(
+def collision_shapes(
     model: Model, urdf: str | os.PathLike, package_dirs: Sequence[str | os.PathLike] = ()
-) -> list[Primitive]:
-    """One primitive per ``<collision>`` element of ``urdf`` (a file or its text), in file order, on
-    links the model has as frames (see the module docstring).
+) -> list[CollisionShape]:
+    """One :class:`CollisionShape` per ``<collision>`` element of ``urdf`` (a file or its text), in
+    file order, on links the model has as frames.
 
     Raises:
         ModelError: malformed collision elements, unreadable meshes, links the model does not have.
@@ -136,7 +192,7 @@ def collision_primitives(
     except ET.ParseError as e:
         raise ModelError(f"{where}: invalid XML: {e}") from None
     urdf_dir = None if where == "<string>" else Path(where).resolve().parent
-    out: list[Primitive] = []
+    out: list[CollisionShape] = []
     for link in root.iter("link"):
         name = link.get("name", "")
         for collision in link.findall("collision"):
@@ -147,10 +203,23 @@ def collision_primitives(
                 raise ModelError(f"{where}: link {name!r} has collision geometry but model {model.name!r} no frame")
             M = _origin(collision, f"link {name!r} collision", where)
             R, p = np.asarray(M.R, dtype=float), np.asarray(M.p, dtype=float).reshape(3)
-            primitive = _primitive(name, geometry, R, p, where, urdf_dir, package_dirs)
-            if primitive is not None:
-                out.append(primitive)
+            shape = _shape(name, geometry, R, p, where, urdf_dir, package_dirs)
+            if shape is not None:
+                out.append(shape)
     return out
+
+
+def collision_primitives(
+    model: Model, urdf: str | os.PathLike, package_dirs: Sequence[str | os.PathLike] = ()
+) -> list[Primitive]:
+    """One primitive per ``<collision>`` element of ``urdf`` (a file or its text), in file order, on
+    links the model has as frames: each :class:`CollisionShape`'s :meth:`~CollisionShape.bound` (see
+    the module docstring).
+
+    Raises:
+        ModelError: malformed collision elements, unreadable meshes, links the model does not have.
+    """
+    return [shape.bound() for shape in collision_shapes(model, urdf, package_dirs)]
 
 
 def propose_pairs(
