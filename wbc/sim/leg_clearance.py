@@ -91,15 +91,6 @@ class LegClearance:
                 best = Clearance(d, (first, second))
         return best
 
-    def minimum(self, qs) -> Clearance:
-        """The nearest pair over configurations ``qs`` (k, nq)."""
-        out = Clearance(FAR, ("", ""))
-        for q in qs:
-            c = self(q)
-            if c.distance < out.distance:
-                out = c
-        return out
-
 
 def _add_geom(spec, bodies: dict, model: wbc.Model, shape: CollisionShape, name: str) -> None:
     """Add ``shape`` to its body of a spec built by ``build_spec``, colliding with nothing (it only

@@ -8,7 +8,8 @@ limit needs no edit of the controller or of the QP builder.
 * :class:`JointPositionLimit`, :class:`JointVelocityLimit` — viability bounds on joint accelerations;
 * :class:`SelfCollisionLimit` — distances between :class:`Sphere` / :class:`Capsule` primitives on
   links (a second-order barrier); :func:`collision_primitives` and :func:`propose_pairs` build them
-  from a URDF's collision geometry (:func:`collision_shapes`, as written), :func:`pair_distances` evaluates them.
+  from a URDF's collision geometry (read as written by :func:`collision_shapes`),
+  :func:`pair_distances` evaluates them.
 """
 
 from __future__ import annotations
