@@ -275,6 +275,18 @@ def lateral_push(robot: str, force: float, out: Path, plots: bool = True) -> int
     return 0 if not result["with_crossover"]["fell"] else 1
 
 
+def _legs(summary: dict) -> str:
+    """How near the legs came on their own collision meshes (walkers that watch them), for a title."""
+    d = summary.get("legs_min_distance_m")
+    if d is None:
+        return ""
+    return (
+        f"\nlegs' meshes at least {100 * d:.1f} cm apart"
+        if d >= 0
+        else f"\nlegs' meshes {-100 * d:.1f} cm into each other"
+    )
+
+
 def plot_lateral_push(runs: dict, path: Path, force: float) -> Path:
     """The two runs of :func:`lateral_push` from above: footprints, CoM and DCM paths."""
     import matplotlib
@@ -296,7 +308,7 @@ def plot_lateral_push(runs: dict, path: Path, force: float) -> Path:
         ax.plot(run["dcm"][:, 0], run["dcm"][:, 1], color="tab:red", lw=0.8, label="DCM")
         outcome = "fell" if summary["fell"] else "stood"
         steps = ", ".join(r["foot"] for r in summary["recovery_steps"]) or "none"
-        ax.set_title(f"{name.replace('_', ' ')}: {outcome} (recovery steps: {steps})", fontsize=10)
+        ax.set_title(f"{name.replace('_', ' ')}: {outcome} (recovery steps: {steps}){_legs(summary)}", fontsize=10)
         ax.set_aspect("equal")
         ax.set_xlim(-0.4, 0.7)
         ax.set_ylim(-0.85, 0.35)
@@ -340,7 +352,7 @@ def plot_lateral_push_in_time(runs: dict, path: Path, force: float) -> Path:
             ax.annotate("fell", (t[-1], 0.25), ha="right", fontsize=9)
         steps = ", ".join(f"{r['foot']} at {r['t']:.2f} s" for r in summary["recovery_steps"]) or "none"
         outcome = f"fell at {t[-1]:.2f} s" if summary["fell"] else "stood"
-        ax.set_title(f"{name.replace('_', ' ')}: {outcome}\nrecovery steps: {steps}", fontsize=9)
+        ax.set_title(f"{name.replace('_', ' ')}: {outcome}\nrecovery steps: {steps}{_legs(summary)}", fontsize=9)
         ax.set_xlabel("time (s)")
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("lateral position y (m)")
