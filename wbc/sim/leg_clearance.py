@@ -71,6 +71,7 @@ class LegClearance:
         self.model = model
         self.mjmodel = spec.compile()
         self.mjdata = mujoco.MjData(self.mjmodel)
+        self._fromto = np.zeros(6)  # mj_geomDistance's witness segment (unused, written per call)
         ids = [self.mjmodel.geom(n).id for n in names]
         self._pairs = [
             (ids[a], ids[b], shapes[a].link, shapes[b].link)
@@ -83,10 +84,9 @@ class LegClearance:
         """The nearest pair at configuration ``q`` (nq,)."""
         self.mjdata.qpos[:] = qpos_from_q(self.model, np.asarray(q, dtype=float))
         mujoco.mj_kinematics(self.mjmodel, self.mjdata)
-        fromto = np.zeros(6)
         best = Clearance(FAR, ("", ""))
         for a, b, first, second in self._pairs:
-            d = float(mujoco.mj_geomDistance(self.mjmodel, self.mjdata, a, b, FAR, fromto))
+            d = float(mujoco.mj_geomDistance(self.mjmodel, self.mjdata, a, b, FAR, self._fromto))
             if d < best.distance:
                 best = Clearance(d, (first, second))
         return best
