@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import sysconfig
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -32,14 +31,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..codegen.builtins import new_builtin
 from ..codegen.cache import CacheUnavailable, cached_source_library, find_compiler
 from ..errors import CompileError
 from .builder import Layout
 from .hierarchy import null_space_rank_tolerance
 from .outputs import StepOutputs
 from .shortcut import Attachment, CompiledShortcut
-from .shortcut_library import FLAGS, Library, _load, python_include
+from .shortcut_library import FLAGS, Library, _load, bind_step_objects, python_include
 
 __all__ = ["CompiledHierarchy", "HierarchyData", "HierarchyLibrary", "hierarchy_library"]
 
@@ -214,10 +212,6 @@ class CompiledHierarchy:
             return False
         self.out = self.shortcut.out
         self.step = functools.partial(self._library.step, self._ref)
-        if self._library.step_method and not sysconfig.get_config_var("Py_GIL_DISABLED"):
-            # a builtin holding the struct and every buffer it points into (as the shortcut's)
-            self.step_objects = new_builtin(self._library.step_method, (self._ref, tuple(vars(self).values())))
-        elif self._library.step_objects is not None:
-            self.step_objects = functools.partial(self._library.step_objects, self._ref)
+        self.step_objects = bind_step_objects(self._library, self._ref, self)
         self.attached = True
         return True

@@ -35,13 +35,11 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import sysconfig
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..codegen.builtins import new_builtin
 from ..codegen.kernel import Kernel
 from ..errors import CompileError
 from ..model.checks import UNIT_TOLERANCE
@@ -52,6 +50,7 @@ from .shortcut_library import (
     Code,
     Library,
     ShortcutData,
+    bind_step_objects,
     kernel_symbol,
     shortcut_library,
 )
@@ -333,13 +332,7 @@ class CompiledShortcut:
             setattr(data, name, value)
         self.step = functools.partial(self._library.step, self._ref)
         self.check_state = functools.partial(self._library.check_state, self._ref)
-        if self._library.step_method and not sysconfig.get_config_var("Py_GIL_DISABLED"):
-            # a builtin (one C call, no ctypes conversions) holding the struct and every buffer it points
-            # into (this object's attributes, not the object: no reference cycle, so a dropped controller
-            # unloads its kernel at once, before a rebuilt library may take the same path)
-            self.step_objects = new_builtin(self._library.step_method, (self._ref, tuple(vars(self).values())))
-        elif self._library.step_objects is not None:
-            self.step_objects = functools.partial(self._library.step_objects, self._ref)
+        self.step_objects = bind_step_objects(self._library, self._ref, self)
         self.attached = True
         return True
 

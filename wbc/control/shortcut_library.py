@@ -28,8 +28,9 @@ import weakref
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
+from ..codegen.builtins import new_builtin
 from ..codegen.cache import CacheUnavailable, cached_source_library, find_compiler, fused_flags
 from ..codegen.kernel import Kernel
 from ..errors import CompileError, WbcPerformanceWarning
@@ -120,6 +121,30 @@ class Library(NamedTuple):
     step_method: int
     binding: Callable[..., int]
     path: Path
+
+
+class StepObjects(Protocol):
+    """What :func:`bind_step_objects` reads of a library (:class:`Library`, or the hierarchy's)."""
+
+    @property
+    def step_objects(self) -> Callable[..., int] | None: ...
+
+    @property
+    def step_method(self) -> int: ...
+
+
+def bind_step_objects(library: StepObjects, ref: object, owner: object) -> Callable[..., int] | None:
+    """``library``'s one-call step reading ``(q, v)`` from Python objects, bound to the struct at
+    ``ref``: a builtin (one C call, no ctypes conversions) where the library has its method definition
+    and the GIL is on, else the ctypes routine; None without CPython's headers. The builtin holds
+    the struct and every buffer it points into (``owner``'s attributes, not ``owner``: no reference
+    cycle, so a dropped controller unloads its kernel at once, before a rebuilt library may take the
+    same path)."""
+    if library.step_method and not sysconfig.get_config_var("Py_GIL_DISABLED"):
+        return new_builtin(library.step_method, (ref, tuple(vars(owner).values())))
+    if library.step_objects is not None:
+        return functools.partial(library.step_objects, ref)
+    return None
 
 
 def python_include() -> str | None:
