@@ -18,7 +18,8 @@ import mujoco
 import numpy as np
 
 from ..locomotion.terrain import Terrain
-from .mujoco import HEIGHT_FIELD_COLLISION, SOLID_COLLISION, ContactParameters, _matrix_to_quat_wxyz, _set_contact
+from .mujoco_coordinates import quat_wxyz
+from .mujoco_spec import HEIGHT_FIELD_COLLISION, SOLID_COLLISION, ContactParameters, set_contact
 
 __all__ = ["add_terrain", "terrain_scene"]
 
@@ -50,7 +51,7 @@ def add_terrain(spec, terrain: Terrain, contact: ContactParameters | None = None
                 type=mujoco.mjtGeom.mjGEOM_BOX,
                 size=half,
                 pos=centre,
-                quat=_matrix_to_quat_wxyz(R),
+                quat=quat_wxyz(R),
                 rgba=_COLOR if k % 2 == 0 else [c * 0.9 for c in _COLOR[0:3]] + [1.0],
             )
         )
@@ -72,10 +73,10 @@ def add_terrain(spec, terrain: Terrain, contact: ContactParameters | None = None
             rgba=_COLOR,
         )
         rough.contype, rough.conaffinity = 0, HEIGHT_FIELD_COLLISION
-        _set_contact(rough, contact)
+        set_contact(rough, contact)
     for geom in geoms:
         geom.contype, geom.conaffinity = 0, SOLID_COLLISION
-        _set_contact(geom, contact)
+        set_contact(geom, contact)
 
 
 def terrain_scene(terrain: Terrain, contact: ContactParameters | None = None) -> Callable:
