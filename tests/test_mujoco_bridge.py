@@ -89,7 +89,7 @@ def test_wbc_does_not_import_mujoco_and_the_bridge_explains_a_missing_mujoco():
         "try:\n"
         "    import wbc.sim.mujoco\n"
         "except ImportError as e:\n"
-        "    assert \"wbc.sim.mujoco needs MuJoCo\" in str(e) and \"pip install 'wbc[sim]'\" in str(e), str(e)\n"
+        '    assert "wbc.sim.mujoco needs MuJoCo" in str(e) and "pip install \'wbc[sim]\'" in str(e), str(e)\n'
         "else:\n"
         "    raise AssertionError('no ImportError')\n"
         "from wbc.sim.mujoco_coordinates import qpos_from_q\n"  # the converters need no MuJoCo
