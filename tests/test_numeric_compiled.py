@@ -221,3 +221,22 @@ def test_a_new_process_loads_the_kernels_without_tracing(tmp_path):
     for run in runs:
         assert run.returncode == 0, run.stderr
     assert json.loads(runs[0].stdout) == json.loads(runs[1].stdout)
+
+
+def test_a_short_script_leaves_its_kernels_compiled_at_exit(tmp_path):
+    """A script that calls ``wbc.rnea`` once and ends: the kernel compiling in the background is
+    finished by the exit hook and cached (Talos's RNEA is several C files, compiled at once as
+    processes: a thread pool refused work once the interpreter was shutting down, so every run of
+    such a script warned and compiled it again)."""
+    code = (
+        "import numpy as np, wbc\n"
+        "from wbc import robots\n"
+        "talos = robots.load('talos')\n"
+        "wbc.rnea(talos.model, talos.q0, np.zeros(talos.model.nv), np.zeros(talos.model.nv))\n"
+    )
+    cache = tmp_path / "cache"
+    env = dict(os.environ, WBC_CACHE_DIR=str(cache), PYTHONWARNINGS="always")
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stderr
+    assert "was not compiled" not in run.stderr, run.stderr
+    assert list(cache.glob("wbc_wbc_rnea_talos-*.so")), sorted(p.name for p in cache.iterdir())

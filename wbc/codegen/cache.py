@@ -41,6 +41,7 @@ no permission) and lacks the kernel makes wbc compile into ``$TMPDIR/wbc-kernels
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import errno
@@ -58,7 +59,6 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Generic, TypeVar
@@ -675,14 +675,20 @@ def _compile_and_link(compiler: str, flags: Sequence[str], sources: Iterable[Pat
         _run(cmd, first.name, low)
         return cmd
     objects: list[Path] = []
-    with ThreadPoolExecutor(max_workers=_processors()) as pool:
-        futures = []
+    running: collections.deque[tuple[subprocess.Popen, list[str], str]] = collections.deque()
+    try:
         for src in itertools.chain((first, second), files):
+            if len(running) >= _processors():
+                _finish(*running.popleft())
             objects.append(src.with_suffix(".o"))
             command = [compiler, *flags, "-c", str(src), "-o", str(objects[-1])]
-            futures.append(pool.submit(_run, command, src.name, low))
-        for future in futures:
-            future.result()
+            running.append((_start(command, low), command, src.name))
+        while running:
+            _finish(*running.popleft())
+    finally:  # a failed file (or an interrupt): the others' compilers are stopped, not left behind
+        for proc, _, _ in running:
+            proc.kill()
+            proc.communicate()
     cmd = [compiler, *flags, *map(str, objects), "-o", str(out), "-lm"]
     _run(cmd, out.name, low)
     return cmd
@@ -693,11 +699,23 @@ BACKGROUND_NICENESS = 10
 
 
 def _run(cmd: list[str], what: str, low_priority: bool = False) -> None:
-    """Run the compiler ``cmd`` (``what``: the file, for the message) with a copy of the environment:
-    without one, the child reads the process's environment while it is copied for it, and another
-    thread changing ``os.environ`` meanwhile (a background compile runs beside the user's threads)
-    made ``exec`` fail with EFAULT (a stress run: 68 of 257 spawns)."""
-    with subprocess.Popen(
+    """Run the compiler ``cmd`` (``what``: the file, for the message) and wait for it.
+
+    Raises:
+        CompileError: it failed (its output is in the message).
+    """
+    _finish(_start(cmd, low_priority), cmd, what)
+
+
+def _start(cmd: list[str], low_priority: bool = False) -> subprocess.Popen:
+    """Start the compiler ``cmd`` (niced by :data:`BACKGROUND_NICENESS` if ``low_priority``), with a
+    copy of the environment: without one, the child reads the process's environment while it is
+    copied for it, and another thread changing ``os.environ`` meanwhile (a background compile runs
+    beside the user's threads) made ``exec`` fail with EFAULT (a stress run: 68 of 257 spawns).
+
+    Processes, not a thread pool: a background compile finishing at interpreter exit (its ``atexit``
+    wait) may no longer submit work to an executor."""
+    proc = subprocess.Popen(
         cmd,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -705,11 +723,16 @@ def _run(cmd: list[str], what: str, low_priority: bool = False) -> None:
         text=True,
         errors="replace",
         env=os.environ.copy(),
-    ) as proc:
-        if low_priority:
-            with contextlib.suppress(OSError, AttributeError):
-                os.setpriority(os.PRIO_PROCESS, proc.pid, BACKGROUND_NICENESS)
-        _, stderr = proc.communicate()
+    )
+    if low_priority:
+        with contextlib.suppress(OSError, AttributeError):
+            os.setpriority(os.PRIO_PROCESS, proc.pid, BACKGROUND_NICENESS)
+    return proc
+
+
+def _finish(proc: subprocess.Popen, cmd: list[str], what: str) -> None:
+    """Wait for the compiler ``proc`` started with ``cmd``; CompileError naming ``what`` if it failed."""
+    _, stderr = proc.communicate()
     if proc.returncode != 0:
         raise CompileError(f"compiling {what} failed ({' '.join(cmd)}):\n{stderr[-4000:]}")
 
