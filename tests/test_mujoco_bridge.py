@@ -85,6 +85,8 @@ def test_wbc_does_not_import_mujoco_and_the_bridge_explains_a_missing_mujoco():
         "import sys\n"
         "import wbc\n"
         "assert 'mujoco' not in sys.modules, 'import wbc pulled mujoco in'\n"
+        "assert wbc.robots.load and wbc.tasks.FrameTask and wbc.sim\n"  # sub-packages on first use
+        "assert 'mujoco' not in sys.modules, 'wbc.sim pulled mujoco in'\n"
         "sys.modules['mujoco'] = None\n"
         "try:\n"
         "    import wbc.sim.mujoco\n"

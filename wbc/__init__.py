@@ -10,6 +10,9 @@ queries), :mod:`wbc.symbolic` the same on CasADi symbols.
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING
+
 from . import codegen, control, eager, errors, model, numeric, symbolic
 from .algorithms.constraints import LinkConstraint, PointConstraint, WeldConstraint
 from .algorithms.delassus import DelassusMethod
@@ -52,3 +55,16 @@ __all__ += numeric.__all__
 __all__ += [name for name in control.__all__ if name not in control.limits.__all__]
 __all__ += control.limits.__all__
 __all__ += errors.__all__
+
+#: Sub-packages imported on first use, so ``import wbc; wbc.robots.load("talos")`` works while
+#: ``import wbc`` stays light (``wbc.sim`` does not import MuJoCo by itself either).
+_ON_FIRST_USE = frozenset(
+    {"algorithms", "estimation", "locomotion", "robots", "sim", "spatial", "sweep", "tasks", "viz"}
+)
+
+if not TYPE_CHECKING:  # (type checkers see only the names imported above: a misspelt one stays an error)
+
+    def __getattr__(name: str):
+        if name in _ON_FIRST_USE:
+            return importlib.import_module(f".{name}", __name__)
+        raise AttributeError(f"module 'wbc' has no attribute {name!r}")
