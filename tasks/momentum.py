@@ -20,8 +20,11 @@ class MomentumTask(Task):
     ``ḣ* = ḣ_ref + K_p (h_ref − h)``: the target is a momentum ``h_ref`` (kg m/s, kg m²/s), ``kp`` the
     damping rate (1/s); ``kd`` is unused. For a floating base the rate comes from the contact
     wrenches about the CoM plus gravity (exact, cheaper than ``A_g B̂``). Default name
-    ``"momentum"`` (``"angular_momentum"`` without the linear part).
+    ``"momentum"`` (``"angular_momentum"`` without the linear part). Its target is zero momentum
+    until one is set.
     """
+
+    needs_target = False
 
     def __init__(self, linear: bool = False, weight: Gain = 1.0, kp: Gain = 0.0, name: str | None = None) -> None:
         self.linear = bool(linear)

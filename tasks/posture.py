@@ -13,6 +13,7 @@ from wbc.control.task import Gain, Task
 from wbc.errors import InputError
 from wbc.model import checks
 from wbc.model.clusters import ClusterModel
+from wbc.model.configuration import neutral
 from wbc.model.model import JointType, Model
 from wbc.spatial.lie import log3, quaternion_to_rotation
 
@@ -30,7 +31,12 @@ class PostureTask(Task):
     On a clustered model (:class:`~wbc.ClusterModel`) the rows are its independent coordinates but
     a free-flyer's (a linkage-driven ankle's pitch and roll, not its cranks or rods), and the target
     is a spanning configuration ``y_ref`` (tree.nq), e.g. from ``cm.spanning_configuration``.
+
+    Until a target is set it is the model's neutral configuration (``wbc.neutral``: revolute and
+    prismatic joints at zero, ball joints at the identity), a reference posture that needs no call.
     """
+
+    needs_target = False
 
     def __init__(
         self,
@@ -54,6 +60,7 @@ class PostureTask(Task):
             self._v_indices = np.asarray(model.actuated_v_indices)
         self._joints = joints
         super().__init__(int(self._v_indices.size), weight, kp, kd, name)
+        self._params[: self.target_size] = neutral(self._tree)
 
     def default_name(self) -> str:
         return "posture"

@@ -97,9 +97,10 @@ def test_controller_kernel_batched_equals_single_calls():
     spec, model = case.spec, case.model
     contacts = [wbc.SurfaceContact(f, spec.sole.length, spec.sole.width, mu=0.5, kp=10.0) for f in spec.feet]
     com = tasks.CoMTask(weight=1.0, kp=20.0)
+    com.set_target_from_configuration(model, spec.q0)
     posture = tasks.PostureTask(model, weight=1e-3, kp=10.0)
     ctrl = wbc.WholeBodyController(model, [com, posture], contacts)
-    ctrl.step(spec.q0, np.zeros(model.nv))  # targets and contact placements set
+    ctrl.step(spec.q0, np.zeros(model.nv))  # contact placements set
     kernel = ctrl.kernel
     assert kernel is not None
     q, v, _ = states(model, 7, seed=3)

@@ -1,8 +1,11 @@
 """Task targets and custom tasks: ``set_target`` validates, all or nothing, with errors naming the
 task and the argument; a custom task whose ``measure()``/``error()`` returns the wrong shape, or uses
-numpy on the traced symbols, gets an error naming the task and the method."""
+numpy on the traced symbols, gets an error naming the task and the method; the first step refuses a
+task never given a target and warns for one without gains."""
 
 from __future__ import annotations
+
+import warnings
 
 import casadi as ca
 import numpy as np
@@ -207,3 +210,61 @@ def test_a_copied_task_has_its_own_targets():
     twin.set_target(np.full(3, 2.0))
     np.testing.assert_array_equal(task.target, np.zeros(3))
     np.testing.assert_array_equal(twin.target, np.full(3, 2.0))
+
+
+def test_the_first_step_refuses_a_task_without_a_target(panda):
+    """A frame or CoM task never given a target would aim at zeros (a matrix of zeros as a rotation:
+    NaN and a zero-torque command; the CoM pulled to the floor): the first step names it instead.
+    A posture starts at the neutral configuration and a momentum task at zero momentum."""
+    model, q, v = panda.model, panda.q0, np.zeros(panda.model.nv)
+    hand = tasks.FrameTask("panda_hand_tcp", kp=100.0)
+    com = tasks.CoMTask(kp=10.0)
+    posture = tasks.PostureTask(model, weight=1e-3, kp=10.0)
+    momentum = tasks.MomentumTask(weight=1e-3, kp=1.0)
+    ctrl = wbc.WholeBodyController(model, [hand, com, posture, momentum])
+    ctrl.compile()  # at set-up, before any target: allowed
+    with pytest.raises(wbc.InputError, match=r"tasks 'frame_panda_hand_tcp', 'com' have no target: call set_target"):
+        ctrl.step(q, v)
+    hand.set_target_from_configuration(model, q)
+    with pytest.raises(wbc.InputError, match=r"^task 'com' has no target"):
+        ctrl.step(q, v)
+    com.set_target(wbc.center_of_mass(model, q))
+    assert ctrl.step(q, v).status is wbc.StepStatus.OPTIMAL
+    np.testing.assert_array_equal(posture.target, wbc.neutral(model))
+    np.testing.assert_array_equal(momentum.target, np.zeros(3))
+    elbow = tasks.PositionTask("panda_link4", kp=10.0)  # a task added later is checked at the next step
+    ctrl.add_task(elbow)
+    with pytest.raises(wbc.InputError, match=r"^task 'position_panda_link4' has no target"):
+        ctrl.step(q, v)
+    assert not elbow.target_given
+    elbow.set_target_from_configuration(model, q)
+    assert elbow.target_given
+    assert ctrl.step(q, v).status is wbc.StepStatus.OPTIMAL
+
+
+def test_a_posture_starts_at_the_neutral_configuration_of_ball_joints():
+    model = wbc.robots.synthetic.random_ball_tree(6, np.random.default_rng(0), floating_base=True)
+    assert any(j.type is wbc.JointType.SPHERICAL for j in model.joints)
+    posture = tasks.PostureTask(model)
+    np.testing.assert_array_equal(posture.target, wbc.neutral(model))
+    assert posture.target_given is False and posture.needs_target is False
+
+
+def test_a_task_without_gains_is_named_at_the_first_step(panda):
+    """kp defaults to 0 (and kd to 2√kp = 0): such a task never tracks its target; the first step
+    says so, once, naming it (a momentum task, whose kp is a damping rate, is left alone)."""
+    model, q, v = panda.model, panda.q0, np.zeros(panda.model.nv)
+    hand = tasks.FrameTask("panda_hand_tcp")
+    hand.set_target_from_configuration(model, q)
+    posture = tasks.PostureTask(model, weight=1e-3, kp=10.0)
+    ctrl = wbc.WholeBodyController(model, [hand, posture, tasks.MomentumTask(weight=1e-3)])
+    with pytest.warns(wbc.TaskWarning, match=r"task 'frame_panda_hand_tcp' has no gains") as record:
+        ctrl.step(q, v)
+    assert len(record) == 1 and record[0].filename == __file__  # points at the caller's step
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ctrl.step(q, v)  # once
+        hand.set_gains(100.0)
+        ctrl.add_task(tasks.PositionTask("panda_link4", kp=10.0))
+        ctrl.tasks[-1].set_target_from_configuration(model, q)
+        ctrl.step(q, v)  # every task has gains: nothing to say

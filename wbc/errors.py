@@ -21,6 +21,7 @@ __all__ = [
     "ModelWarning",
     "WbcPerformanceWarning",
     "WbcSecurityWarning",
+    "TaskWarning",
 ]
 
 
@@ -70,6 +71,11 @@ class WbcPerformanceWarning(UserWarning):
 class WbcSecurityWarning(UserWarning):
     """wbc refused a file or directory others could have written (a shared kernel cache, a mesh
     outside the robot's package) and did without it; the message names it (docs/security.md)."""
+
+
+class TaskWarning(UserWarning):
+    """A task will not do what its settings suggest (no gains: its target is never tracked); the
+    message names the task."""
 
 
 class NotCopyableError(WbcError, TypeError):

@@ -45,7 +45,7 @@ import numpy as np
 
 from ..algorithms.iim import InputMatrixMethod
 from ..codegen import Kernel
-from ..errors import InputError, WbcError
+from ..errors import InputError, TaskWarning, WbcError
 from ..model import checks
 from ..model.clusters import ClusterModel
 from ..model.configuration import neutral
@@ -197,6 +197,7 @@ class WholeBodyController(NotCopyable):
         self._plans: dict[tuple[bool, ...], StepPlan] = {}  # per activation set
         self._plan: StepPlan | None = None  # this step's, valid while the schedule is at _plan_version
         self._plan_version = -1  # -1: ask the contributors at each step
+        self._targets_checked = False  # every task's target checked set (at the first step)
         self.n_u = self._context.input_count(model) + sum(c.dim for c in self.contacts)
         for t in tasks:
             self.add_task(t)
@@ -274,6 +275,29 @@ class WholeBodyController(NotCopyable):
     def _invalidate(self) -> None:
         """The contributors changed: the kernel is compiled again (by :meth:`compile` or the next step)."""
         self.kernel, self._structure, self._plans, self._plan, self._plan_version = None, None, {}, None, -1
+        self._targets_checked = False
+
+    def _check_targets(self) -> None:
+        """Before the first step (of these tasks): every task that needs a target has one
+        (:attr:`Task.needs_target <wbc.control.task.Task.needs_target>`), else an InputError naming them;
+        a :class:`~wbc.errors.TaskWarning` for such a task without gains."""
+        missing = [t.name for t in self._tasks if t.needs_target and not t.target_given]
+        if missing:
+            names = ", ".join(map(repr, missing))
+            subject = f"tasks {names} have" if len(missing) > 1 else f"task {names} has"
+            raise InputError(
+                f"{subject} no target: call set_target(...) or set_target_from_configuration(model, q) "
+                "before the first step"
+            )
+        for t in self._tasks:
+            if t.needs_target and not (t.kp.any() or t.kd.any()):
+                warnings.warn(
+                    f"task {t.name!r} has no gains (kp = kd = 0): it follows its feed-forward acceleration "
+                    "only, never its target; give kp (1/s², e.g. kp=100.0) when building it or with set_gains",
+                    TaskWarning,
+                    stacklevel=3,
+                )
+        self._targets_checked = True
 
     # ----------------------------------------------------------------------------- contacts
     def activate_contact(self, name: str, placement=None, ramp: float = 0.0, ramp_force: float | None = None) -> None:
@@ -498,14 +522,22 @@ class WholeBodyController(NotCopyable):
 
     # ----------------------------------------------------------------------------- the step
     def step(self, q, v) -> Command:
-        """One control step at state ``(q, v)``: returns the :class:`Command` to apply.
+        """One control step at state ``(q, v)`` (nq,), (nv,): returns the :class:`Command` to apply.
 
+        A QP that cannot be solved is not an exception: the command still holds a safe torque, and
+        its ``status`` and ``failure`` say what happened (and which constraints conflict).
         Thread-safe: steps on one controller from several threads run one after the other.
+
+        Raises:
+            InputError: a bad state (named: size, a non-finite entry, a quaternion not of unit norm);
+                at the first step, a task without a target (named).
         """
         with self._lock:
             t_start = _clock()
             if self.kernel is None:
                 self._compile()
+            if not self._targets_checked:
+                self._check_targets()
             plan = self._advance(q, v)
             command = plan.run(q, v, t_start)
             self.time += self.dt

@@ -109,6 +109,7 @@ class Task(Contributor):
         self._params_storage: np.ndarray | None = None
         self._staging: tuple[np.ndarray, ...] | None = None
         self._target_call_tried = False
+        self._target_given = False
         self._owner: weakref.ref | None = None
         self._priority = 0
         self.set_gains(kp, kd)
@@ -119,6 +120,16 @@ class Task(Contributor):
         return type(self).__name__.removesuffix("Task").lower() or "task"
 
     # ----------------------------------------------------------------------------- to override
+    #: Whether the controller's first step refuses the task until a target is set: its zero target
+    #: means nothing (a frame at the world origin, a matrix of zeros for a rotation). False where
+    #: zero is a target (no momentum).
+    needs_target: bool = True
+
+    @property
+    def target_given(self) -> bool:
+        """Whether a target was set (``set_target``, ``set_target_parameters``, ...)."""
+        return getattr(self, "_target_given", True)  # (True for a task pickled before the flag)
+
     @property
     @abc.abstractmethod
     def target_size(self) -> int:
@@ -200,12 +211,13 @@ class Task(Contributor):
             self._refuse_non_finite()
         self._check_target(t)
         np.copyto(live, stage)
+        self._target_given = True
         if not self._target_call_tried:
             self._install_target_call()
 
     # ----------------------------------------------------------------------------- set_target in C
     #: Derived state a fingerprint of the task leaves out (the staging buffer, the compiled setter).
-    _fingerprint_skip = ("set_target", "_staging", "_views", "_unit_parts", "_target_call_tried")
+    _fingerprint_skip = ("set_target", "_staging", "_views", "_unit_parts", "_target_call_tried", "_target_given")
 
     #: The methods a task's compiled ``set_target`` stands for: overridden outside wbc, it is not used.
     _TARGET_METHODS = (
