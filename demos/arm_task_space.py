@@ -24,7 +24,7 @@ import numpy as np
 
 import wbc
 from wbc import robots
-from wbc.command_line import docstring_parser, needs_sim
+from wbc.command_line import docstring_parser, needs_sim, positive
 
 with needs_sim("the arm demo"):
     from wbc.sim.arm import EE, OSC, QP, Circle, rms, simulate
@@ -72,7 +72,7 @@ def plot(runs: dict, model: wbc.Model, out: Path) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = docstring_parser(__doc__)
     parser.add_argument("--out", type=Path, default=Path("out") / "arm_task_space")
-    parser.add_argument("--duration", type=float, default=4.0, help="simulated time, s")
+    parser.add_argument("--duration", type=positive, default=4.0, help="simulated time, s")
     parser.add_argument("--no-plots", action="store_true")
     parser.add_argument("--replay", action="store_true", help="write replay.html of the QP run (needs wbc[viz])")
     args = parser.parse_args(argv)

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 import wbc
-from wbc.command_line import docstring_parser
+from wbc.command_line import docstring_parser, positive
 from wbc.sim.balance import SCENARIO_DEFAULTS, Balance, Push, Scenario
 
 REFERENCE = ("iim", wbc.Solver.DAQP.value)
@@ -64,7 +64,7 @@ def replay(robot: str, sc: Scenario, states: list, method: str, solver: str) -> 
 def main(argv: list[str] | None = None) -> int:
     parser = docstring_parser(__doc__)
     parser.add_argument("--robot", default="talos", choices=("g1", "talos"))
-    parser.add_argument("--duration", type=float, default=3.0, help="simulated time, s")
+    parser.add_argument("--duration", type=positive, default=3.0, help="simulated time, s")
     parser.add_argument(
         "--solvers", default=",".join(s.value for s in wbc.Solver), help="comma-separated QP solvers to compare"
     )

@@ -28,7 +28,7 @@ import numpy as np
 
 import wbc
 from wbc import robots
-from wbc.command_line import docstring_parser, needs_sim
+from wbc.command_line import docstring_parser, needs_sim, positive
 from wbc.figures import save_figure
 
 with needs_sim("this demo"):
@@ -89,7 +89,7 @@ def plot(runs: dict[str, dict], model: wbc.Model, out: Path) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     parser = docstring_parser(__doc__)
     parser.add_argument("--out", default="out/limits", help="output directory")
-    parser.add_argument("--duration", type=float, default=4.0, help="simulated seconds per run")
+    parser.add_argument("--duration", type=positive, default=4.0, help="simulated seconds per run")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

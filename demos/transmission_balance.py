@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from wbc.algorithms.clusters.torque_accuracy import PAPER_FIG14, sinusoid_torques
-from wbc.command_line import docstring_parser, needs_sim
+from wbc.command_line import docstring_parser, needs_sim, positive
 from wbc.figures import save_figure
 from wbc.robots import clustered
 
@@ -241,7 +241,7 @@ def plot_fig14(f14: dict, path: Path) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = docstring_parser(__doc__)
     parser.add_argument("--out", type=Path, default=Path("out") / "transmissions", help="output directory")
-    parser.add_argument("--duration", type=float, default=9.0, help="simulated time, s")
+    parser.add_argument("--duration", type=positive, default=9.0, help="simulated time, s")
     parser.add_argument("--push-sweep", action="store_true", help="also find the largest lateral push each survives")
     parser.add_argument("--no-fig14", action="store_true", help="skip the Fig. 14 analogue")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")

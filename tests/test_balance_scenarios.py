@@ -58,3 +58,28 @@ def test_a_diverged_balance_run_is_a_fall_with_one_row_per_step():
     lengths = {k: len(v) for k, v in run.items() if isinstance(v, np.ndarray) and v.ndim >= 1}
     assert len(set(lengths.values())) == 1, lengths
     assert 0 < lengths["step_us"] < 500
+
+
+def test_scenarios_and_pushes_are_checked_and_the_command_line_refuses_bad_durations(capsys):
+    for bad in (0.0, -1.0, float("nan")):
+        with pytest.raises(wbc.InputError, match="duration must be a positive number of seconds"):
+            balance.Scenario(duration=bad)
+    with pytest.raises(wbc.InputError, match=r"push 'lateral': duration_s must be positive"):
+        balance.Push("lateral", (0.0, 1.0, 0.0), 100.0, 0.0, 1.0)
+    with pytest.raises(wbc.InputError, match=r"push 'lateral': force_N must be a finite number ≥ 0"):
+        balance.Push("lateral", (0.0, 1.0, 0.0), -100.0, 0.1, 1.0)
+    parser = balance.scenario_parser("A demo.", ["talos"], "talos", "balance")
+    for argv, match in ((["--duration", "-1"], "must be a positive number"), (["--push-lateral", "inf"], "finite")):
+        with pytest.raises(SystemExit):
+            parser.parse_args(argv)
+        assert match in capsys.readouterr().err
+    assert parser.parse_args(["--duration", "2", "--push-lateral", "0"]).duration == 2.0
+
+
+def test_the_summary_lists_only_the_pushes_the_run_reached():
+    """A 50 ms run of the standard scenario (pushes at 5.5 and 7 s) reports no push."""
+    scenario = balance.standard_scenario("talos", duration=0.05)
+    assert len(scenario.pushes) == 2
+    bal = balance.Balance("talos", scenario)
+    summary = bal.summarize(bal.run(progress=False))
+    assert summary["steps"] == 50 and summary["pushes"] == []

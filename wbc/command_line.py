@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 from collections.abc import Iterator
 
-__all__ = ["docstring_parser", "needs_sim"]
+__all__ = ["docstring_parser", "needs_sim", "positive", "non_negative"]
 
 
 def docstring_parser(doc: str | None) -> argparse.ArgumentParser:
@@ -27,6 +28,32 @@ def docstring_parser(doc: str | None) -> argparse.ArgumentParser:
     return argparse.ArgumentParser(
         description=description, epilog=rest or None, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+
+
+def positive(text: str) -> float:
+    """An ``argparse`` type: a positive, finite number (a duration, a time step)."""
+    value = _number(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def non_negative(text: str) -> float:
+    """An ``argparse`` type: a finite number ≥ 0 (a force whose direction the option names)."""
+    value = _number(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be a number ≥ 0, got {text!r}")
+    return value
+
+
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be finite, got {text!r}")
+    return value
 
 
 @contextlib.contextmanager

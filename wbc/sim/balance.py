@@ -29,6 +29,7 @@ import contextlib
 import dataclasses
 import json
 import math
+import numbers
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -48,7 +49,7 @@ from wbc import (
     center_of_mass,
     errors,
 )
-from wbc.command_line import docstring_parser
+from wbc.command_line import docstring_parser, non_negative, positive
 from wbc.control.contacts.base import DEFAULT_CONTACT_KP
 from wbc.model.checks import option
 from wbc.model.clusters import ClusterModel
@@ -118,6 +119,14 @@ class Push:
         """The push force (3,), N."""
         return self.force_N * np.asarray(self.direction, float)
 
+    def __post_init__(self) -> None:
+        for what in ("force_N", "duration_s", "time_s"):
+            value = getattr(self, what)
+            if not (isinstance(value, numbers.Real) and math.isfinite(value) and float(value) >= 0):
+                raise errors.InputError(f"push {self.name!r}: {what} must be a finite number ≥ 0, got {value!r}")
+        if not self.duration_s > 0:
+            raise errors.InputError(f"push {self.name!r}: duration_s must be positive, got {self.duration_s!r}")
+
     def active(self, t: float) -> bool:
         """Whether the push acts at time ``t`` (s)."""
         return self.time_s <= t < self.time_s + self.duration_s
@@ -135,6 +144,12 @@ class Scenario:
     sway_frequency: float = 0.5
     pushes: tuple[Push, ...] = ()
     sway_ramp: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.duration, numbers.Real) and math.isfinite(self.duration) and self.duration > 0):
+            raise errors.InputError(
+                f"a scenario's duration must be a positive number of seconds, got {self.duration!r}"
+            )
 
     @classmethod
     def standing(cls, duration: float, pushes: Sequence[Push] = ()) -> Scenario:
@@ -226,10 +241,14 @@ def scenario_parser(doc: str, robots: Sequence[str], default_robot: str, out_pre
     parser = docstring_parser(doc)
     parser.add_argument("--robot", default=default_robot, choices=list(robots))
     parser.add_argument("--out", type=Path, default=None, help=f"output directory (default out/{out_prefix}_<robot>)")
-    parser.add_argument("--duration", type=float, default=9.0, help="simulated time, s")
-    parser.add_argument("--push-lateral", type=float, default=None, help="lateral push force, N (default per robot)")
-    parser.add_argument("--push-forward", type=float, default=None, help="forward push force, N (default per robot)")
-    parser.add_argument("--push-duration", type=float, default=0.1, help="push duration, s")
+    parser.add_argument("--duration", type=positive, default=9.0, help="simulated time, s")
+    parser.add_argument(
+        "--push-lateral", type=non_negative, default=None, help="lateral push force (+y), N (default per robot)"
+    )
+    parser.add_argument(
+        "--push-forward", type=non_negative, default=None, help="forward push force (+x), N (default per robot)"
+    )
+    parser.add_argument("--push-duration", type=positive, default=0.1, help="push duration, s")
     return parser
 
 
@@ -472,9 +491,10 @@ class Balance:
             "step_us_median": round(float(np.median(run["step_us"])), 1) if len(run["step_us"]) else None,
             "steps": int(len(run["t"])),
             "non_optimal_steps": int(np.sum(~run["status"])) if len(run["status"]) else 0,
-            "pushes": [
+            "pushes": [  # those the run reached (not those after its end, or after a fall ended it)
                 {"direction": p.name, "force_N": p.force_N, "duration_s": p.duration_s, "time_s": p.time_s}
                 for p in self.scenario.pushes
+                if len(run["t"]) and p.time_s <= run["t"][-1]
             ],
         }
         return out
