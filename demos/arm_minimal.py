@@ -14,7 +14,10 @@ import numpy as np
 
 import wbc
 from wbc import robots, tasks
+from wbc.command_line import docstring_parser
 from wbc.sim.mujoco import MujocoSim
+
+docstring_parser(__doc__).parse_args()  # --help; no options (arm_task_space.py has them)
 
 panda = robots.load("panda")
 model, q = panda.model, panda.q0

@@ -236,6 +236,10 @@ def test_bad_external_forces(fn, model, state):
         call({"link3": [0, 0, np.nan, 0, 0, 0]})
     with pytest.raises(wbc.InputError, match=r"fext must be a mapping"):
         call([("link3", np.ones(6))])
+    for eager in (False, True):  # one wrench without its frame: named, not numpy's ambiguous truth value
+        fn_of = getattr(wbc.eager if eager else wbc, fn)
+        with pytest.raises(wbc.InputError, match=r"fext must be a mapping \{frame name: wrench \(6,\)\}, got ndarray"):
+            fn_of(model, q, v, x, np.ones(6))
     with pytest.raises(wbc.FrameError, match=r"no frame 'lnk3'.*'link3'"):
         call({"lnk3": np.ones(6)})
     # empty mappings are no force at all
@@ -273,3 +277,32 @@ def test_model_lookups(model):
         model.add_frame("link3", "link2", wbc.spatial.algebra.identity())
     with pytest.raises(wbc.ModelError, match="universe"):
         model.with_actuation(["universe"])
+
+
+def test_a_cluster_model_in_a_tree_function_and_a_q_for_a_y_name_the_right_call():
+    from wbc import robots
+
+    cm = robots.load("mit_humanoid").model
+    v = np.zeros(cm.nv)
+    with pytest.raises(
+        wbc.InputError, match=r"aba does not apply to a wbc.ClusterModel.*use wbc.cluster_rnea, cluster_aba"
+    ):
+        wbc.aba(cm, np.zeros(cm.tree.nq), v, v)
+    match = rf"y must have shape \({cm.tree.nq},\), got \({cm.nq},\).*cm.spanning_configuration\(q\) builds it from q"
+    with pytest.raises(wbc.InputError, match=match):
+        wbc.cluster_aba(cm, np.zeros(cm.nq), v, v)
+
+
+def test_controller_arguments_name_a_missing_list_and_a_class_given_for_an_instance():
+    from wbc import robots, tasks
+
+    model = robots.load("panda").model
+    posture = tasks.PostureTask(model)
+    with pytest.raises(wbc.InputError, match=r"tasks must be a sequence: put the one PostureTask in a list"):
+        wbc.WholeBodyController(model, posture)
+    with pytest.raises(
+        wbc.InputError, match=r"got the class TorqueLimit itself, not an instance \(TorqueLimit\(...\)\)"
+    ):
+        wbc.WholeBodyController(model, [posture], limits=[wbc.TorqueLimit])
+    with pytest.raises(wbc.InputError, match=r"expected a wbc Task, got the class CoMTask itself"):
+        wbc.WholeBodyController(model, [tasks.CoMTask])

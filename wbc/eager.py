@@ -68,10 +68,10 @@ def _workspace(model: Model, q, v=None, needs_v: bool = False) -> Workspace:
 
 
 def _forces(model: Model, fext: ExternalForces) -> dict | None:
-    if not fext:
+    if fext is None or (isinstance(fext, Mapping) and not fext):
         return None
     if not isinstance(fext, Mapping):
-        raise InputError("fext must be a mapping {frame name: wrench (6,)}")
+        raise InputError(f"fext must be a mapping {{frame name: wrench (6,)}}, got {type(fext).__name__}")
     return {name: _dm(checks.vector(w, 6, f"fext[{name!r}]")) for name, w in fext.items()}
 
 

@@ -78,9 +78,12 @@ _LOCAL = ReferenceFrame.LOCAL
 
 
 def rnea(model: Model, q, v, a, fext: ExternalForces = None, *, out: np.ndarray | None = None) -> np.ndarray:
-    """Inverse dynamics: ``τ = M(q) a + h(q, v) − Σ Jᵀ fext`` (nv,), written into ``out`` if given."""
+    """Inverse dynamics: ``τ = M(q) a + h(q, v) − Σ Jᵀ fext`` (nv,), written into ``out`` if given.
+
+    ``fext``: ``{frame name or index: wrench (6,)}``, each ``[f; n]`` (N, N m) on the frame's body,
+    in the frame (LOCAL) about its origin."""
     kernels = _registry.get(id(model)) or kernels_of(model)
-    if not fext:
+    if fext is None or (type(fext) is dict and not fext):
         return kernels.rnea(q, v, a) if out is None else kernels.rnea(q, v, a, out)
     return _with_forces(kernels, "rnea", q, v, a, fext, out)
 
@@ -99,9 +102,9 @@ def crba(model: Model, q, *, out: np.ndarray | None = None) -> np.ndarray:
 
 def aba(model: Model, q, v, tau, fext: ExternalForces = None, *, out: np.ndarray | None = None) -> np.ndarray:
     """Forward dynamics: ``q̈`` (nv,) with ``M q̈ + h = τ + Σ Jᵀ fext``; ``tau`` is (nv,); written into
-    ``out`` if given."""
+    ``out`` if given. ``fext`` as :func:`rnea`'s."""
     kernels = _registry.get(id(model)) or kernels_of(model)
-    if not fext:
+    if fext is None or (type(fext) is dict and not fext):
         return kernels.aba(q, v, tau) if out is None else kernels.aba(q, v, tau, out)
     return _with_forces(kernels, "aba", q, v, tau, fext, out)
 

@@ -486,7 +486,7 @@ class TreeKernels(ModelKernels):
             FrameError: an unknown frame name (InputError: an index out of range).
         """
         if not isinstance(fext, Mapping):
-            raise InputError("fext must be a mapping {frame name: wrench (6,)}")
+            raise InputError(f"fext must be a mapping {{frame name: wrench (6,)}}, got {type(fext).__name__}")
         model = self.model
         frames = tuple(fext)
         indices = tuple(checks.frame_index(model, f) for f in frames)
@@ -529,7 +529,7 @@ class TreeKernels(ModelKernels):
         names the wrench).
         """
         if type(fext) is not dict and not isinstance(fext, Mapping):
-            raise InputError("fext must be a mapping {frame name: wrench (6,)}")
+            raise InputError(f"fext must be a mapping {{frame name: wrench (6,)}}, got {type(fext).__name__}")
         F = np.zeros((self.model.njoints, 6))  # row j: body j's wrench; F.T is the kernel's column-major input
         maps = self._force_maps
         for frame, wrench in fext.items():
@@ -592,7 +592,10 @@ class ClusterKernels(ModelKernels):
     """The compiled functions of a :class:`~wbc.ClusterModel` (positions ``y``: spanning tree)."""
 
     _FUNCTIONS = _CLUSTER_FUNCTIONS
-    _KIND = "wbc.ClusterModel (it takes a wbc.Model: use cm.tree with a spanning configuration)"
+    _KIND = (
+        "wbc.ClusterModel (it takes a wbc.Model): use wbc.cluster_rnea, cluster_aba, cluster_delassus, "
+        "cluster_input_matrix or cluster_jacobian with y = cm.spanning_configuration(q), or cm.tree alone"
+    )
 
     def _size(self, name: str) -> int | tuple[int, int]:
         cm = self.model

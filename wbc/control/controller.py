@@ -157,12 +157,15 @@ class WholeBodyController(NotCopyable):
         if not isinstance(model, (Model, ClusterModel)):
             raise InputError(f"model must be a wbc.Model or a wbc.ClusterModel, got {type(model).__name__}")
         checks.invertible_dynamics(model.tree if isinstance(model, ClusterModel) else model, "WholeBodyController")
+        for given, what in ((tasks, "tasks"), (contacts, "contacts"), (limits, "limits")):
+            if isinstance(given, Contributor):
+                raise InputError(f"{what} must be a sequence: put the one {type(given).__name__} in a list")
         self.model = model
         self._context = context_type(model)
         self.contacts: tuple[Contact, ...] = tuple(contacts)
         for c in self.contacts:
             if not isinstance(c, Contact):
-                raise InputError(f"expected wbc contacts (PointContact, SurfaceContact, ...), got {type(c).__name__}")
+                raise InputError(f"expected wbc contacts (PointContact, SurfaceContact, ...), got {_kind_of(c)}")
             c.check(model)
         names = [c.name for c in self.contacts]
         if len(set(names)) != len(names) or TAU in names:
@@ -174,7 +177,7 @@ class WholeBodyController(NotCopyable):
         self.limits: tuple[Contributor, ...] = tuple(limits)
         for limit in self.limits:
             if not isinstance(limit, Contributor) or isinstance(limit, (Task, Contact)):
-                raise InputError(f"limits must be limit contributors (wbc.control.limits), got {type(limit).__name__}")
+                raise InputError(f"limits must be limit contributors (wbc.control.limits), got {_kind_of(limit)}")
             limit.check(model)
         self._lock = threading.RLock()  # one step (or change) at a time
         self.kernel: Kernel | None = None
@@ -235,7 +238,7 @@ class WholeBodyController(NotCopyable):
             InputError: not a task, a duplicate name, or a task that belongs to another controller.
         """
         if not isinstance(task, Task):
-            raise InputError(f"expected a wbc Task, got {type(task).__name__}")
+            raise InputError(f"expected a wbc Task, got {_kind_of(task)}")
         if any(t.name == task.name for t in self._tasks):
             raise InputError(f"a task named {task.name!r} is already in the controller")
         with self._lock:
@@ -627,3 +630,11 @@ class WholeBodyController(NotCopyable):
             if plan is None:
                 plan = self._plans[key] = self._make_plan(key)
             return plan.layout
+
+
+def _kind_of(obj: object) -> str:
+    """What ``obj`` is, for a message: its class's name, or for a class given in place of an
+    instance, that (``TorqueLimit`` for ``TorqueLimit()``)."""
+    if isinstance(obj, type):
+        return f"the class {obj.__name__} itself, not an instance ({obj.__name__}(...))"
+    return type(obj).__name__

@@ -832,7 +832,13 @@ def closed_configuration(cm: ClusterModel, y, name: str = "y") -> np.ndarray:
     otherwise (it suggests ``cm.spanning_configuration(q)``)."""
     if not isinstance(cm, ClusterModel):
         raise InputError(f"model must be a wbc.ClusterModel, got {type(cm).__name__}")
-    y = checks.configuration(cm.tree, y, name)
+    try:
+        y = checks.configuration(cm.tree, y, name)
+    except InputError as e:
+        raise InputError(
+            f"{e} ({name} is a configuration of the spanning tree, {cm.tree.nq} numbers: "
+            f"cm.spanning_configuration(q) builds it from q, {cm.nq} numbers)"
+        ) from None
     r = cm.loop_residual(y)
     if r.size and np.max(np.abs(r)) > LOOP_TOLERANCE:
         raise InputError(
