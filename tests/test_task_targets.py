@@ -268,3 +268,9 @@ def test_a_task_without_gains_is_named_at_the_first_step(panda):
         ctrl.add_task(tasks.PositionTask("panda_link4", kp=10.0))
         ctrl.tasks[-1].set_target_from_configuration(model, q)
         ctrl.step(q, v)  # every task has gains: nothing to say
+
+
+def test_a_controller_without_tasks_warns_at_its_first_step(panda):
+    ctrl = wbc.WholeBodyController(panda.model, [])
+    with pytest.warns(wbc.TaskWarning, match="the controller has no tasks"):
+        ctrl.step(panda.q0, np.zeros(panda.model.nv))

@@ -283,7 +283,7 @@ class WholeBodyController(NotCopyable):
     def _check_targets(self) -> None:
         """Before the first step (of these tasks): every task that needs a target has one
         (:attr:`Task.needs_target <wbc.control.task.Task.needs_target>`), else an InputError naming them;
-        a :class:`~wbc.errors.TaskWarning` for such a task without gains."""
+        a :class:`~wbc.errors.TaskWarning` for such a task without gains, or for no task at all."""
         missing = [t.name for t in self._tasks if t.needs_target and not t.target_given]
         if missing:
             names = ", ".join(map(repr, missing))
@@ -291,6 +291,13 @@ class WholeBodyController(NotCopyable):
             raise InputError(
                 f"{subject} no target: call set_target(...) or set_target_from_configuration(model, q) "
                 "before the first step"
+            )
+        if not self._tasks:
+            warnings.warn(
+                "the controller has no tasks: each step returns the smallest inputs its contacts and limits "
+                "allow (no torque against gravity); add tasks (wbc.tasks) to the controller",
+                TaskWarning,
+                stacklevel=3,
             )
         for t in self._tasks:
             if t.needs_target and not (t.kp.any() or t.kd.any()):
