@@ -78,7 +78,7 @@ from .strategies import (
     Strategy,
     WorkingSet,
 )
-from .task import Task
+from .task import Task, unready_tasks
 
 __all__ = ["WholeBodyController", "Command", "StepStatus", "Failure"]
 
@@ -284,7 +284,7 @@ class WholeBodyController(NotCopyable):
         """Before the first step (of these tasks): every task that needs a target has one
         (:attr:`Task.needs_target <wbc.control.task.Task.needs_target>`), else an InputError naming them;
         a :class:`~wbc.errors.TaskWarning` for such a task without gains, or for no task at all."""
-        missing = [t.name for t in self._tasks if t.needs_target and not t.target_given]
+        missing, no_gains = unready_tasks(self._tasks)
         if missing:
             names = ", ".join(map(repr, missing))
             subject = f"tasks {names} have" if len(missing) > 1 else f"task {names} has"
@@ -299,14 +299,13 @@ class WholeBodyController(NotCopyable):
                 TaskWarning,
                 stacklevel=3,
             )
-        for t in self._tasks:
-            if t.needs_target and not (t.kp.any() or t.kd.any()):
-                warnings.warn(
-                    f"task {t.name!r} has no gains (kp = kd = 0): it follows its feed-forward acceleration "
-                    "only, never its target; give kp (1/s², e.g. kp=100.0) when building it or with set_gains",
-                    TaskWarning,
-                    stacklevel=3,
-                )
+        for name in no_gains:
+            warnings.warn(
+                f"task {name!r} has no gains (kp = kd = 0): it follows its feed-forward acceleration "
+                "only, never its target; give kp (1/s², e.g. kp=100.0) when building it or with set_gains",
+                TaskWarning,
+                stacklevel=3,
+            )
         self._targets_checked = True
 
     # ----------------------------------------------------------------------------- contacts

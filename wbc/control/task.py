@@ -56,7 +56,7 @@ from .target_call import TargetArgument, TargetLayout, target_call
 if TYPE_CHECKING:
     from .step_context import StepContext
 
-__all__ = ["Task", "Gain"]
+__all__ = ["Task", "Gain", "unready_tasks"]
 
 Gain = float | Sequence[float] | np.ndarray
 
@@ -452,6 +452,21 @@ class Task(Contributor):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, dim={self.dim})"
+
+
+def unready_tasks(tasks: Sequence[Task]) -> tuple[list[str], list[str]]:
+    """The names of the ``tasks`` that need a target and were never given one, and of those that
+    need one and have no gains (``kp = kd = 0``): what a controller's first step checks, in one call
+    (attributes only: the step's path enters this module once)."""
+    missing, no_gains = [], []
+    for t in tasks:
+        if t.needs_target:
+            if not getattr(t, "_target_given", True):
+                missing.append(t.name)
+            kp, kd = t._gains
+            if not (kp.any() or kd.any()):
+                no_gains.append(t.name)
+    return missing, no_gains
 
 
 def _selected_joints(J, drift) -> tuple[int, ...] | None:
