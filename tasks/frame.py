@@ -18,6 +18,9 @@ from wbc.spatial.lie import is_rotation, log3
 
 __all__ = ["FrameTask", "PositionTask", "OrientationTask"]
 
+#: A transform's last row.
+_LAST_ROW = np.array([0.0, 0.0, 0.0, 1.0])
+
 
 class _FrameTaskBase(Task):
     """A task on one frame; its default name is ``<kind>_<frame>``, e.g. ``"frame_left_sole_link"``.
@@ -88,8 +91,13 @@ class FrameTask(_FrameTaskBase):
                 raise TypeError
             np.copyto(p, placement[0:3, 3])
             np.copyto(R, placement[0:3, 0:3])
+            last = placement[3]
         except (AttributeError, TypeError, ValueError):
-            staging[0][:] = self._convert_target(placement)
+            T = self._matrix(placement, (4, 4), "placement must be a (4, 4) transform")
+            staging[0][:] = np.concatenate([T[0:3, 3], T[0:3, 0:3].reshape(-1, order="F")])
+            last = T[3]
+        if not np.abs(last - _LAST_ROW).max() <= 1e-9:
+            raise InputError(f"task {self.name!r}: placement's last row must be [0, 0, 0, 1], got {np.asarray(last)}")
         self._commit(staging, velocity, acceleration)
 
     def _make_staging(self) -> tuple[np.ndarray, ...]:
@@ -97,10 +105,6 @@ class FrameTask(_FrameTaskBase):
         t = staging[0]
         self._views = (t[0:3], t[3:12].reshape((3, 3), order="F"), _RotationCheck(t[3:12]))
         return staging
-
-    def _convert_target(self, target) -> np.ndarray:
-        T = self._matrix(target, (4, 4), "placement must be a (4, 4) transform")
-        return np.concatenate([T[0:3, 3], T[0:3, 0:3].reshape(-1, order="F")])
 
     def _check_target(self, target: np.ndarray) -> None:
         self._check_rotation(self._views[2])
@@ -111,7 +115,7 @@ class FrameTask(_FrameTaskBase):
         six = [(i, 0) for i in range(6)]
         return TargetLayout(
             [
-                TargetArgument((4, 4), position + rotation, 0),
+                TargetArgument((4, 4), position + rotation, 0, homogeneous=True),
                 TargetArgument((6,), six, 12, none_ok=True),
                 TargetArgument((6,), six, 18, none_ok=True),
             ],

@@ -274,3 +274,23 @@ def test_a_controller_without_tasks_warns_at_its_first_step(panda):
     ctrl = wbc.WholeBodyController(panda.model, [])
     with pytest.warns(wbc.TaskWarning, match="the controller has no tasks"):
         ctrl.step(panda.q0, np.zeros(panda.model.nv))
+
+
+def test_a_placement_whose_last_row_is_not_0001_is_refused_in_python_and_in_c(panda):
+    """A (4, 4) whose last row is not (0, 0, 0, 1) is not a transform: refused by name, by the first
+    (Python) call and by the compiled set_target after it (which hands it back); rounding noise of a
+    computed inverse (1e-17) is accepted."""
+    hand = tasks.FrameTask("panda_hand_tcp", kp=10.0)
+    T = wbc.frame_placement(panda.model, panda.q0, "panda_hand_tcp")
+    bad = T.copy()
+    bad[3] = 1.0
+    for _ in range(2):  # the second call goes through the compiled set_target, when there is one
+        with pytest.raises(wbc.InputError, match=r"task 'frame_panda_hand_tcp': placement's last row must be"):
+            hand.set_target(bad)
+        hand.set_target(T)
+    np.testing.assert_array_equal(hand.target[0:3], T[0:3, 3])
+    noisy = T.copy()
+    noisy[3, 0] = 1e-17
+    hand.set_target(noisy)
+    with pytest.raises(wbc.InputError, match="last row"):
+        hand.set_target(bad.tolist())  # lists convert, and are checked alike

@@ -8,7 +8,7 @@
  * array of the expected shape, and the entries the task keeps are gathered into the staging buffer;
  * the slots no argument feeds are zeroed; every staged number must be finite and the task's target
  * check must pass (a rotation: orthonormal with determinant +1 within a tight tolerance; unit parts:
- * norms within the tolerance); then the staging buffer is copied where the controller's kernel
+ * norms within the tolerance; a transform's last row: exactly (0, 0, 0, 1)); then the staging buffer is copied where the controller's kernel
  * reads it, and None is returned. Anything else (keyword arguments, another shape or dtype, a
  * non-finite number, a borderline or bad rotation, a non-unit quaternion) calls the task's Python
  * set_target with the same arguments: it converts, decides, or raises naming the task and the
@@ -46,6 +46,7 @@ typedef struct {
     int unit_stop[WBC_MAX_UNIT];
     double unit_tolerance;
     void *none; /* Py_None */
+    int homogeneous[WBC_TARGET_ARGS]; /* a (4, 4) transform: its last row exactly (0, 0, 0, 1) */
 } wbc_target;
 
 
@@ -71,6 +72,11 @@ static int gather(const wbc_target *t, int k, void *arg) {
             double x;
             memcpy(&x, base + s0 * t->row_of[k][e] + s1 * t->col_of[k][e], sizeof(double));
             t->dst[k][e] = x;
+        }
+        for (int c = 0; ok && t->homogeneous[k] && c < 4; ++c) {
+            double x;
+            memcpy(&x, base + s0 * 3 + s1 * c, sizeof(double));
+            ok = x == (c == 3 ? 1.0 : 0.0);
         }
     }
     PyBuffer_Release(&view);

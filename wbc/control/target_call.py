@@ -31,12 +31,14 @@ _P = ctypes.c_void_p
 class TargetArgument(NamedTuple):
     """One positional argument of ``set_target``: its ``shape`` ((n,) or (rows, cols)); the
     ``(row, col)`` of each entry kept, staged at ``offset + k`` (col 0 for a vector); whether
-    ``None`` stands for zeros."""
+    ``None`` stands for zeros; whether it is a (4, 4) transform whose last row must be (0, 0, 0, 1)
+    (anything else goes to the Python ``set_target``)."""
 
     shape: tuple[int, ...]
     entries: Sequence[tuple[int, int]]
     offset: int
     none_ok: bool = False
+    homogeneous: bool = False
 
 
 class TargetLayout(NamedTuple):
@@ -72,6 +74,7 @@ class _TargetData(ctypes.Structure):
         ("unit_stop", ctypes.c_int * _MAX_UNIT),
         ("unit_tolerance", ctypes.c_double),
         ("none", _P),
+        ("homogeneous", ctypes.c_int * _ARGS),
     ]
 
 
@@ -115,7 +118,10 @@ def target_call(
         keep += [rows, cols]
         data.ndim[k], data.rows[k] = len(a.shape), a.shape[0]
         data.cols[k] = a.shape[1] if len(a.shape) == 2 else 1
+        if a.homogeneous and tuple(a.shape) != (4, 4):
+            return None
         data.none_ok[k], data.count[k] = int(a.none_ok), len(a.entries)
+        data.homogeneous[k] = int(a.homogeneous)
         data.row_of[k], data.col_of[k] = rows.ctypes.data, cols.ctypes.data
         data.dst[k] = stage.ctypes.data + 8 * a.offset
         fed[a.offset : a.offset + len(a.entries)] = True
