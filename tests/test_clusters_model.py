@@ -106,6 +106,15 @@ def test_errors_name_the_culprit():
 
 
 def test_transmission_builder_errors():
+    T = wbc.Transmission
+    with pytest.raises(wbc.ModelError, match=r"transmission 'joint1': ratios must be finite, got \[\[nan\]\]"):
+        T.geared("joint1", float("nan"), 1e-4)
+    with pytest.raises(wbc.ModelError, match=r"transmission 'joint1': rotor 0 has a zero ratio to every joint"):
+        T.geared("joint1", 0.0, 1e-4)
+    with pytest.raises(wbc.ModelError, match=r"transmission 'joint1': the ratio must be a number, got 'abc'"):
+        T.geared("joint1", "abc", 1e-4)
+    with pytest.raises(wbc.ModelError, match=r"transmission 'a_b': ratios must be finite"):
+        T.differential(("a", "b"), float("inf"), [wbc.Rotor(1e-4), wbc.Rotor(1e-4)])
     with pytest.raises(wbc.ModelError, match="no joint 'missing'"):
         wbc.build_cluster_model(_tree(), [wbc.Transmission.geared("missing", 6.0, 1e-4)], False)
     with pytest.raises(wbc.ModelError, match="inertia"):

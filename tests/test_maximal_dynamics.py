@@ -394,6 +394,9 @@ def test_bad_input_gets_clear_errors():
         eager.maximal_forward_dynamics("talos", q, v, tau)
     with pytest.raises(wbc.FrameError):
         eager.maximal_forward_dynamics(m, q, v, tau, fext={"nowhere": np.zeros(6)})
+    for method in ("recursive", "dense"):  # one wrench without its frame: named, not numpy's truth value
+        with pytest.raises(wbc.InputError, match=r"fext must be a mapping .* got ndarray"):
+            wbc.maximal_forward_dynamics(m, q, v, tau, np.zeros(6), method=method)
     cm = case("four_bar").model
     y = cm.neutral()
     y_open = y.copy()

@@ -129,3 +129,21 @@ def test_stepping_in_time_moves_the_robot(page, chromium, tmp_path):
     a = _screenshot(chromium, url + "#t=0.25", tmp_path / "a.png")
     b = _screenshot(chromium, url + "#t=0.75", tmp_path / "b.png")
     assert (np.abs(a - b).max(axis=2) > 0.08).sum() > 200
+
+
+def test_a_model_with_nothing_to_draw_writes_a_page_of_the_floor(tmp_path):
+    """An MJCF model keeps its geometry in its own file: no link has a mesh or a collision shape to
+    draw. The page still writes (floor and arrows, the camera on the origin), not a numpy error."""
+    text = (
+        "<mujoco><worldbody><body name='b'><freejoint/><geom type='sphere' size='0.1' mass='1'/>"
+        "</body></worldbody></mujoco>"
+    )
+    pytest.importorskip("mujoco")
+    path = tmp_path / "ball.xml"
+    path.write_text(text)
+    model = wbc.load_mjcf(path)
+    tree = model.tree if isinstance(model, wbc.ClusterModel) else model
+    replay = viz.Replay(tree)
+    replay.add(0.0, wbc.neutral(tree))
+    page = replay.write(tmp_path / "replay.html")
+    assert page.stat().st_size > 0

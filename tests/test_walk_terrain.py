@@ -191,3 +191,17 @@ def test_the_lateral_push_command_line_runs_g1_both_ways_and_plots_both_against_
     assert result["with_crossover"]["legs_min_distance_m"] > 0.05, "standing, G1's legs are 14 cm apart"
     for name in ("lateral_push", "lateral_push_time"):
         assert (tmp_path / f"{name}.png").stat().st_size > 10_000
+
+
+def test_walk_on_terrain_and_bad_durations_are_refused_by_name():
+    """walk() plans on flat ground: on stairs it would plan the feet into the risers, so it points to
+    walk_terrain(); run() takes a positive duration; a command may hold numpy scalars."""
+    walker = walk.Walker("g1", terrain="stairs")
+    with pytest.raises(walk.wbc.InputError, match=r"stands on 'stairs': plan with walk_terrain\(\)"):
+        walker.walk((0.3, 0.0, 0.0), 4)
+    for bad in (float("nan"), 0.0, -1.0):
+        with pytest.raises(walk.wbc.InputError, match="run: duration must be a positive number of seconds"):
+            walker.run(bad, progress=False)
+    flat = walk.Walker("g1", terrain="flat")
+    flat.walk(np.array([0.2, 0.0, 0.0], dtype=np.float32), 2)
+    assert flat.plan.command.vx == pytest.approx(0.2) and type(flat.plan.command.vx) is float

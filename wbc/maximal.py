@@ -65,7 +65,8 @@ def maximal_forward_dynamics(
 
     Raises:
         InputError: a wrong size, a non-finite entry, a non-unit quaternion, an open loop, an
-            unknown method or frame, or a singular KKT system.
+            unknown method, ``fext`` not a mapping, or a singular KKT system.
+        FrameError: an unknown frame in ``fext`` (also a ``KeyError``).
         ModelError: joints that move no mass (``M`` singular), or a cluster model with armature.
     """
     if not isinstance(model, (Model, ClusterModel)):
@@ -76,7 +77,7 @@ def maximal_forward_dynamics(
     if isinstance(model, Model):
         checks.invertible_dynamics(model, "maximal_forward_dynamics")
     tree = model.tree if isinstance(model, ClusterModel) else model
-    if not fext:
+    if fext is None or (isinstance(fext, Mapping) and not fext):
         flat = compiled_call(model, method, reactions, False)(q, v, tau)
     else:
         forces = kernels_of(tree)

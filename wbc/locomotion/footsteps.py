@@ -33,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
+import numbers
 from collections.abc import Sequence
 
 import numpy as np
@@ -329,8 +330,9 @@ class VelocityCommand:
     def __post_init__(self) -> None:
         for f in ("vx", "vy", "yaw_rate"):
             v = getattr(self, f)
-            if not (isinstance(v, (int, float)) and math.isfinite(v)):
+            if isinstance(v, bool) or not (isinstance(v, numbers.Real) and math.isfinite(v)):
                 raise InputError(f"velocity command: {f} must be a finite number, got {v!r}")
+            object.__setattr__(self, f, float(v))  # a numpy scalar (an array's entry) as a float
 
     def scaled(self, s: float) -> VelocityCommand:
         return VelocityCommand(self.vx * s, self.vy * s, self.yaw_rate * s)

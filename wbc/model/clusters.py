@@ -836,8 +836,8 @@ def closed_configuration(cm: ClusterModel, y, name: str = "y") -> np.ndarray:
         y = checks.configuration(cm.tree, y, name)
     except InputError as e:
         raise InputError(
-            f"{e} ({name} is a configuration of the spanning tree, {cm.tree.nq} numbers: "
-            f"cm.spanning_configuration(q) builds it from q, {cm.nq} numbers)"
+            f"{e}: a ClusterModel's positions are a configuration of its spanning tree ({cm.tree.nq} numbers); "
+            f"build it with cm.spanning_configuration(...) from the {cm.nq} independent coordinates"
         ) from None
     r = cm.loop_residual(y)
     if r.size and np.max(np.abs(r)) > LOOP_TOLERANCE:

@@ -100,6 +100,19 @@ class Transmission:
     closures: tuple[LoopClosure, ...] = ()
     couplings: tuple[JointCoupling | PolynomialCoupling, ...] = ()
 
+    def __post_init__(self) -> None:
+        if self.ratios is None:
+            return
+        try:
+            T = np.asarray(self.ratios, dtype=float)
+        except (TypeError, ValueError):
+            raise ModelError(f"transmission {self.name!r}: ratios must be numbers, got {self.ratios!r}") from None
+        if not np.all(np.isfinite(T)):
+            raise ModelError(f"transmission {self.name!r}: ratios must be finite, got {T.tolist()}")
+        for k in range(T.shape[0] if T.ndim == 2 else 0):
+            if not T[k].any():
+                raise ModelError(f"transmission {self.name!r}: rotor {k} has a zero ratio to every joint")
+
     @staticmethod
     def geared(
         joint: str,
@@ -113,7 +126,7 @@ class Transmission:
     ) -> Transmission:
         """A revolute joint with a geared rotor: ``y_rotor = ratio · q``."""
         rotor = Rotor(rotor_inertia, rotor_mass, rotor_placement, rotor_parent)
-        return Transmission(name or joint, (joint,), (rotor,), (joint,), np.array([[float(ratio)]]))
+        return Transmission(name or joint, (joint,), (rotor,), (joint,), np.array([[_ratio(ratio, name or joint)]]))
 
     @staticmethod
     def parallel_belt(
@@ -151,7 +164,7 @@ class Transmission:
         """Two joints driven by two rotors through a differential: ``N (q_a + q_b)``, ``N (q_a − q_b)``."""
         if len(joints) != 2 or len(rotors) != 2:
             raise ModelError("a differential couples two joints with two rotors")
-        T = float(ratio) * np.array([[1.0, 1.0], [1.0, -1.0]])
+        T = _ratio(ratio, name or "_".join(joints)) * np.array([[1.0, 1.0], [1.0, -1.0]])
         return Transmission(name or "_".join(joints), tuple(joints), tuple(rotors), (joints[0], joints[0]), T)
 
     @staticmethod
@@ -343,3 +356,11 @@ def build_cluster_model(
     augmented = ET.tostring(root, encoding="unicode")
     tree = load_urdf(augmented, floating_base)
     return ClusterModel(tree, tuple(clusters), name or tree.name, augmented)
+
+
+def _ratio(value: object, transmission: str) -> float:
+    """A gear ratio as a float; ModelError naming ``transmission`` for anything else."""
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ModelError(f"transmission {transmission!r}: the ratio must be a number, got {value!r}") from None

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 import sys
 import time
 from collections.abc import Sequence
@@ -550,7 +551,20 @@ class Walker:
         return self.timeline
 
     def walk(self, command, n_steps: int, t0: float = 0.0) -> loco.GaitTimeline:
-        """Plan ``n_steps`` steps of the velocity ``command`` (vx, vy, yaw rate) from rest at ``t0``."""
+        """Plan ``n_steps`` steps of the velocity ``command`` (vx, vy, yaw rate) from rest at ``t0``, on
+        flat ground at z = 0 (a walker on stairs, a slope, rough ground or stones plans with
+        :meth:`walk_terrain`). The command is clamped to the step limits
+        (:func:`wbc.locomotion.plan_from_velocity`; ``plan.command`` is what is walked).
+
+        Raises:
+            InputError: the walker's terrain is not flat, naming it.
+        """
+        terrain = self.terrain
+        if terrain is not None and (terrain.patches or terrain.heightfield is not None):
+            kind = terrain.kind.value if terrain.kind is not None else "a custom terrain"
+            raise wbc.InputError(
+                f"walk() plans on flat ground, and this walker stands on {kind!r}: plan with walk_terrain()"
+            )
         self.plan = loco.plan_from_velocity(
             loco.VelocityCommand(*command),
             self.feet0[loco.Foot.LEFT],
@@ -648,6 +662,8 @@ class Walker:
             replay: a :class:`wbc.viz.Replay` to record into (about 30 frames per second).
             on_step: called as ``on_step(q, v, cmd)`` after every control step (tests check each step).
         """
+        if not (isinstance(duration, numbers.Real) and math.isfinite(duration) and duration > 0):
+            raise wbc.InputError(f"run: duration must be a positive number of seconds, got {duration!r}")
         sim, ctrl = self.sim, self.controller
         steps = int(round(duration / DT))
         log = _Log()

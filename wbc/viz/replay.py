@@ -379,8 +379,11 @@ class Replay:
         return meshcat.commands.SetAnimation(animation, play=True, repetitions=1)
 
     def _extent(self) -> tuple[np.ndarray, float]:
-        """Centre (3,) and size (m) of the box the robot's link origins sweep over the run."""
+        """Centre (3,) and size (m) of the box the robot's link origins sweep over the run (the
+        origin and 1 m when it has no link to draw: an MJCF whose geometry is its own)."""
         points = np.concatenate([p[:, :3, 3] for p in self._poses])
+        if not points.size:
+            return np.zeros(3), 1.0
         lo, hi = points.min(0), points.max(0)
         return (lo + hi) / 2, max(float(np.max(hi - lo)), 0.3)
 
