@@ -66,12 +66,33 @@ def test_failing_cell_is_recorded_and_the_sweep_goes_on(tmp_path):
     assert retried.stats.computed == 2 and retried.stats.reused == 3
 
 
-def test_a_dying_worker_fails_only_its_cell():
+def test_a_dying_worker_fails_only_its_cell(tmp_path):
+    """The cell whose worker dies is reported failed, and not stored: a worker's death is not the
+    cell's result (a script without its __main__ guard kills them all), so the next sweep runs it."""
     cells = sweep.grid("none", x=[1, 13, 2, 3])
-    result = sweep.run_sweep(sweep_cells.dying_cell, cells, workers=2, progress=False)
+    result = sweep.run_sweep(sweep_cells.dying_cell, cells, workers=2, progress=False, store=tmp_path)
     assert [r.ok for r in result.results] == [True, False, True, True]
     assert "worker died" in result.results[1].error
     assert [r.value.get("double") for r in result.results] == [2, None, 4, 6]
+    again = sweep.run_sweep(sweep_cells.dying_cell, cells, workers=1, progress=False, store=tmp_path)
+    assert again.stats.reused == 3 and again.stats.computed == 1
+
+
+def test_a_cell_function_defined_interactively_is_refused_for_local_workers(tmp_path):
+    """Spawned workers import the cell function from the defining script: from ``python -c`` (or a
+    notebook) there is no file to import, so the sweep says so instead of failing every cell."""
+    import subprocess
+    import sys
+
+    code = (
+        "from wbc import sweep\n"
+        "def cell(c):\n"
+        "    return {'x': c.params['x']}\n"
+        "sweep.run_sweep(cell, sweep.grid('none', x=[1, 2]), progress=False)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    assert "this one has no file (python -c, standard input, a notebook)" in done.stderr
 
 
 class Interrupt(Exception):

@@ -11,7 +11,8 @@ in the table), and returns a :class:`~wbc.sweep.SweepResult` in cell order.
 * A cell that raises is recorded :attr:`~wbc.sweep.CellStatus.FAILED` with its traceback; the
   sweep goes on. A cell whose worker process dies (a crash in native code, killed, out of memory)
   is run again alone in a fresh worker; if that worker dies too, it is recorded failed ("worker
-  died") and the sweep goes on.
+  died") and the sweep goes on. Such a result is the worker's, not the cell's (a script without
+  its ``__main__`` guard kills every worker): it is not stored, so the next sweep runs the cell.
 * With a ``store`` (a directory), each completed cell is written there as it completes; a sweep
   run again with the same store (after an interruption, or grown by more cells) takes those from
   the store and computes only the others (failed ones too, with ``retry_failed``).
@@ -24,6 +25,7 @@ import contextlib
 import dataclasses
 import json
 import pickle
+import sys
 import time
 import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -120,8 +122,8 @@ class _Recorder:
     results: dict[int, CellResult] = dataclasses.field(default_factory=dict)
     failed: int = 0
 
-    def __call__(self, result: CellResult) -> None:
-        if self.store is not None:
+    def __call__(self, result: CellResult, stored: bool = True) -> None:
+        if self.store is not None and stored:
             self.store.save(self.keys[result.cell.index], result)
         self.results[result.cell.index] = result
         self.failed += not result.ok
@@ -169,6 +171,8 @@ def _alone(
                 result = CellResult(cell, CellStatus.FAILED, {}, f"worker died running this cell, twice ({why})")
                 stack.close()
                 stack, executor = contextlib.ExitStack(), None
+                record(result, stored=False)  # the worker's failure, not the cell's: the next sweep runs it
+                continue
             record(result)
     finally:
         stack.close()
@@ -206,8 +210,8 @@ def run_sweep(
         :class:`~wbc.sweep.SweepResult`: the results in cell order, and how the sweep ran.
 
     Raises:
-        InputError: repeated cell indices, a cell function the local engine cannot pickle, or bad
-            engine arguments.
+        InputError: repeated cell indices, a cell function the local engine cannot pickle or its
+            workers cannot import (one defined interactively), or bad engine arguments.
         MissingDependency: the engine is not installed (names the extra).
     """
     cells = list(cells)
@@ -218,6 +222,12 @@ def run_sweep(
         raise InputError(f"unknown sweep engine {engine!r}; known: {', '.join(e.value for e in Engine)}")
     name = function_name(function)
     if kind is Engine.LOCAL:
+        main = sys.modules.get("__main__")
+        if getattr(function, "__module__", None) == "__main__" and not getattr(main, "__file__", None):
+            raise InputError(
+                f"the local engine's worker processes import {name} from the script that defines it, and "
+                "this one has no file (python -c, standard input, a notebook): define it in a module or a script file"
+            )
         try:
             pickle.dumps(function)
         except (pickle.PicklingError, AttributeError, TypeError) as e:
