@@ -106,6 +106,8 @@ def test_mjcf_robot_feet_and_standing_configuration():
         assert_close(wbc.frame_placement(humanoid.model.tree, humanoid.q0, f)[2, 3], 0.0, 1e-12)
     with pytest.raises(wbc.ModelError, match="no geom, body or site called 'paw'"):
         mjcf_robot(_asset("gymnasium", "envs/mujoco/assets/ant.xml"), ["paw"])
+    with pytest.raises(wbc.InputError, match=r"feet must be a list of names, got one string: write \['left_foot'\]"):
+        mjcf_robot(_asset("dm_control", "suite/humanoid.xml"), "left_foot")  # not the letters of one name
     with pytest.raises(wbc.ModelError, match="mix soles"):
         mjcf_robot(_asset("dm_control", "suite/humanoid.xml"), ["left_foot", "right_right_foot"])
     with pytest.raises(wbc.ModelError, match="floating base"):

@@ -202,6 +202,12 @@ def test_walk_on_terrain_and_bad_durations_are_refused_by_name():
     for bad in (float("nan"), 0.0, -1.0):
         with pytest.raises(walk.wbc.InputError, match="run: duration must be a positive number of seconds"):
             walker.run(bad, progress=False)
+    for bad, match in (
+        ((1.5, [300.0, 0.0], 0.05), r"push 0's force must have shape \(3,\)"),
+        ((float("nan"), [0, 0, 0], 0.1), "push 0: its time"),
+    ):
+        with pytest.raises(walk.wbc.InputError, match=match):  # before the run starts, not at 1.5 s
+            walker.run(2.0, pushes=[bad], progress=False)
     flat = walk.Walker("g1", terrain="flat")
     flat.walk(np.array([0.2, 0.0, 0.0], dtype=np.float32), 2)
     assert flat.plan.command.vx == pytest.approx(0.2) and type(flat.plan.command.vx) is float

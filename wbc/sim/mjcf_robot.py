@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import InputError, ModelError
 from ..model.clusters import ClusterModel
 from ..model.mjcf import compile_mjcf, load_mjcf, mujoco_module, quat_wxyz_matrix
 from ..model.model import JointType, Model
@@ -231,9 +231,12 @@ def mjcf_robot(
         timestep: the simulation's time step, s (default the file's).
 
     Raises:
+        InputError: ``feet`` is one string, not a list of names.
         ModelError: not a floating base, no feet, unknown or unsuitable foot names, soles mixed with
             points, or a file wbc cannot load.
     """
+    if isinstance(feet, str):
+        raise InputError(f"feet must be a list of names, got one string: write [{feet!r}]")
     cm = load_mjcf(source)
     m, where = compile_mjcf(source)
     tree = cm.tree

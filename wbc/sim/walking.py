@@ -676,7 +676,7 @@ class Walker:
         clearance = self._leg_clearance()
         nearest = None
         yaw_prev, yaw_total = None, 0.0
-        pending = sorted(pushes, key=lambda push: push[0])
+        pending = sorted(_checked_pushes(pushes), key=lambda push: push[0])
         bar = tqdm(total=steps, unit="step", disable=not (progress and sys.stderr.isatty()))
         ctrl.warm_up(*sim.get_state())  # last before the loop: its first step costs what a step costs
         for i in range(steps):
@@ -994,4 +994,20 @@ def lateral_push_with_and_without_crossover(
             crossover=crossover,
             recovery_tolerance=tolerance if crossover else 0.0,
         )
+    return out
+
+
+def _checked_pushes(pushes: Sequence) -> list[tuple[float, np.ndarray, float]]:
+    """``pushes`` as ``(time s, force (3,) N, duration s)``, checked before the run starts (not when
+    each one's time comes); an InputError naming the push otherwise."""
+    out = []
+    for k, push in enumerate(pushes):
+        try:
+            t, force, length = push
+            t, length = float(t), float(length)
+        except (TypeError, ValueError):
+            raise wbc.InputError(f"push {k}: expected (time s, force (3,) N, duration s), got {push!r}") from None
+        if not (math.isfinite(t) and t >= 0 and math.isfinite(length) and length > 0):
+            raise wbc.InputError(f"push {k}: its time must be finite and >= 0 and its duration positive, got {push!r}")
+        out.append((t, wbc.checks.vector(force, 3, f"push {k}'s force"), length))
     return out
