@@ -85,6 +85,9 @@ def test_size_limit_is_configurable(tmp_path):
         wbc.load_urdf(tmp_path)
     with pytest.raises(ModelError, match="no such URDF file"):
         wbc.load_urdf(tmp_path / "missing.urdf")
+    for empty in ("", "  ", b""):  # not "." (the current directory) read as a file name
+        with pytest.raises(ModelError, match="an empty URDF file name or document"):
+            wbc.load_urdf(empty)
 
 
 @pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-8-sig", "latin-1"])

@@ -147,3 +147,13 @@ def test_a_model_with_nothing_to_draw_writes_a_page_of_the_floor(tmp_path):
     replay.add(0.0, wbc.neutral(tree))
     page = replay.write(tmp_path / "replay.html")
     assert page.stat().st_size > 0
+
+
+def test_a_path_that_cannot_be_written_is_named(tmp_path):
+    replay = viz.Replay(robots.load("panda").model)
+    replay.add(0.0, robots.load("panda").q0)
+    (tmp_path / "a_file").write_text("")
+    with pytest.raises(wbc.InputError, match=r"cannot write the replay to .*a_file/replay.html"):
+        replay.write(tmp_path / "a_file" / "replay.html")
+    with pytest.raises(wbc.InputError, match=r"cannot write the replay to .*: Is a directory"):
+        replay.write(tmp_path)

@@ -161,6 +161,8 @@ def xml_source(source: str | bytes | os.PathLike, what: str, max_bytes: int | No
     kind = what.split()[0]
     if isinstance(source, str) and source.lstrip().startswith("<"):
         return source, "<string>"
+    if isinstance(source, (str, bytes, bytearray)) and not source.strip():
+        raise ModelError(f"an empty {what} name or document: give a path or the {kind} text")
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
         if looks_like_xml(data):

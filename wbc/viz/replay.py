@@ -259,7 +259,11 @@ class Replay:
 
     # ------------------------------------------------------------------------------ writing
     def write(self, path: os.PathLike | str) -> Path:
-        """Write the page; returns its path. Raises InputError when nothing was recorded."""
+        """Write the page (its parent directories created); returns its path.
+
+        Raises:
+            InputError: nothing was recorded, or ``path`` cannot be written (named).
+        """
         if not self.times:
             raise InputError("nothing recorded: call add() at least once before write()")
         meshcat, umsgpack = _meshcat()
@@ -272,8 +276,11 @@ class Replay:
         finally:
             self.times, self._poses, self._arrows = kept
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(page)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(page)
+        except OSError as e:  # a directory at path, a file where a parent directory should be, ...
+            raise InputError(f"cannot write the replay to {path}: {e.strerror or e}") from None
         return path
 
     def _visual_objects(self, meshcat, visual: Visual):
