@@ -41,6 +41,8 @@ def _setup(name: str):
     orientation = tasks.OrientationTask(base, weight=1.0, kp=100.0)
     foot = tasks.FrameTask(robot.feet[0], weight=0.1, kp=50.0)
     posture = tasks.PostureTask(cm, weight=1e-2, kp=30.0)
+    for task in (com, orientation, foot):  # standing targets: whichever test steps first (cached setup)
+        task.set_target_from_configuration(cm.tree, robot.q0)
     controller = wbc.WholeBodyController(cm, [com, orientation, foot, posture], contacts)
     controller.compile()
     return robot, controller, (com, orientation, foot, posture), oracle.cluster_model(cm)

@@ -34,6 +34,8 @@ def talos_controller(contact_model: str = "wrench", mu: float = 0.3):
     com = tasks.CoMTask(weight=1.0, kp=20.0)
     posture = tasks.PostureTask(model, weight=1e-3, kp=10.0)
     hand = tasks.FrameTask(spec.hands[0], weight=0.1, kp=30.0)
+    for task in (com, hand):  # standing targets: whichever test steps first (cached setup)
+        task.set_target_from_configuration(model, spec.q0)
     ctrl = wbc.WholeBodyController(model, [com, posture, hand], contacts)
     ctrl.compile()
     return ctrl, com, posture, hand
