@@ -107,9 +107,14 @@ class Transmission:
             T = np.asarray(self.ratios, dtype=float)
         except (TypeError, ValueError):
             raise ModelError(f"transmission {self.name!r}: ratios must be numbers, got {self.ratios!r}") from None
+        if T.shape != (len(self.rotors), len(self.joints)):
+            raise ModelError(
+                f"transmission {self.name!r}: ratios must have shape (rotors, joints) = "
+                f"{(len(self.rotors), len(self.joints))}, got {T.shape}"
+            )
         if not np.all(np.isfinite(T)):
             raise ModelError(f"transmission {self.name!r}: ratios must be finite, got {T.tolist()}")
-        for k in range(T.shape[0] if T.ndim == 2 else 0):
+        for k in range(T.shape[0]):
             if not T[k].any():
                 raise ModelError(f"transmission {self.name!r}: rotor {k} has a zero ratio to every joint")
 
@@ -172,12 +177,8 @@ class Transmission:
         joints: Sequence[str], ratios, rotors: Sequence[Rotor], drives: Sequence[str] | None = None, name=None
     ) -> Transmission:
         """Rotors driving ``joints`` through any linear map: ``y_rotors = ratios @ q`` (n_rotors, n_joints)."""
-        T = np.atleast_2d(np.asarray(ratios, dtype=float))
+        T = np.atleast_2d(ratios)  # checked (numbers, shape, finite) by the Transmission
         joints = tuple(joints)
-        if T.shape != (len(rotors), len(joints)) or not np.all(np.isfinite(T)):
-            raise ModelError(
-                f"transmission {name or joints[0]!r}: ratios must be finite, shape {(len(rotors), len(joints))}"
-            )
         drives = (
             tuple(drives) if drives is not None else tuple(joints[min(k, len(joints) - 1)] for k in range(len(rotors)))
         )
