@@ -68,10 +68,9 @@ def _workspace(model: Model, q, v=None, needs_v: bool = False) -> Workspace:
 
 
 def _forces(model: Model, fext: ExternalForces) -> dict | None:
-    if fext is None or (isinstance(fext, Mapping) and not fext):
+    fext = checks.external_forces(fext)
+    if fext is None:
         return None
-    if not isinstance(fext, Mapping):
-        raise InputError(f"fext must be a mapping {{frame name: wrench (6,)}}, got {type(fext).__name__}")
     return {name: _dm(checks.vector(w, 6, f"fext[{name!r}]")) for name, w in fext.items()}
 
 

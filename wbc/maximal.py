@@ -77,7 +77,8 @@ def maximal_forward_dynamics(
     if isinstance(model, Model):
         checks.invertible_dynamics(model, "maximal_forward_dynamics")
     tree = model.tree if isinstance(model, ClusterModel) else model
-    if fext is None or (isinstance(fext, Mapping) and not fext):
+    fext = checks.external_forces(fext)
+    if fext is None:
         flat = compiled_call(model, method, reactions, False)(q, v, tau)
     else:
         forces = kernels_of(tree)

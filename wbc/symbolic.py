@@ -66,10 +66,9 @@ def _workspace(model: Model, q, v=None, needs_v: bool = False) -> Workspace:
 
 
 def _forces(fext: ExternalForces) -> dict | None:
-    if not fext:
+    fext = checks.external_forces(fext)
+    if fext is None:
         return None
-    if not isinstance(fext, Mapping):
-        raise InputError("fext must be a mapping {frame name: wrench (6,)}")
     return {name: _column(w, 6, f"fext[{name!r}]") for name, w in fext.items()}
 
 

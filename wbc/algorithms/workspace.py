@@ -55,10 +55,9 @@ def body_forces(
         frame_index: a frame's index from its key (raising on an unknown frame).
         wrench: ``(frame key, wrench)`` -> the wrench to use (e.g. checked and converted).
     """
-    if fext is None or (isinstance(fext, Mapping) and not fext):
+    fext = checks.external_forces(fext)
+    if fext is None:
         return None
-    if not isinstance(fext, Mapping):
-        raise InputError(f"fext must be a mapping {{frame name: wrench (6,)}}, got {type(fext).__name__}")
     out: dict[int, object] = {}
     for name, w in fext.items():
         f = model.frames[frame_index(name)]

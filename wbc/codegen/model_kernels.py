@@ -485,8 +485,7 @@ class TreeKernels(ModelKernels):
             InputError: ``fext`` is not a mapping.
             FrameError: an unknown frame name (InputError: an index out of range).
         """
-        if not isinstance(fext, Mapping):
-            raise InputError(f"fext must be a mapping {{frame name: wrench (6,)}}, got {type(fext).__name__}")
+        checks.external_forces(fext)
         model = self.model
         frames = tuple(fext)
         indices = tuple(checks.frame_index(model, f) for f in frames)
@@ -528,8 +527,7 @@ class TreeKernels(ModelKernels):
         Shapes and frames are checked here, finiteness by the kernel (then :meth:`check_forces`
         names the wrench).
         """
-        if type(fext) is not dict and not isinstance(fext, Mapping):
-            raise InputError(f"fext must be a mapping {{frame name: wrench (6,)}}, got {type(fext).__name__}")
+        checks.external_forces(fext)
         F = np.zeros((self.model.njoints, 6))  # row j: body j's wrench; F.T is the kernel's column-major input
         maps = self._force_maps
         for frame, wrench in fext.items():

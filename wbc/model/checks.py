@@ -18,7 +18,7 @@ import functools
 import math
 import numbers
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import numpy as np
@@ -144,6 +144,20 @@ def frame_index(model: Model, frame: Any) -> int:
 
 
 E = TypeVar("E", bound=enum.Enum)
+
+
+def external_forces(fext: Any) -> Mapping | None:
+    """``fext`` as given to the dynamics: None for no force (None or an empty mapping), else the
+    mapping ``{frame: wrench (6,)}`` itself (its frames and wrenches are checked where they are used).
+
+    Raises:
+        InputError: ``fext`` is not a mapping (one wrench without its frame, a list of pairs, ...).
+    """
+    if fext is None:
+        return None
+    if type(fext) is not dict and not isinstance(fext, Mapping):
+        raise InputError(f"fext must be a mapping {{frame name: wrench (6,)}}, got {type(fext).__name__}")
+    return fext or None
 
 
 def finite_number(value: Any, name: str) -> float:
