@@ -29,7 +29,6 @@ import contextlib
 import dataclasses
 import json
 import math
-import numbers
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -51,6 +50,7 @@ from wbc import (
 )
 from wbc.command_line import docstring_parser, non_negative, positive
 from wbc.control.contacts.base import DEFAULT_CONTACT_KP
+from wbc.model import checks
 from wbc.model.checks import option
 from wbc.model.clusters import ClusterModel
 from wbc.model.model import Model
@@ -120,12 +120,10 @@ class Push:
         return self.force_N * np.asarray(self.direction, float)
 
     def __post_init__(self) -> None:
-        for what in ("force_N", "duration_s", "time_s"):
-            value = getattr(self, what)
-            if not (isinstance(value, numbers.Real) and math.isfinite(value) and float(value) >= 0):
-                raise errors.InputError(f"push {self.name!r}: {what} must be a finite number ≥ 0, got {value!r}")
-        if not self.duration_s > 0:
-            raise errors.InputError(f"push {self.name!r}: duration_s must be positive, got {self.duration_s!r}")
+        for what in ("force_N", "time_s"):
+            if checks.finite_number(getattr(self, what), f"push {self.name!r}: {what}") < 0:
+                raise errors.InputError(f"push {self.name!r}: {what} must be ≥ 0, got {getattr(self, what)!r}")
+        checks.positive(self.duration_s, f"push {self.name!r}: duration_s")
 
     def active(self, t: float) -> bool:
         """Whether the push acts at time ``t`` (s)."""
@@ -146,10 +144,7 @@ class Scenario:
     sway_ramp: float = 1.0
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.duration, numbers.Real) and math.isfinite(self.duration) and self.duration > 0):
-            raise errors.InputError(
-                f"a scenario's duration must be a positive number of seconds, got {self.duration!r}"
-            )
+        checks.positive(self.duration, "a scenario's duration (s)")
 
     @classmethod
     def standing(cls, duration: float, pushes: Sequence[Push] = ()) -> Scenario:

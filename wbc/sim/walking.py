@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import numbers
 import sys
 import time
 from collections.abc import Sequence
@@ -662,8 +661,7 @@ class Walker:
             replay: a :class:`wbc.viz.Replay` to record into (about 30 frames per second).
             on_step: called as ``on_step(q, v, cmd)`` after every control step (tests check each step).
         """
-        if not (isinstance(duration, numbers.Real) and math.isfinite(duration) and duration > 0):
-            raise wbc.InputError(f"run: duration must be a positive number of seconds, got {duration!r}")
+        wbc.checks.positive(duration, "run: duration (s)")
         sim, ctrl = self.sim, self.controller
         steps = int(round(duration / DT))
         log = _Log()
@@ -1004,10 +1002,15 @@ def _checked_pushes(pushes: Sequence) -> list[tuple[float, np.ndarray, float]]:
     for k, push in enumerate(pushes):
         try:
             t, force, length = push
-            t, length = float(t), float(length)
         except (TypeError, ValueError):
             raise wbc.InputError(f"push {k}: expected (time s, force (3,) N, duration s), got {push!r}") from None
-        if not (math.isfinite(t) and t >= 0 and math.isfinite(length) and length > 0):
-            raise wbc.InputError(f"push {k}: its time must be finite and >= 0 and its duration positive, got {push!r}")
-        out.append((t, wbc.checks.vector(force, 3, f"push {k}'s force"), length))
+        if wbc.checks.finite_number(t, f"push {k}'s time (s)") < 0:
+            raise wbc.InputError(f"push {k}'s time (s) must be ≥ 0, got {t!r}")
+        out.append(
+            (
+                float(t),
+                wbc.checks.vector(force, 3, f"push {k}'s force"),
+                wbc.checks.positive(length, f"push {k}'s duration (s)"),
+            )
+        )
     return out
