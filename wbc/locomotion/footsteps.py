@@ -33,12 +33,12 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
-import numbers
 from collections.abc import Sequence
 
 import numpy as np
 
 from ..errors import InputError
+from ..model import checks
 from . import polygon as _polygon
 
 __all__ = [
@@ -329,10 +329,8 @@ class VelocityCommand:
 
     def __post_init__(self) -> None:
         for f in ("vx", "vy", "yaw_rate"):
-            v = getattr(self, f)
-            if isinstance(v, bool) or not (isinstance(v, numbers.Real) and math.isfinite(v)):
-                raise InputError(f"velocity command: {f} must be a finite number, got {v!r}")
-            object.__setattr__(self, f, float(v))  # a numpy scalar (an array's entry) as a float
+            # a numpy scalar (an array's entry) kept as a float
+            object.__setattr__(self, f, checks.finite_number(getattr(self, f), f"velocity command: {f}"))
 
     def scaled(self, s: float) -> VelocityCommand:
         return VelocityCommand(self.vx * s, self.vy * s, self.yaw_rate * s)
