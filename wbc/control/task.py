@@ -461,7 +461,7 @@ def unready_tasks(tasks: Sequence[Task]) -> tuple[list[str], list[str]]:
     missing, no_gains = [], []
     for t in tasks:
         if t.needs_target:
-            if not getattr(t, "_target_given", True):
+            if not t.target_given:
                 missing.append(t.name)
             kp, kd = t._gains
             if not (kp.any() or kd.any()):
